@@ -1,0 +1,110 @@
+"""Cut a path into blocks: what was given, replayed, scaffold, sampled, or sampled elsewhere.
+
+In token mode blocks are cut on node boundaries and on each model node's `sampled_start`, and
+their `[start, end)` ranges tile the path's tokens (the same indices as the trainer's
+`input_ids` and `loss_mask`). Without tokens each node is one block measured in characters.
+"""
+
+from dataclasses import dataclass
+
+from skycap_viewer.graph import Graph, PathInfo
+
+BLOCK_KINDS = ("given", "replayed", "scaffold", "sampled", "sampled-elsewhere")
+
+
+@dataclass
+class Block:
+    kind: str
+    node: int
+    role: str | None
+    author: str
+    start: int  # token (or character) offset in the path
+    end: int
+    trained_in: int | None = None
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    @property
+    def trainable(self) -> bool:
+        return self.kind == "sampled"
+
+
+def message_text(message) -> str:
+    """A message as readable text: reasoning, content (or its parts), then tool calls."""
+    if not isinstance(message, dict):
+        return "" if message is None else str(message)
+    parts = []
+    for key in ("reasoning_content", "reasoning"):
+        if isinstance(message.get(key), str) and message[key]:
+            parts.append(message[key])
+    content = message.get("content")
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict):
+                text = part.get("text")
+                parts.append(text if isinstance(text, str) else f"[{part.get('type', 'part')}]")
+            elif isinstance(part, str):
+                parts.append(part)
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, dict):
+            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            parts.append(f"{function.get('name', '?')}({function.get('arguments', '')})")
+    return "\n".join(parts)
+
+
+def node_kind(node: dict) -> str:
+    """The block kind of a whole node before the sampled/scaffold split."""
+    if node["author"] == "model":
+        return "sampled"
+    return "replayed" if node.get("role") == "assistant" else "given"
+
+
+def path_has_tokens(graph: Graph, path: PathInfo) -> bool:
+    return all(graph.nodes[n].get("tokens") is not None for n in path.nodes)
+
+
+def token_blocks(graph: Graph, path: PathInfo) -> list[Block]:
+    blocks, position = [], 0
+    for node_id in path.nodes:
+        node = graph.nodes[node_id]
+        tokens = node["tokens"]
+        length = tokens["length"]
+        kind = node_kind(node)
+        role, author = node.get("role"), node["author"]
+        if kind != "sampled":
+            segments = [(kind, length, None)]
+        else:
+            sampled_start = tokens.get("sampled_start") or 0
+            trained_in = path.sampled_elsewhere.get(node_id)
+            sampled_kind = "sampled" if trained_in is None else "sampled-elsewhere"
+            segments = [("scaffold", sampled_start, None), (sampled_kind, length - sampled_start, trained_in)]
+        for segment_kind, size, trained_in in segments:
+            if size > 0:
+                blocks.append(Block(segment_kind, node_id, role, author, position, position + size, trained_in))
+                position += size
+    return blocks
+
+
+def text_blocks(graph: Graph, path: PathInfo) -> list[Block]:
+    blocks, position = [], 0
+    for node_id in path.nodes:
+        node = graph.nodes[node_id]
+        kind = node_kind(node)
+        trained_in = path.sampled_elsewhere.get(node_id)
+        if trained_in is not None:
+            kind = "sampled-elsewhere"
+        size = len(message_text(node.get("message")))
+        blocks.append(Block(kind, node_id, node.get("role"), node["author"], position, position + size, trained_in))
+        position += size
+    return blocks
+
+
+def sampled_tokens(node: dict) -> int:
+    tokens = node.get("tokens")
+    if tokens is None:
+        return 0
+    return tokens["length"] - (tokens.get("sampled_start") or 0)

@@ -1,0 +1,73 @@
+"""Find runs: record directories under the directories given on the command line.
+
+A root is a run if it holds a record; otherwise its children, and failing that their
+children, are looked at (two levels, no further, so a symlink loop cannot trap the scan).
+Anything inside a record directory (a pulled run's `index/` folder) is neither run nor record.
+"""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from skycap_viewer.reader import is_document_name
+
+
+@dataclass(frozen=True)
+class RunLocation:
+    id: str
+    project: str
+    path: Path
+
+
+def is_record_directory(path) -> bool:
+    try:
+        with os.scandir(path) as entries:
+            return any(is_document_name(e.name) and not e.is_dir() for e in entries)
+    except OSError:
+        return False
+
+
+def _subdirectories(path: Path) -> list[Path]:
+    try:
+        with os.scandir(path) as entries:
+            found = [Path(e.path) for e in entries if not e.name.startswith(".") and e.is_dir()]
+    except OSError:
+        return []
+    return sorted(found)
+
+
+def run_name(path: Path) -> str:
+    """A directory named `skycap` takes its parent's name (`/runs/job-7/skycap` is `job-7`)."""
+    return path.parent.name if path.name == "skycap" and path.parent.name else path.name
+
+
+def record_directories(root: Path) -> list[tuple[Path, str]]:
+    """(record directory, project name) pairs under one root."""
+    if is_record_directory(root):
+        return [(root, root.parent.name or root.name)]
+    found = []
+    for child in _subdirectories(root):
+        if is_record_directory(child):
+            found.append((child, root.name))
+        else:
+            found.extend((grandchild, root.name) for grandchild in _subdirectories(child) if is_record_directory(grandchild))
+    return found
+
+
+def discover_runs(roots, known: dict[Path, str] | None = None) -> list[RunLocation]:
+    """Every run under `roots`, with unique ids; a directory in `known` keeps its id."""
+    known = known or {}
+    runs, taken = [], set(known.values())
+    for root in roots:
+        for path, project in record_directories(Path(root).absolute()):
+            if any(run.path == path for run in runs):
+                continue
+            run_id = known.get(path)
+            if run_id is None:
+                base = run_name(path)
+                run_id, suffix = base, 2
+                while run_id in taken:
+                    run_id, suffix = f"{base}~{suffix}", suffix + 1
+                taken.add(run_id)
+            runs.append(RunLocation(run_id, project, path))
+    return runs

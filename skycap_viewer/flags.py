@@ -1,0 +1,54 @@
+"""Health flags: their order, level and meaning, and the rollout flags of one record.
+
+The order is the display and sort order; group flags come first. `bridged-unknown` is true of
+every record older than the `bridged` field, so tables leave it out (the band keeps it).
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    level: str  # error | warn | info
+    why: str
+    unit: str = "rollout"  # rollout | group
+
+
+FLAGS = (
+    Flag("no-signal", "warn", "every counting rollout of the group got the same reward: no learning signal", "group"),
+    Flag("masked", "warn", "a counting rollout ended with stop_reason agent_timeout or error", "group"),
+    Flag("short", "warn", "the group has fewer rollouts than the run's usual group size", "group"),
+    Flag("retried", "info", "the group has superseded attempts (a repetition was run again)", "group"),
+    Flag("malformed-record", "error", "the record breaks the format: it cannot be read, or it disagrees with itself"),
+    Flag("tokens-missing", "warn", "the tokens sidecar is listed but not here (a mirror?): message text only"),
+    Flag("failed-calls", "error", "some model calls failed and produced no node"),
+    Flag("incomplete", "error", "the trajectory never ended (written at shutdown, or still open)"),
+    Flag("no-logprobs", "error", "some trained tokens have no rollout logprobs"),
+    Flag("unbridged", "warn", "a call's prompt was re-rendered from messages instead of extending the last call's tokens"),
+    Flag("unbridged-inferred", "warn", "an old record whose history passes a re-tokenized copy: a re-rendered prompt"),
+    Flag("replayed", "warn", "an assistant message the model did not sample here is in the context"),
+    Flag("no-train", "warn", "a path trains no token"),
+    Flag("empty", "warn", "the trajectory has no nodes"),
+    Flag("truncated", "warn", "a call stopped at the token limit (finish_reason length)"),
+    Flag("abandoned", "info", "the trajectory was idle past its TTL and abandoned"),
+    Flag("forked", "info", "the history forked: more than one path"),
+    Flag("bridged-unknown", "info", "calls without a `bridged` field: the record predates it"),
+)
+FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}
+FLAG_ORDER = {flag.name: position for position, flag in enumerate(FLAGS)}
+ROW_HIDDEN_FLAGS = frozenset({"bridged-unknown"})
+GROUP_FLAGS = tuple(flag.name for flag in FLAGS if flag.unit == "group")
+
+
+def ordered(names) -> list[str]:
+    return sorted(set(names), key=FLAG_ORDER.__getitem__)
+
+
+def row_flags(names) -> list[str]:
+    """The flags a table row shows."""
+    return [name for name in names if name not in ROW_HIDDEN_FLAGS]
+
+
+def flag_catalogue() -> list[dict]:
+    return [{"flag": f.name, "level": f.level, "why": f.why, "unit": f.unit} for f in FLAGS]

@@ -1,0 +1,119 @@
+"""Consistency of a document with its own sidecar manifest, from the document alone.
+
+These problems leave the graph readable, so the viewer still shows the record, marked
+`malformed-record`; none of them needs a sidecar opened, so the index can find them too.
+"""
+
+from skycap_viewer.structure import is_int
+
+DTYPE_SIZES = {"uint8": 1, "uint16": 2, "int16": 2, "int32": 4, "int64": 8, "float64": 8}
+EXPECTED_ARRAYS = {
+    "tokens": {"token_ids": ("int32",), "logprobs": ("float64",), "text_offsets": ("int32",), "text": ("uint8",)},
+    "experts": {"routed_experts": ("uint8", "uint16", "int16", "int32")},
+    "sampling_mask": {"ids": ("int32",), "offsets": ("int64",)},
+}
+SIDECAR_KINDS = tuple(EXPECTED_ARRAYS)
+
+
+def listed_kinds(document: dict) -> set[str]:
+    """Kinds the record captured: in the manifest, or named in a mirror's `omitted_sidecars`."""
+    omitted = document.get("omitted_sidecars")
+    omitted = {k for k in omitted if isinstance(k, str)} if isinstance(omitted, list) else set()
+    return set(document.get("sidecars") or {}) | omitted
+
+
+def token_nodes(document: dict) -> list[dict]:
+    return [n for n in document["nodes"] if n.get("tokens") is not None]
+
+
+def layout_problems(document: dict, file_id: str | None = None) -> list[str]:
+    """Every way `document` disagrees with itself about its sidecars, as readable sentences."""
+    problems = []
+    if file_id is not None and document["id"] != file_id:
+        problems.append(f"document id {document['id']!r} differs from its file name {file_id!r}")
+    problems += _depth_problems(document["nodes"])
+    sidecars = document.get("sidecars") or {}
+    for kind, manifest in sidecars.items():
+        problems += _manifest_problems(kind, manifest)
+        expected_name = f"{file_id or document['id']}.{kind}.zst"
+        if manifest["file"] != expected_name:
+            problems.append(f"{kind} sidecar is named {manifest['file']!r}, not {expected_name!r}")
+    problems += _slice_problems(document, sidecars)
+    return problems
+
+
+def _depth_problems(nodes: list[dict]) -> list[str]:
+    problems = []
+    for node in nodes:
+        parent = node.get("parent")
+        expected = 0 if parent is None else (nodes[parent].get("depth", 0) or 0) + 1
+        if "depth" in node and node["depth"] != expected:
+            problems.append(f"node {node['id']} has depth {node['depth']!r}, its parent says {expected}")
+    return problems
+
+
+def _manifest_problems(kind: str, manifest: dict) -> list[str]:
+    if kind not in EXPECTED_ARRAYS:
+        return [f"unknown sidecar kind {kind!r}"]
+    problems = []
+    arrays = manifest["arrays"]
+    for name, dtypes in EXPECTED_ARRAYS[kind].items():
+        spec = arrays.get(name)
+        if spec is None:
+            problems.append(f"{kind} sidecar has no `{name}` array")
+        elif spec["dtype"] not in dtypes:
+            problems.append(f"{kind}.{name} has dtype {spec['dtype']!r}, expected {' or '.join(dtypes)}")
+        elif spec["offset"] % 8:
+            problems.append(f"{kind}.{name} starts at byte {spec['offset']}, not a multiple of 8")
+    if kind == "tokens" and not problems:
+        lengths = {arrays[n]["shape"][0] if arrays[n]["shape"] else None for n in ("token_ids", "logprobs", "text_offsets")}
+        if len(lengths) != 1:
+            problems.append("tokens arrays token_ids, logprobs and text_offsets differ in length")
+    return problems
+
+
+def array_rows(sidecars: dict, kind: str, name: str) -> int | None:
+    """The first dimension of a manifest array, or None when the manifest lacks it."""
+    spec = (sidecars.get(kind) or {}).get("arrays", {}).get(name)
+    if not spec or not spec["shape"]:
+        return None
+    return spec["shape"][0]
+
+
+def _slice_problems(document: dict, sidecars: dict) -> list[str]:
+    listed = listed_kinds(document)
+    token_count = array_rows(sidecars, "tokens", "token_ids")
+    text_size = array_rows(sidecars, "tokens", "text")
+    expert_rows = array_rows(sidecars, "experts", "routed_experts")
+    mask_offsets = array_rows(sidecars, "sampling_mask", "offsets")
+    mask_rows = None if mask_offsets is None else max(mask_offsets - 1, 0)
+    problems = []
+    expected_offset = 0
+    unlisted = set()
+    for node in token_nodes(document):
+        t, nid = node["tokens"], node["id"]
+        if "tokens" not in listed:
+            unlisted.add("tokens")
+        if t["offset"] != expected_offset:
+            problems.append(f"node {nid} tokens start at {t['offset']}, expected {expected_offset} (nodes tile the arrays)")
+        expected_offset = t["offset"] + t["length"]
+        if token_count is not None and t["offset"] + t["length"] > token_count:
+            problems.append(f"node {nid} tokens [{t['offset']}, {t['offset'] + t['length']}) run past the {token_count} tokens")
+        if t.get("text_offset") is not None and text_size is not None and t["text_offset"] + t.get("text_bytes", 0) > text_size:
+            problems.append(f"node {nid} text [{t['text_offset']}, {t['text_offset'] + t['text_bytes']}) runs past the {text_size} text bytes")
+        if t.get("text_offset") is None and t.get("text_bytes", 0):
+            problems.append(f"node {nid} has {t['text_bytes']} text bytes but no text_offset")
+        if t.get("experts_offset") is not None:
+            if "experts" not in listed:
+                unlisted.add("experts")
+            elif expert_rows is not None and t["experts_offset"] + t.get("experts_rows", 0) > expert_rows:
+                problems.append(f"node {nid} experts rows run past the {expert_rows} rows of routed_experts")
+        if t.get("mask_offset") is not None and t.get("mask_rows", 0) > 0:
+            if "sampling_mask" not in listed:
+                unlisted.add("sampling_mask")
+            elif mask_rows is not None and t["mask_offset"] + t["mask_rows"] > mask_rows:
+                problems.append(f"node {nid} sampling-mask rows run past the {mask_rows} rows of the mask")
+    if token_count is not None and "tokens" in sidecars and expected_offset != token_count and not problems:
+        problems.append(f"token nodes cover {expected_offset} tokens, the tokens sidecar has {token_count}")
+    problems += [f"nodes slice the {kind} sidecar, which the manifest does not list" for kind in sorted(unlisted)]
+    return problems

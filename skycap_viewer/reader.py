@@ -1,0 +1,78 @@
+"""Read skycap record directories: list records, read documents, find sidecar files.
+
+A record is `{id}.json.zst` (the document) plus optional sidecars named in the document's
+manifest. This module never opens a sidecar: `sidecars.py` does, and only when asked.
+Everything that goes wrong raises `RecordError` naming the file and the problem.
+"""
+
+import json
+import os
+from pathlib import Path
+
+from skycap_viewer.errors import RecordError
+from skycap_viewer.frames import FrameError, decompress_one_frame
+from skycap_viewer.structure import check_structure
+
+DOCUMENT_SUFFIX = ".json.zst"
+FORMAT_VERSION = 1
+
+
+def is_document_name(name: str) -> bool:
+    """A trajectory document: `*.json.zst`, not a dotfile or a writer's temporary name."""
+    return name.endswith(DOCUMENT_SUFFIX) and not name.startswith(".") and len(name) > len(DOCUMENT_SUFFIX)
+
+
+def record_id_of(name: str) -> str:
+    return name[: -len(DOCUMENT_SUFFIX)]
+
+
+def document_path(directory, record_id: str) -> Path:
+    return Path(directory) / f"{record_id}{DOCUMENT_SUFFIX}"
+
+
+def list_record_ids(directory) -> list[str]:
+    """Ids of the records in `directory`, sorted (skycap's `list_ids`)."""
+    with os.scandir(directory) as entries:
+        return sorted(record_id_of(e.name) for e in entries if is_document_name(e.name))
+
+
+def parse_document(data: bytes, path) -> dict:
+    """Decode and validate one document file's bytes; raise `RecordError` if it isn't v1."""
+    try:
+        payload = decompress_one_frame(data)
+    except FrameError as error:
+        raise RecordError(path, str(error)) from None
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RecordError(path, f"the document is not UTF-8 ({error.reason} at byte {error.start})") from None
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise RecordError(path, f"the document is not JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise RecordError(path, f"the document is a JSON {_json_type(document)}, not an object")
+    version = document.get("format_version")
+    if type(version) is not int or version != FORMAT_VERSION:
+        shown = "missing" if "format_version" not in document else json.dumps(version)
+        raise RecordError(path, f"format_version {shown}; this viewer reads format_version 1 only")
+    problem = check_structure(document)
+    if problem:
+        raise RecordError(path, problem)
+    return document
+
+
+def read_document(path) -> dict:
+    """Read and validate the document at `path`."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except IsADirectoryError:
+        raise RecordError(path, "is a directory, not a document file") from None
+    except OSError as error:
+        raise RecordError(path, f"cannot read the file ({error.strerror or error})") from None
+    return parse_document(data, path)
+
+
+def _json_type(value) -> str:
+    return {list: "list", str: "str", int: "int", float: "float", bool: "bool"}.get(type(value), "null")

@@ -1,0 +1,154 @@
+"""One record understood from its document alone: paths, blocks, counts, signs and flags.
+
+Everything here is computed without opening a sidecar, so the index can build it for every
+record. `present` is the set of file names in the record directory; it tells a listed
+sidecar that a mirror left out (absent) from one that is there.
+"""
+
+from collections import Counter
+from functools import cached_property
+
+from skycap_viewer.blocks import Block, path_has_tokens, sampled_tokens, text_blocks, token_blocks
+from skycap_viewer.flags import ordered
+from skycap_viewer.graph import Graph, PathInfo
+from skycap_viewer.layout import layout_problems, listed_kinds, token_nodes
+
+ABSENT = "absent"
+
+
+def bridged_value(call: dict):
+    """`true`/`false`/`null`, or "absent" for records older than the field."""
+    return call["bridged"] if "bridged" in call else ABSENT
+
+
+class PathView:
+    """One path with its blocks and counts."""
+
+    def __init__(self, rollout: "Rollout", info: PathInfo):
+        self.info = info
+        graph = rollout.graph
+        self.token_blocked = rollout.text_only is None and path_has_tokens(graph, info)
+        self.blocks: list[Block] = (token_blocks if self.token_blocked else text_blocks)(graph, info)
+        self.size = self.blocks[-1].end if self.blocks else 0
+        targets = [graph.nodes[n] for n in info.targets]
+        self.trainable_count = sum(sampled_tokens(n) for n in targets) if self.token_blocked else 0
+        self.logprob_count = (
+            sum(sampled_tokens(n) for n in targets if n["tokens"].get("has_logprobs")) if self.token_blocked else 0
+        )
+        leaf = graph.nodes[info.leaf]
+        calls = leaf.get("calls") or []
+        self.stop_reason = calls[-1].get("finish_reason") if leaf["author"] == "model" and calls else None
+
+    @property
+    def token_count(self) -> int:
+        return self.size if self.token_blocked else 0
+
+    @property
+    def char_count(self) -> int | None:
+        return None if self.token_blocked else self.size
+
+
+class Rollout:
+    def __init__(self, document: dict, present: set[str] | None = None, file_id: str | None = None):
+        self.document = document
+        self.nodes = document["nodes"]
+        self.graph = Graph(self.nodes)
+        self.sidecars = document.get("sidecars") or {}
+        self.calls = [call for node in self.nodes for call in node.get("calls") or []]
+        self.missing_sidecars = sorted(
+            kind for kind in listed_kinds(document)
+            if present is not None and (kind not in self.sidecars or self.sidecars[kind]["file"] not in present)
+        )
+        self.record_problems = layout_problems(document, file_id)
+
+    @cached_property
+    def mode(self) -> str:
+        """Token mode is read from the data, not `capture.mode`, which graph-API records leave out."""
+        capture_mode = (self.document.get("capture") or {}).get("mode")
+        if capture_mode in ("tokens", "text"):
+            return capture_mode
+        return "tokens" if "tokens" in listed_kinds(self.document) or token_nodes(self.document) else "text"
+
+    @cached_property
+    def text_only(self) -> str | None:
+        """Why a token record must be shown from message text: tokens missing, or unlisted."""
+        if not token_nodes(self.document):
+            return None
+        if "tokens" not in listed_kinds(self.document):
+            return "tokens-unlisted"
+        return "tokens-missing" if "tokens" in self.missing_sidecars else None
+
+    @cached_property
+    def paths(self) -> list[PathView]:
+        return [PathView(self, info) for info in self.graph.paths]
+
+    @cached_property
+    def bridged(self) -> dict:
+        counts = Counter(str(bridged_value(c)).lower() if bridged_value(c) is not None else "null" for c in self.calls)
+        return {key: counts.get(key, 0) for key in ("true", "false", "null", ABSENT)}
+
+    def nodes_where(self, predicate) -> list[int]:
+        return [n["id"] for n in self.nodes if predicate(n)]
+
+    @cached_property
+    def unbridged_nodes(self) -> list[int]:
+        return self.nodes_where(lambda n: any(bridged_value(c) is False for c in n.get("calls") or []))
+
+    @cached_property
+    def truncated_nodes(self) -> list[int]:
+        return self.nodes_where(lambda n: any(c.get("finish_reason") == "length" for c in n.get("calls") or []))
+
+    @cached_property
+    def retokenized_nodes(self) -> list[int]:
+        """Client nodes shadowed by a model sibling: the same reply, tokenized another way."""
+        def is_copy(node):
+            by = node.get("shadowed_by")
+            return node["author"] == "client" and by is not None and 0 <= by < len(self.nodes) and self.graph.is_model(by)
+        return self.nodes_where(is_copy)
+
+    @cached_property
+    def inferred_unbridged_nodes(self) -> list[int]:
+        """Model nodes whose prompt passes a re-tokenized copy since the previous model node."""
+        copies = set(self.retokenized_nodes)
+        inferred = []
+        for node in self.nodes:
+            if node["author"] != "model":
+                continue
+            current = node.get("parent")
+            while current is not None and not self.graph.is_model(current):
+                if current in copies:
+                    inferred.append(node["id"])
+                    break
+                current = self.nodes[current].get("parent")
+        return inferred
+
+    @cached_property
+    def flags(self) -> list[str]:
+        d = self.document
+        token_blocked = [p for p in self.paths if p.token_blocked]
+        found = {
+            "malformed-record": bool(self.record_problems),
+            "tokens-missing": "tokens" in self.missing_sidecars,
+            "failed-calls": bool(d.get("failures")),
+            "incomplete": d.get("ended") is False or d["status"] == "open",
+            "no-logprobs": any(p.trainable_count > p.logprob_count for p in token_blocked),
+            "unbridged": bool(self.unbridged_nodes),
+            "unbridged-inferred": self.bridged[ABSENT] > 0 and bool(self.inferred_unbridged_nodes),
+            "replayed": any(b.kind == "replayed" for p in self.paths for b in p.blocks),
+            "no-train": any(p.trainable_count == 0 for p in token_blocked),
+            "empty": not self.nodes,
+            "truncated": bool(self.truncated_nodes) or any(p.stop_reason == "length" for p in self.paths),
+            "abandoned": d["status"] == "abandoned",
+            "forked": len(self.paths) > 1,
+            "bridged-unknown": self.bridged[ABSENT] > 0,
+        }
+        return ordered(name for name, on in found.items() if on)
+
+    @property
+    def tokens(self) -> int:
+        """The largest path's size: tokens, or characters without tokens."""
+        return max((p.size for p in self.paths), default=0)
+
+    @property
+    def trainable(self) -> int:
+        return max((p.trainable_count for p in self.paths), default=0)

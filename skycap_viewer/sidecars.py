@@ -1,0 +1,156 @@
+"""Read sidecar files lazily: little-endian arrays at 8-aligned offsets, standard library only.
+
+Only `/paths` with text and `check` come here; listings never do. A sidecar the manifest
+lists but whose file is absent (a mirror that left it out) is *absent*, not an error.
+"""
+
+import math
+import sys
+from array import array
+from pathlib import Path
+
+from skycap_viewer.errors import RecordError
+from skycap_viewer.frames import FrameError, decompress_one_frame
+from skycap_viewer.layout import DTYPE_SIZES, layout_problems, token_nodes
+from skycap_viewer.structure import is_plain_file_name
+
+TYPECODES = {"uint8": "B", "uint16": "H", "int16": "h", "int32": "i", "int64": "q", "float64": "d"}
+for _dtype, _code in TYPECODES.items():  # the platform's C sizes must match the format's
+    assert array(_code).itemsize == DTYPE_SIZES[_dtype], _dtype
+
+
+def sidecar_file(directory, document: dict, kind: str) -> Path | None:
+    """Where the manifest says `kind` lives, or None when it is not listed."""
+    manifest = (document.get("sidecars") or {}).get(kind)
+    if manifest is None:
+        return None
+    name = manifest["file"]
+    if not is_plain_file_name(name):  # structure.py refuses these already; never build such a path
+        raise RecordError(Path(directory) / f"{document['id']}.json.zst", f"sidecar name {name!r} is not plain")
+    return Path(directory) / name
+
+
+def decode_array(payload: bytes, spec: dict, where: str):
+    """View one manifest array of `payload` as a flat `array` (copied, native byte order)."""
+    dtype = spec["dtype"]
+    if dtype not in TYPECODES:
+        raise ValueError(f"{where}: dtype {dtype!r} is not one of {', '.join(TYPECODES)}")
+    if spec["offset"] % 8:
+        raise ValueError(f"{where}: offset {spec['offset']} is not a multiple of 8")
+    count = math.prod(spec["shape"])
+    start, end = spec["offset"], spec["offset"] + count * DTYPE_SIZES[dtype]
+    if end > len(payload):
+        raise ValueError(f"{where}: needs bytes [{start}, {end}) but the payload has {len(payload)}")
+    values = array(TYPECODES[dtype])
+    values.frombytes(payload[start:end])
+    if sys.byteorder == "big" and values.itemsize > 1:
+        values.byteswap()
+    return values
+
+
+def read_sidecar(path: Path, manifest: dict) -> dict:
+    """Every array of one sidecar file; raises `RecordError` on any damage."""
+    try:
+        payload = decompress_one_frame(path.read_bytes())
+        return {name: decode_array(payload, spec, name) for name, spec in manifest["arrays"].items()}
+    except (OSError, FrameError, ValueError) as error:
+        raise RecordError(path, getattr(error, "strerror", None) or str(error)) from None
+
+
+def read_present_sidecar(directory, document: dict, kind: str) -> dict | None:
+    """The arrays of `kind`, or None when it is not listed or its file is not there."""
+    path = sidecar_file(directory, document, kind)
+    if path is None or not path.is_file():
+        return None
+    return read_sidecar(path, document["sidecars"][kind])
+
+
+class TokenData:
+    """The tokens sidecar of one record, sliced per node."""
+
+    def __init__(self, arrays: dict, path: Path):
+        self.path = path
+        self.token_ids = arrays["token_ids"]
+        self.logprobs = arrays["logprobs"]
+        self.text_offsets = arrays["text_offsets"]
+        self.text = bytes(arrays["text"])
+
+    def ids(self, tokens: dict) -> list[int]:
+        return self.token_ids[tokens["offset"] : tokens["offset"] + tokens["length"]].tolist()
+
+    def logprobs_of(self, tokens: dict) -> list[float | None]:
+        """Per-token logprob; None where unknown (NaN in the file)."""
+        chunk = self.logprobs[tokens["offset"] : tokens["offset"] + tokens["length"]]
+        return [None if math.isnan(v) else v for v in chunk]
+
+    def text_bytes(self, tokens: dict) -> bytes | None:
+        if tokens.get("text_offset") is None:
+            return None
+        return self.text[tokens["text_offset"] : tokens["text_offset"] + tokens.get("text_bytes", 0)]
+
+    def pieces(self, tokens: dict) -> list[str] | None:
+        """Each token's text (empty for a token sharing a character it does not complete)."""
+        raw = self.text_bytes(tokens)
+        if raw is None:
+            return None
+        starts = self.text_offsets[tokens["offset"] : tokens["offset"] + tokens["length"]].tolist()
+        ends = starts[1:] + [len(raw)]
+        return [raw[a:b].decode("utf-8") for a, b in zip(starts, ends)]
+
+    def problems(self, document: dict) -> list[str]:
+        """Token slices that fall outside the arrays or split a UTF-8 character."""
+        problems = []
+        n, size = len(self.token_ids), len(self.text)
+        for node in token_nodes(document):
+            t, nid = node["tokens"], node["id"]
+            if t["offset"] + t["length"] > n:
+                problems.append(f"node {nid} tokens run past the {n} token ids")
+                continue
+            if t.get("text_offset") is None:
+                continue
+            if t["text_offset"] + t.get("text_bytes", 0) > size:
+                problems.append(f"node {nid} text runs past the {size} text bytes")
+                continue
+            try:
+                self.text_bytes(t).decode("utf-8")
+            except UnicodeDecodeError:
+                problems.append(f"node {nid} text is cut inside a UTF-8 character")
+                continue
+            starts = self.text_offsets[t["offset"] : t["offset"] + t["length"]].tolist()
+            bounds = starts + [t.get("text_bytes", 0)]
+            if starts and starts[0] < 0:
+                problems.append(f"node {nid} text_offsets start below 0")
+            elif any(b < a for a, b in zip(starts, starts[1:])):
+                problems.append(f"node {nid} text_offsets decrease")
+            elif bounds[-2 if starts else -1] > bounds[-1]:
+                problems.append(f"node {nid} text_offsets run past the node's {bounds[-1]} text bytes")
+            else:
+                try:
+                    self.pieces(t)
+                except UnicodeDecodeError:
+                    problems.append(f"node {nid} a token boundary splits a UTF-8 character")
+        return problems
+
+
+def read_tokens(directory, document: dict) -> TokenData | None:
+    """The record's tokens, or None when not captured or not copied; `RecordError` if damaged."""
+    arrays = read_present_sidecar(directory, document, "tokens")
+    if arrays is None:
+        return None
+    path = sidecar_file(directory, document, "tokens")
+    if layout_problems(document):
+        raise RecordError(path, "; ".join(layout_problems(document)))
+    data = TokenData(arrays, path)
+    problems = data.problems(document)
+    if problems:
+        raise RecordError(path, "; ".join(problems))
+    return data
+
+
+def mask_problems(arrays: dict) -> list[str]:
+    offsets, ids = arrays["offsets"].tolist(), arrays["ids"]
+    if not offsets or offsets[0] != 0:
+        return ["sampling_mask offsets do not start at 0"]
+    if any(b < a for a, b in zip(offsets, offsets[1:])) or offsets[-1] > len(ids):
+        return ["sampling_mask offsets decrease or run past the ids"]
+    return []

@@ -1,0 +1,69 @@
+"""Start the real `skycap-viewer` server in a subprocess on an ephemeral port, for tests."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+
+class ServerProcess:
+    """`with ServerProcess([dir, ...]) as server:` gives `server.url` and `server.get(path)`."""
+
+    def __init__(self, dirs, *extra_args, env=None):
+        self.args = [sys.executable, "-m", "skycap_viewer", *map(str, dirs), "--port", "0", "--quiet",
+                     "--no-cache", *extra_args]
+        self.env = {**os.environ, **(env or {})}
+        self.process = None
+        self.url = None
+
+    def __enter__(self):
+        self.process = subprocess.Popen(
+            self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break
+            if "http://" in line:
+                self.url = line[line.index("http://"):].split()[0].rstrip("/")
+                return self
+        self.__exit__(None, None, None)
+        raise RuntimeError(f"server did not start: {self.process.stderr.read()}")
+
+    def __exit__(self, *exc):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def request(self, path, headers=None, method="GET"):
+        """(status, headers, body bytes) of one request; HTTP errors are returned, not raised."""
+        req = urllib.request.Request(self.url + path, headers=headers or {}, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as response:
+                return response.status, response.headers, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.headers, error.read()
+
+    def get(self, path, expect=200):
+        """The JSON body of a GET that must answer `expect`."""
+        status, _, body = self.request(path)
+        assert status == expect, f"GET {path}: {status} {body[:300]!r}"
+        return json.loads(body)
+
+    def wait_indexed(self, timeout=60):
+        """Wait until every run's background indexing is done."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            runs = self.get("/v1/runs")["data"]
+            if runs and not any(run.get("indexing") for run in runs):
+                return runs
+            time.sleep(0.1)
+        raise TimeoutError("indexing did not finish")
