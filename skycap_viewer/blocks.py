@@ -2,7 +2,8 @@
 
 In token mode blocks are cut on node boundaries and on each model node's `sampled_start`, and
 their `[start, end)` ranges tile the path's tokens (the same indices as the trainer's
-`input_ids` and `loss_mask`). Without tokens each node is one block measured in characters.
+`input_ids` and `loss_mask`). Without tokens each node is one block measured in UTF-16 units
+(the page's JavaScript string offsets).
 """
 
 from dataclasses import dataclass
@@ -56,6 +57,11 @@ def message_text(message) -> str:
     return "\n".join(parts)
 
 
+def utf16_length(text: str) -> int:
+    """Length in UTF-16 code units: the unit of the page's (JavaScript) string offsets."""
+    return len(text.encode("utf-16-le")) // 2
+
+
 def node_kind(node: dict) -> str:
     """The block kind of a whole node before the sampled/scaffold split."""
     if node["author"] == "model":
@@ -97,7 +103,7 @@ def text_blocks(graph: Graph, path: PathInfo) -> list[Block]:
         trained_in = path.sampled_elsewhere.get(node_id)
         if trained_in is not None:
             kind = "sampled-elsewhere"
-        size = len(message_text(node.get("message")))
+        size = utf16_length(message_text(node.get("message")))
         blocks.append(Block(kind, node_id, node.get("role"), node["author"], position, position + size, trained_in))
         position += size
     return blocks

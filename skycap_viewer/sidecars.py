@@ -132,14 +132,18 @@ class TokenData:
         return problems
 
 
-def read_tokens(directory, document: dict) -> TokenData | None:
-    """The record's tokens, or None when not captured or not copied; `RecordError` if damaged."""
+def read_tokens(directory, document: dict, file_id: str | None = None) -> TokenData | None:
+    """The record's tokens, or None when not captured or not copied; `RecordError` if damaged.
+
+    `file_id` (the document's file stem) is what sidecar names are checked against when given.
+    """
     arrays = read_present_sidecar(directory, document, "tokens")
     if arrays is None:
         return None
     path = sidecar_file(directory, document, "tokens")
-    if layout_problems(document):
-        raise RecordError(path, "; ".join(layout_problems(document)))
+    problems = layout_problems(document, file_id)
+    if problems:
+        raise RecordError(path, "; ".join(problems))
     data = TokenData(arrays, path)
     problems = data.problems(document)
     if problems:

@@ -1,0 +1,215 @@
+"""JSON payloads about one record, shared by the HTTP server and `skycap-viewer show --json`.
+
+One builder per API shape (see `notes/api-contract.md`), so the terminal and the page can
+never disagree about what a rollout's paths are. Node ids go on the wire as `"n<id>"`.
+"""
+
+import math
+from datetime import datetime, timezone
+
+from skycap_viewer.blocks import Block, message_text, utf16_length
+from skycap_viewer.errors import RecordError
+from skycap_viewer.rollout import ABSENT, PathView, Rollout
+from skycap_viewer.sidecars import TokenData, read_tokens
+
+BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
+
+
+def wire_id(node_id: int | None) -> str | None:
+    return None if node_id is None else f"n{node_id}"
+
+
+def iso_time(seconds) -> str | None:
+    """Unix seconds as an ISO-8601 UTC string with milliseconds, like the original viewer."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return None
+    try:
+        moment = datetime.fromtimestamp(seconds, timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def task_id(meta: dict) -> str | None:
+    """`meta.task_id`, else the last part of `meta.task`, else `meta.instance_id`."""
+    for key in ("task_id", "task", "instance_id"):
+        value = meta.get(key)
+        if value is None or isinstance(value, (dict, list)):
+            continue
+        text = str(value)
+        return text.rstrip("/").rsplit("/", 1)[-1] if key == "task" else text
+    return None
+
+
+def step_of(meta: dict):
+    """`meta.step` when it is a finite number, else None."""
+    step = meta.get("step")
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
+        return None
+    return step
+
+
+def trajectory_header(rollout: Rollout, **context) -> dict:
+    """What the page shows above a rollout; `context` adds run fields (run_id, project, revision)."""
+    document = rollout.document
+    meta = document.get("meta") or {}
+    capture = document.get("capture") or {}
+    nodes = rollout.nodes
+    skycap = {
+        "bridged": rollout.bridged,
+        "unbridged_nodes": [wire_id(n) for n in rollout.unbridged_nodes],
+        "retokenized": [wire_id(n) for n in rollout.retokenized_nodes],
+        "truncated_nodes": [wire_id(n) for n in rollout.truncated_nodes],
+        "shadowed": sum(1 for n in nodes if n.get("shadowed_by") is not None),
+        "failures": len(document.get("failures") or []),
+    }
+    if rollout.bridged[ABSENT]:
+        skycap["inferred_unbridged"] = [wire_id(n) for n in rollout.inferred_unbridged_nodes]
+    header = {
+        "id": document["id"],
+        "task_id": task_id(meta),
+        "step": step_of(meta),
+        "mode": rollout.mode,
+        "status": document["status"],
+        "ended": document.get("ended"),
+        "meta": meta,
+        "annotations": document.get("annotations") or {},
+        "created_at": iso_time(document.get("created_at")),
+        "finished_at": iso_time(document.get("finished_at")),
+        "tokenizer": capture.get("tokenizer"),
+        "capture": {
+            **capture,
+            "node_count": len(nodes),
+            "exchange_count": len(rollout.calls),
+            "failure_count": skycap["failures"],
+        },
+        "retries": document.get("retries") or {},
+        "sidecars": {
+            kind: {name: {"dtype": a["dtype"], "shape": a["shape"]} for name, a in m["arrays"].items()}
+            for kind, m in rollout.sidecars.items()
+        },
+        "missing_sidecars": rollout.missing_sidecars,
+        "record_problems": rollout.record_problems,
+        "flags": rollout.flags,
+        "skycap": skycap,
+    }
+    header.update(context)
+    return header
+
+
+def node_payload(node: dict, tokens: TokenData | None) -> dict:
+    """One node's text, and its token ids/logprobs/offsets when the tokens sidecar is read."""
+    slices = node.get("tokens")
+    entry = {
+        "node_id": wire_id(node["id"]),
+        "role": node.get("role"),
+        "author": node["author"],
+        "sampled_start": slices.get("sampled_start") if slices else None,
+        "has_logprobs": bool(slices.get("has_logprobs")) if slices else None,
+        "text": None,
+        "token_ids": None,
+        "logprobs": None,
+        "token_offsets": None,
+    }
+    if tokens is None or slices is None:
+        entry["text"] = message_text(node.get("message"))
+        return entry
+    entry["token_ids"] = tokens.ids(slices)
+    entry["logprobs"] = tokens.logprobs_of(slices)
+    pieces = tokens.pieces(slices)
+    if pieces is not None:
+        entry["text"] = "".join(pieces)
+        offsets = [0]
+        for piece in pieces:
+            offsets.append(offsets[-1] + utf16_length(piece))
+        entry["token_offsets"] = offsets
+    return entry
+
+
+def block_payload(block: Block, node_start: int, token_blocked: bool) -> dict:
+    entry = {
+        "kind": block.kind,
+        "role": block.role,
+        "author": block.author,
+        "node_id": wire_id(block.node),
+        "trainable": block.trainable,
+        "start": block.start,
+        "end": block.end,
+        "token_count" if token_blocked else "char_count": block.size,
+        "node_start": node_start,
+        "node_end": node_start + block.size,
+    }
+    if block.kind == "sampled-elsewhere":
+        entry["trained_in"] = block.trained_in
+    return entry
+
+
+def path_payload(record_id: str, path: PathView, nodes: list[dict]) -> dict:
+    info = path.info
+    node_starts: dict[int, int] = {}
+    blocks = []
+    for block in path.blocks:
+        first = node_starts.setdefault(block.node, block.start)
+        blocks.append(block_payload(block, block.start - first, path.token_blocked))
+    return {
+        "path_id": f"{record_id}-p{info.index:04d}",
+        "index": info.index,
+        "node_ids": [wire_id(n) for n in info.nodes],
+        "leaf_node_id": wire_id(info.leaf),
+        "fork_from": wire_id(info.fork_from),
+        "diverges_at": wire_id(info.diverges_at),
+        "shared_nodes": info.shared_nodes,
+        "targets": [wire_id(n) for n in info.targets],
+        "abandoned": False,
+        "masked_reason": None,
+        "stop_reason": path.stop_reason,
+        "token_count": path.token_count,
+        "char_count": path.char_count,
+        "trainable_count": path.trainable_count,
+        "blocking": BLOCKING if path.token_blocked else None,
+        "logprob_count": path.logprob_count,
+        "messages": [
+            {
+                "role": nodes[n].get("role"),
+                "author": nodes[n]["author"],
+                "chars": utf16_length(message_text(nodes[n].get("message"))),
+            }
+            for n in info.nodes
+        ],
+        "blocks": blocks,
+    }
+
+
+def paths_payload(directory, document: dict, present_names, file_id: str | None, text: bool = True,
+                  **context) -> dict:
+    """The `/v1/trajectories/{id}/paths` answer for one record.
+
+    `present_names` is the set of file names in `directory` (tells a mirror's absent sidecar
+    from a present one). With `text=False` no sidecar is opened: blocks carry kinds and
+    ranges only, taken from the document. With text, a damaged tokens sidecar does not hide
+    the record: it is shown from message text, `text_only: "tokens-unreadable"`, with the
+    error in `tokens_error`. `context` (run_id, project, ...) is merged into the header.
+    """
+    present = set(present_names)
+    rollout = Rollout(document, present, file_id)
+    header = trajectory_header(rollout, **context)  # the record's own flags, as the index has them
+    tokens, tokens_error, shown = None, None, rollout
+    if text and rollout.text_only is None:
+        try:
+            tokens = read_tokens(directory, document, file_id)
+        except RecordError as error:
+            tokens_error = str(error)
+            shown = Rollout(document, present, file_id)
+            shown.text_only = "tokens-unreadable"  # set before its paths are built: message text only
+    payload = {
+        "trajectory": header,
+        "mode": rollout.mode,
+        "text_only": shown.text_only,
+        "tokenizer": (document.get("capture") or {}).get("tokenizer"),
+    }
+    if tokens_error is not None:
+        payload["tokens_error"] = tokens_error
+    if text:
+        payload["nodes"] = {wire_id(n["id"]): node_payload(n, tokens) for n in rollout.nodes}
+    payload["paths"] = [path_payload(document["id"], path, rollout.nodes) for path in shown.paths]
+    return payload
