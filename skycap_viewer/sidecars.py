@@ -48,13 +48,25 @@ def decode_array(payload: bytes, spec: dict, where: str):
     return values
 
 
+def read_payload(path: Path) -> bytes:
+    """The decompressed bytes of one sidecar file, which must be exactly one zstd frame."""
+    try:
+        return decompress_one_frame(path.read_bytes())
+    except (OSError, FrameError) as error:
+        raise RecordError(path, getattr(error, "strerror", None) or str(error)) from None
+
+
+def decode_arrays(payload: bytes, manifest: dict, path: Path) -> dict:
+    """Every manifest array of a sidecar payload; `RecordError` when one does not fit."""
+    try:
+        return {name: decode_array(payload, spec, name) for name, spec in manifest["arrays"].items()}
+    except ValueError as error:
+        raise RecordError(path, str(error)) from None
+
+
 def read_sidecar(path: Path, manifest: dict) -> dict:
     """Every array of one sidecar file; raises `RecordError` on any damage."""
-    try:
-        payload = decompress_one_frame(path.read_bytes())
-        return {name: decode_array(payload, spec, name) for name, spec in manifest["arrays"].items()}
-    except (OSError, FrameError, ValueError) as error:
-        raise RecordError(path, getattr(error, "strerror", None) or str(error)) from None
+    return decode_arrays(read_payload(path), manifest, path)
 
 
 def read_present_sidecar(directory, document: dict, kind: str) -> dict | None:

@@ -1,0 +1,144 @@
+"""`skycap-viewer check DIR...`: validate records against format v1, sidecars included.
+
+It applies every rule skycap's own `check` applies to documents, and what that checker cannot
+see because it never opens a sidecar: one zstd frame per file, arrays whose dtype, alignment
+and size fit the payload, node slices inside their arrays, text cut on character boundaries.
+A listed sidecar whose file is absent is not a problem (a mirror may leave it out): it is
+counted per kind in the directory's summary line.
+"""
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skycap_viewer.cli import UsageError
+from skycap_viewer.discovery import record_directories
+from skycap_viewer.errors import RecordError
+from skycap_viewer.layout import EXPECTED_ARRAYS, layout_problems
+from skycap_viewer.reader import document_path, list_record_ids, read_document
+from skycap_viewer.sidecars import TokenData, decode_arrays, mask_problems, read_payload
+from skycap_viewer.terminal import Progress, plural
+
+
+@dataclass
+class RecordReport:
+    id: str
+    problems: list[str]
+    absent: list[str]  # listed sidecar kinds whose files are not in the directory
+
+
+@dataclass
+class DirectoryReport:
+    path: Path
+    documents: int = 0
+    bad: list[RecordReport] = field(default_factory=list)
+    absent: dict[str, int] = field(default_factory=dict)
+
+    def add(self, report: RecordReport) -> None:
+        self.documents += 1
+        if report.problems:
+            self.bad.append(report)
+        for kind in report.absent:
+            self.absent[kind] = self.absent.get(kind, 0) + 1
+
+
+def sidecar_problems(path: Path, document: dict, kind: str, manifest: dict, consistent: bool) -> list[str]:
+    """Open one present sidecar: one whole frame, then (when the manifest and nodes agree with
+    each other, so nothing is reported twice) its arrays against the payload and the nodes."""
+    try:
+        payload = read_payload(path)
+        if not consistent or kind not in EXPECTED_ARRAYS:
+            return []
+        arrays = decode_arrays(payload, manifest, path)
+    except RecordError as error:
+        return [f"{kind} sidecar {path.name}: {error.problem}"]
+    if kind == "tokens":
+        return TokenData(arrays, path).problems(document)
+    if kind == "sampling_mask":
+        return mask_problems(arrays)
+    return []
+
+
+def check_record(directory: Path, record_id: str, present: set[str]) -> RecordReport:
+    """Every problem of one record; an unreadable document is one problem, its error."""
+    try:
+        document = read_document(document_path(directory, record_id))
+    except RecordError as error:
+        return RecordReport(record_id, [error.problem], [])
+    problems = layout_problems(document, record_id)
+    consistent = not problems
+    absent = []
+    for kind, manifest in (document.get("sidecars") or {}).items():
+        if manifest["file"] not in present:
+            absent.append(kind)
+        else:
+            problems += sidecar_problems(directory / manifest["file"], document, kind, manifest, consistent)
+    return RecordReport(record_id, problems, absent)
+
+
+def check_directory(directory: Path) -> DirectoryReport:
+    report = DirectoryReport(directory)
+    try:
+        present = set(os.listdir(directory))
+        ids = list_record_ids(directory)
+    except OSError as error:
+        raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
+    progress = Progress(f"checking {directory}", len(ids))
+    for done, record_id in enumerate(ids, 1):
+        report.add(check_record(directory, record_id, present))
+        progress.update(done)
+    progress.close()
+    return report
+
+
+def resolve_directories(dirs) -> list[Path]:
+    """Record directories under each argument, found the way runs are discovered."""
+    found = []
+    for root in dirs:
+        directories = [path for path, _project in record_directories(Path(root))]
+        if not directories:
+            raise UsageError(f"no skycap records (*.json.zst) in {root}")
+        found += [d for d in directories if d not in found]
+    return found
+
+
+def summary_line(report: DirectoryReport) -> str:
+    line = f"{report.path}: {plural(report.documents, 'document')}, {len(report.bad)} with problems"
+    if report.absent:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.absent.items()))
+        line += f"; listed sidecar files not here (read as absent): {kinds}"
+    return line
+
+
+def json_payload(reports: list[DirectoryReport]) -> dict:
+    return {
+        "valid": not any(r.bad for r in reports),
+        "directories": [
+            {
+                "directory": str(r.path),
+                "documents": r.documents,
+                "with_problems": len(r.bad),
+                "absent_sidecars": dict(sorted(r.absent.items())),
+                "records": [{"id": b.id, "problems": b.problems} for b in r.bad],
+            }
+            for r in reports
+        ],
+    }
+
+
+def run_check(dirs, as_json: bool = False) -> int:
+    """Exit 0 when every record is valid, 1 when any has a problem (2 is raised as UsageError)."""
+    directories = resolve_directories(dirs)
+    reports = [check_directory(d) for d in directories]
+    if as_json:
+        print(json.dumps(json_payload(reports), indent=1, ensure_ascii=False))
+    else:
+        for report in reports:
+            for bad in report.bad:
+                print(f"{report.path}/{bad.id}: {'; '.join(bad.problems)}")
+        for report in reports:
+            print(summary_line(report))
+    sys.stdout.flush()
+    return 1 if any(r.bad for r in reports) else 0

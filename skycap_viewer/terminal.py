@@ -1,0 +1,73 @@
+"""Terminal niceties for the CLI: colour only on a terminal, and a progress line on stderr.
+
+Colour follows the NO_COLOR convention (https://no-color.org): set to anything non-empty, it
+turns colour off; piped output never gets escape codes, so `show | less` or a log file stays
+plain text.
+"""
+
+import os
+import sys
+
+STYLES = {
+    "bold": "1",
+    "dim": "2",
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "blue": "34",
+    "magenta": "35",
+    "cyan": "36",
+    "grey": "90",
+}
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def wants_colour(stream) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+class Painter:
+    """Wraps text in ANSI styles, or leaves it alone when colour is off."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    def __call__(self, text: str, *styles: str) -> str:
+        if not self.enabled or not styles:
+            return text
+        codes = ";".join(STYLES[s] for s in styles)
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+
+class Progress:
+    """A `\\r`-updated line on stderr, only when stderr is a terminal and the work is large.
+
+    Writing it to a pipe or a log would fill it with carriage returns, so it stays silent there.
+    """
+
+    def __init__(self, label: str, total: int, threshold: int = 500, stream=None):
+        self.stream = stream or sys.stderr
+        self.label = label
+        self.total = total
+        is_terminal = getattr(self.stream, "isatty", None)
+        self.active = total >= threshold and bool(is_terminal and is_terminal())
+        self.every = max(total // 100, 1)
+        self.width = 0
+
+    def update(self, done: int) -> None:
+        if self.active and (done % self.every == 0 or done == self.total):
+            line = f"{self.label}: {done}/{self.total}"
+            self.width = max(self.width, len(line))
+            self.stream.write("\r" + line)
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.active and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
