@@ -11,6 +11,13 @@ from dataclasses import dataclass
 from skycap_viewer.graph import Graph, PathInfo
 
 BLOCK_KINDS = ("given", "replayed", "scaffold", "sampled", "sampled-elsewhere")
+BLOCK_KIND_WHY = {
+    "given": "context the client sent: system, user and tool messages",
+    "replayed": "an assistant message the model did not sample here (edited, stripped or re-tokenized)",
+    "scaffold": "tokens the template put before the model's reply (e.g. the assistant header)",
+    "sampled": "tokens the model sampled, trained on this path (in the loss)",
+    "sampled-elsewhere": "tokens the model sampled, trained on an earlier path, so masked here",
+}
 
 
 @dataclass
