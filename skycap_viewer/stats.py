@@ -1,0 +1,208 @@
+"""Run statistics for `skycap-viewer summary`, from documents only (no sidecar is opened).
+
+Rewards are reported as recorded: value counts, or a histogram when there are many distinct
+values. No means, pass rates or advantages: the viewer shows data, it does not score runs.
+"""
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from skycap_viewer.flags import FLAGS, GROUP_FLAGS
+from skycap_viewer.payloads import step_of, task_id
+from skycap_viewer.rollout import ABSENT, Rollout
+
+EXACT_REWARD_VALUES = 12  # at most this many distinct rewards are listed one by one
+REWARD_BUCKETS = 10
+MASKING_STOPS = ("agent_timeout", "error")
+BRIDGED_KEYS = ("true", "false", "null", ABSENT)
+
+
+def reward_of(annotations: dict):
+    """The recorded reward when it is a finite number (booleans are not rewards here)."""
+    value = annotations.get("reward")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return value
+
+
+def reward_summary(rewards: list, missing: int) -> dict | None:
+    """Exact value counts for a few distinct values, else a 10-bucket histogram `[from, to)`."""
+    if not rewards:
+        return None
+    summary = {"count": len(rewards), "missing": missing, "min": min(rewards), "max": max(rewards)}
+    counts = Counter(rewards)
+    if len(counts) <= EXACT_REWARD_VALUES:
+        summary["values"] = [[value, n] for value, n in sorted(counts.items())]
+        return summary
+    low, high = summary["min"], summary["max"]
+    width = (high - low) / REWARD_BUCKETS
+    buckets = [0] * REWARD_BUCKETS
+    for value in rewards:
+        buckets[min(int((value - low) / width), REWARD_BUCKETS - 1)] += 1
+    summary["histogram"] = [
+        {"from": low + i * width, "to": high if i == REWARD_BUCKETS - 1 else low + (i + 1) * width, "n": n}
+        for i, n in enumerate(buckets)
+    ]
+    return summary
+
+
+def group_key(document: dict, keys: tuple[str, ...]) -> str | None:
+    """Values of `keys` from meta, else annotations, joined by `~`; None if one is missing."""
+    meta, annotations = document.get("meta") or {}, document.get("annotations") or {}
+    values = []
+    for key in keys:
+        value = meta.get(key, annotations.get(key))
+        if value is None or isinstance(value, (dict, list)):
+            return None
+        values.append(str(value).lower() if isinstance(value, bool) else str(value))
+    return "~".join(values)
+
+
+def attempt_of(meta: dict) -> float:
+    attempt = meta.get("attempt")
+    if isinstance(attempt, bool) or not isinstance(attempt, (int, float)) or not math.isfinite(attempt):
+        return 0
+    return attempt
+
+
+def counting_members(members: list[dict]) -> list[dict]:
+    """Per repetition (`meta.repetition_id`, else the record), the highest attempt; ties: newest."""
+    latest = {}
+    for document in members:
+        meta = document.get("meta") or {}
+        repetition = str(meta.get("repetition_id", document["id"]))
+        rank = (attempt_of(meta), document.get("created_at") or 0)
+        if repetition not in latest or rank >= latest[repetition][0]:
+            latest[repetition] = (rank, document)
+    return [document for _rank, document in latest.values()]
+
+
+def group_flags(members: list[dict], counting: list[dict], modal_size: int | None) -> list[str]:
+    """The group flags of one group (its documents, and those that count)."""
+    rewards = [(document.get("annotations") or {}).get("reward") for document in counting]
+    numeric = [float(r) if isinstance(r, bool) else reward_of({"reward": r}) for r in rewards]
+    found = {
+        "no-signal": bool(numeric) and None not in numeric and len(set(numeric)) == 1,
+        "masked": any((d.get("annotations") or {}).get("stop_reason") in MASKING_STOPS for d in counting),
+        "short": modal_size is not None and len(counting) < modal_size,
+        "retried": len(counting) < len(members),
+    }
+    return [name for name in GROUP_FLAGS if found[name]]
+
+
+def modal(sizes: list[int]) -> int | None:
+    """The most common size; ties go to the larger one."""
+    counts = Counter(sizes)
+    return max(counts, key=lambda size: (counts[size], size)) if counts else None
+
+
+@dataclass
+class RunStats:
+    group_by: tuple[str, ...] = ("step", "instance_id")
+    records: int = 0
+    unreadable: list[dict] = field(default_factory=list)
+    statuses: Counter = field(default_factory=Counter)
+    modes: Counter = field(default_factory=Counter)
+    steps: Counter = field(default_factory=Counter)
+    tasks: Counter = field(default_factory=Counter)
+    paths: Counter = field(default_factory=Counter)
+    most_paths: tuple[int, str] | None = None
+    forked: int = 0
+    branch_points: int = 0
+    nodes: int = 0
+    calls: int = 0
+    bridged: Counter = field(default_factory=Counter)
+    tokens: int = 0
+    failures: int = 0
+    with_failures: int = 0
+    flags: Counter = field(default_factory=Counter)
+    rewards: list = field(default_factory=list)
+    reward_missing: int = 0
+    groups: dict[str, list[dict]] = field(default_factory=dict)
+    without_group: int = 0
+
+    def add_unreadable(self, record_id: str, error: str) -> None:
+        """A document that cannot be read: listed with its error, and flagged as the index flags it."""
+        self.unreadable.append({"id": record_id, "error": error})
+        self.flags["malformed-record"] += 1
+
+    def add(self, document: dict, rollout: Rollout) -> None:
+        self.records += 1
+        meta = document.get("meta") or {}
+        self.statuses[document["status"]] += 1
+        self.modes[rollout.mode] += 1
+        step = step_of(meta)
+        self.steps["none" if step is None else str(step)] += 1
+        self.tasks[task_id(meta) or "none"] += 1
+        paths = len(rollout.graph.paths)
+        self.paths[paths] += 1
+        if self.most_paths is None or paths > self.most_paths[0]:
+            self.most_paths = (paths, document["id"])
+        self.forked += paths > 1
+        self.branch_points += len(rollout.graph.branch_points)
+        self.nodes += len(rollout.nodes)
+        self.calls += len(rollout.calls)
+        self.bridged.update(rollout.bridged)
+        self.tokens += sum(n["tokens"]["length"] for n in rollout.nodes if n.get("tokens") is not None)
+        failures = len(document.get("failures") or [])
+        self.failures += failures
+        self.with_failures += failures > 0
+        self.flags.update(rollout.flags)
+        reward = reward_of(document.get("annotations") or {})
+        if reward is None:
+            self.reward_missing += 1
+        else:
+            self.rewards.append(reward)
+        key = group_key(document, self.group_by)
+        if key is None:
+            self.without_group += 1
+        else:
+            self.groups.setdefault(key, []).append(document)
+
+    def group_summary(self) -> dict:
+        """Group count, sizes (counting repetitions) and how many groups carry each group flag."""
+        counting = {key: counting_members(members) for key, members in self.groups.items()}
+        sizes = [len(c) for c in counting.values()]
+        modal_size = modal(sizes)
+        flag_counts = Counter()
+        for key, members in self.groups.items():
+            flag_counts.update(group_flags(members, counting[key], modal_size))
+        return {
+            "by": list(self.group_by),
+            "count": len(self.groups),
+            "without_key": self.without_group,
+            "sizes": {str(size): n for size, n in sorted(Counter(sizes).items())},
+            "modal_size": modal_size,
+            "flags": {name: flag_counts.get(name, 0) for name in GROUP_FLAGS},
+        }
+
+    def as_dict(self) -> dict:
+        return {
+            "records": self.records,
+            "unreadable": len(self.unreadable),
+            "statuses": dict(sorted(self.statuses.items())),
+            "modes": dict(sorted(self.modes.items())),
+            "steps": dict(sorted(self.steps.items(), key=lambda item: _step_order(item[0]))),
+            "tasks": dict(sorted(self.tasks.items())),
+            "groups": self.group_summary(),
+            "paths": {
+                "histogram": {str(k): n for k, n in sorted(self.paths.items())},
+                "max": self.most_paths and {"paths": self.most_paths[0], "id": self.most_paths[1]},
+            },
+            "forks": {"forked_records": self.forked, "branch_points": self.branch_points},
+            "nodes": self.nodes,
+            "calls": {"total": self.calls, "bridged": {k: self.bridged.get(k, 0) for k in BRIDGED_KEYS}},
+            "tokens": self.tokens,
+            "failures": {"total": self.failures, "records": self.with_failures},
+            "flags": {flag.name: self.flags.get(flag.name, 0) for flag in FLAGS if flag.unit == "rollout"},
+            "rewards": reward_summary(self.rewards, self.reward_missing),
+            "errors": self.unreadable,
+        }
+
+
+def _step_order(step: str):
+    try:
+        return (0, float(step), "")
+    except ValueError:
+        return (1, 0.0, step)

@@ -1,0 +1,113 @@
+"""`skycap-viewer summary DIR...`: what each run holds, from its documents alone.
+
+Runs are discovered exactly as the server discovers them, so the terminal and the page agree
+on what a run is. An unreadable document is counted and listed with its error, never fatal.
+"""
+
+import json
+import os
+from pathlib import Path
+
+from skycap_viewer.cli import UsageError
+from skycap_viewer.discovery import RunLocation, discover_runs
+from skycap_viewer.errors import RecordError
+from skycap_viewer.reader import document_path, list_record_ids, read_document
+from skycap_viewer.rollout import Rollout
+from skycap_viewer.stats import BRIDGED_KEYS, RunStats
+from skycap_viewer.terminal import Progress, plural
+
+LABEL_WIDTH = 20
+
+
+def run_stats(run: RunLocation) -> RunStats:
+    stats = RunStats()
+    try:
+        present = set(os.listdir(run.path))
+        ids = list_record_ids(run.path)
+    except OSError as error:
+        stats.add_unreadable("(directory)", f"cannot list {run.path}: {error.strerror or error}")
+        return stats
+    progress = Progress(f"reading {run.id}", len(ids))
+    for done, record_id in enumerate(ids, 1):
+        try:
+            document = read_document(document_path(run.path, record_id))
+        except RecordError as error:
+            stats.add_unreadable(record_id, error.problem)
+        else:
+            stats.add(document, Rollout(document, present, record_id))
+        progress.update(done)
+    progress.close()
+    return stats
+
+
+def counts(mapping: dict, empty: str = "none") -> str:
+    return " ".join(f"{key}={n}" for key, n in mapping.items()) or empty
+
+
+def reward_line(rewards: dict | None, missing: int) -> str:
+    if rewards is None:
+        return f"none recorded (missing in {missing})"
+    head = f"n={rewards['count']}" + (f" (missing {rewards['missing']})" if rewards["missing"] else "")
+    if "values" in rewards:
+        return head + ": " + " ".join(f"{value}×{n}" for value, n in rewards["values"])
+    buckets = " ".join(f"[{b['from']:.4g},{b['to']:.4g}):{b['n']}" for b in rewards["histogram"])
+    return f"{head}, min {rewards['min']:.4g}, max {rewards['max']:.4g}: {buckets}"
+
+
+def text_lines(run: RunLocation, summary: dict) -> list[str]:
+    """The human-readable block of one run."""
+    groups, paths, calls = summary["groups"], summary["paths"], summary["calls"]
+    tasks = summary["tasks"]
+    top_tasks = sorted(tasks.items(), key=lambda item: (-item[1], item[0]))[:10]
+    more_tasks = " …" if len(tasks) > len(top_tasks) else ""
+    unreadable = f" (+{summary['unreadable']} unreadable)" if summary["unreadable"] else ""
+    bridged = " ".join(f"{k}={calls['bridged'][k]}" for k in BRIDGED_KEYS)
+    rows = [
+        ("records", f"{summary['records']}{unreadable}"),
+        ("statuses", counts(summary["statuses"])),
+        ("modes", counts(summary["modes"])),
+        ("steps", counts(summary["steps"])),
+        ("tasks", f"{len(tasks)} distinct: {counts(dict(top_tasks))}{more_tasks}"),
+        (
+            "groups",
+            f"{groups['count']} by {','.join(groups['by'])}; sizes {counts(groups['sizes'])}"
+            + (f"; {plural(groups['without_key'], 'record')} without a key" if groups["without_key"] else "")
+            + f"; flags {counts({k: n for k, n in groups['flags'].items() if n})}",
+        ),
+        (
+            "paths per record",
+            " ".join(f"{k}:{n}" for k, n in paths["histogram"].items())
+            + (f"; max {paths['max']['paths']} in {paths['max']['id']}" if paths["max"] else ""),
+        ),
+        ("forks", f"{summary['forks']['forked_records']} forked records, "
+                  f"{plural(summary['forks']['branch_points'], 'branch point')}"),
+        ("calls", f"{calls['total']}; bridged {bridged}"),
+        ("tokens", f"{summary['tokens']} in {plural(summary['nodes'], 'node')}"),
+        ("failures", f"{summary['failures']['total']} in {plural(summary['failures']['records'], 'record')}"),
+        ("flags", counts({k: n for k, n in summary["flags"].items() if n})),
+        ("rewards", reward_line(summary["rewards"], summary["records"])),
+    ]
+    lines = [f"{run.id}  ({run.path})"]
+    lines += [f"  {label:<{LABEL_WIDTH}}{value}" for label, value in rows]
+    lines += [f"  unreadable: {e['id']}: {e['error']}" for e in summary["errors"]]
+    return lines
+
+
+def run_summary(dirs, as_json: bool = False) -> int:
+    """Print every run's summary; exit 0 (unreadable records are reported, not fatal)."""
+    runs = discover_runs([Path(d) for d in dirs])
+    if not runs:
+        raise UsageError(f"no skycap records (*.json.zst) under {' '.join(map(str, dirs))}")
+    summaries = [(run, run_stats(run).as_dict()) for run in runs]
+    if as_json:
+        payload = [
+            {"run": run.id, "project": run.project, "path": str(run.path), **summary}
+            for run, summary in summaries
+        ]
+        print(json.dumps(payload, indent=1, ensure_ascii=False))
+        return 0
+    for position, (run, summary) in enumerate(summaries):
+        if position:
+            print()
+        print("\n".join(text_lines(run, summary)))
+    return 0
