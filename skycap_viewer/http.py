@@ -1,0 +1,318 @@
+"""The HTTP layer: a threading server holding the API, one handler for GET and HEAD.
+
+Every request first passes the `Host` allowlist (DNS rebinding); API requests from another
+site are refused (`Origin`, `Sec-Fetch-Site`). Static files come from a fixed table of the
+packaged page files, built once at start: no path from a request ever reaches the disk.
+"""
+
+import gzip
+import ipaddress
+import json
+import math
+import socket
+import sys
+import time
+import traceback
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.resources import files
+from urllib.parse import parse_qs, unquote
+
+from skycap_viewer.api import Api
+from skycap_viewer.query import ApiError
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+STATIC_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".json": "application/json; charset=utf-8",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+}
+JSON_TYPE = "application/json; charset=utf-8"
+GZIP_MIN_BYTES = 1024
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+LISTING_ROUTES = ("runs", "trajectories", "groups")
+
+
+def static_files() -> dict:
+    """URL path -> (packaged file, content type) for every page file, found once at start."""
+    table = {}
+
+    def walk(folder, prefix):
+        for item in folder.iterdir():
+            if item.name.startswith((".", "_")):
+                continue
+            if item.is_dir():
+                walk(item, f"{prefix}{item.name}/")
+                continue
+            suffix = item.name[item.name.rfind("."):] if "." in item.name else ""
+            if suffix in STATIC_TYPES:
+                table[f"{prefix}{item.name}"] = (item, STATIC_TYPES[suffix])
+
+    walk(files("skycap_viewer.static"), "/")
+    return table
+
+
+def host_names(bound_host: str) -> frozenset:
+    """The `Host` names a browser uses for this server: loopback names and the bound address."""
+    names = set(LOOPBACK_NAMES)
+    bound = bound_host.lower()
+    names.add(f"[{bound}]" if ":" in bound else bound)
+    return frozenset(names)
+
+
+def is_wildcard(host: str) -> bool:
+    return host in ("0.0.0.0", "::", "")
+
+
+def host_allowed(value: str, names: frozenset, port: int, wildcard: bool) -> bool:
+    """Whether one `Host` header names this server: an allowed name, and our port if any."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        name, _, rest = value.partition("]")
+        name += "]"
+    else:
+        name, _, rest = value.partition(":")
+        rest = ":" + rest if rest else ("" if not value.endswith(":") else ":")
+    if rest and not (rest.startswith(":") and rest[1:].isdigit() and int(rest[1:]) == port):
+        return False
+    if name in names:
+        return True
+    if not wildcard:
+        return False
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return name.startswith("[") == (":" in name)
+
+
+def encode_json(payload) -> bytes:
+    """Compact UTF-8 JSON; NaN and infinities (possible in documents) become null."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+class ViewerServer(ThreadingHTTPServer):
+    """Holds the API and the request policy; one thread per connection."""
+
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, address, api: Api, quiet: bool = False):
+        host = address[0]
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.api = api
+        self.quiet = quiet
+        self.static = static_files()
+        self.allowed_names = host_names(host)
+        self.wildcard = is_wildcard(host)
+        super().__init__(address, ViewerHandler)
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    def handle_error(self, request, client_address):
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            return  # the client went away; nothing to tell anyone
+        if not self.quiet:
+            print(f"skycap-viewer: request failed: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+class ViewerHandler(BaseHTTPRequestHandler):
+    server: ViewerServer
+    server_version = "skycap-viewer"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+    timeout = 60
+
+    def __getattr__(self, name):
+        if name.startswith("do_"):  # any other method: refused, the viewer is read-only
+            return self.refuse_method
+        raise AttributeError(name)
+
+    def do_GET(self):
+        self.dispatch(send_body=True)
+
+    def do_HEAD(self):
+        self.dispatch(send_body=False)
+
+    def refuse_method(self):
+        self.started = time.monotonic()
+        if self.host_refused():
+            return
+        self.reply_json(405, {"detail": "read-only"}, extra={"Allow": "GET, HEAD"}, send_body=True)
+
+    # -- policy ---------------------------------------------------------------------------
+
+    def host_refused(self) -> bool:
+        """Answer 400 unless exactly one `Host` header names this server."""
+        hosts = self.headers.get_all("Host") or []
+        server = self.server
+        if len(hosts) == 1 and host_allowed(hosts[0], server.allowed_names, server.port, server.wildcard):
+            return False
+        self.close_connection = True
+        self.reply_json(400, {"detail": "unexpected Host header (this viewer answers on localhost only)"})
+        return True
+
+    def cross_site(self) -> bool:
+        if self.headers.get("Sec-Fetch-Site", "").lower() in ("cross-site", "same-site"):
+            return True
+        origin = self.headers.get("Origin")
+        return origin is not None and origin.lower() != f"http://{self.headers.get('Host', '').lower()}"
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    def dispatch(self, send_body: bool):
+        self.started = time.monotonic()
+        if self.host_refused():
+            return
+        target = self.path.split("#", 1)[0]
+        raw_path, _, query = target.partition("?")
+        if not raw_path.startswith("/"):
+            self.reply_json(400, {"detail": "bad request target"}, send_body=send_body)
+            return
+        segments = [unquote(s) for s in raw_path.split("/")[1:]]
+        if segments[:1] == ["api"] and segments[1:2] in (["v1"], ["healthz"]):
+            segments = segments[1:]
+        is_api = segments[:1] in (["v1"], ["healthz"], ["__viewer"])
+        if not is_api:
+            self.serve_static(raw_path, send_body)
+            return
+        if self.cross_site():
+            self.reply_json(403, {"detail": "cross-site request refused"}, send_body=send_body)
+            return
+        params = parse_qs(query, keep_blank_values=True)
+        try:
+            route, handler, args = self.route(segments)
+            etag = None
+            if route in LISTING_ROUTES:
+                etag = f'W/"{self.server.api.catalog.generation}-{zlib.crc32(target.encode()):08x}"'
+                if etag in [t.strip() for t in self.headers.get("If-None-Match", "").split(",")]:
+                    self.reply(304, b"", None, {"ETag": etag, "Cache-Control": "no-store"}, send_body=False)
+                    return
+            status, payload = handler(*args, params)
+        except ApiError as error:
+            status, payload, etag = error.status, {"detail": error.detail}, None
+        except Exception as error:  # a bug: say so, keep serving
+            traceback.print_exc(file=sys.stderr)
+            status, payload, etag = 500, {"detail": f"internal error: {type(error).__name__}: {error}"}, None
+        self.reply_json(status, payload, extra={"ETag": etag} if etag and status == 200 else None,
+                        send_body=send_body)
+
+    def route(self, segments: list[str]):
+        """(route name, api function, positional arguments) for an API path."""
+        api = self.server.api
+        if segments == ["healthz"]:
+            return "healthz", api.healthz, ()
+        if segments == ["__viewer"]:
+            return "viewer", api.viewer, ()
+        rest = segments[1:]
+        if rest == ["runs"]:
+            return "runs", api.runs, ()
+        if rest == ["trajectories"]:
+            return "trajectories", api.trajectories, ()
+        if len(rest) == 2 and rest[0] == "trajectories":
+            return "trajectory", api.trajectory, (rest[1],)
+        if len(rest) == 3 and rest[0] == "trajectories" and rest[2] in api.RECORD_VIEWS:
+            return rest[2], getattr(api, rest[2]), (rest[1],)
+        if rest == ["groups"]:
+            return "groups", api.groups, ()
+        if len(rest) == 2 and rest[0] == "groups":
+            return "groups", api.group, (rest[1],)
+        raise ApiError(404, f"no route {'/'.join(segments)}")
+
+    def serve_static(self, raw_path: str, send_body: bool):
+        path = unquote(raw_path)
+        parts = path.split("/")[1:]
+        if "\\" in path or "\x00" in path or path.startswith("//") or any(p.startswith(".") for p in parts):
+            self.reply_json(404, {"detail": "not found"}, send_body=send_body)
+            return
+        table = self.server.static
+        entry = table.get("/index.html" if path == "/" else path)
+        if entry is None and "." not in parts[-1]:
+            entry = table.get("/index.html")  # a deep link: the page reads its route from the URL
+        if entry is None:
+            self.reply_json(404, {"detail": f"not found: {path}"}, send_body=send_body)
+            return
+        item, content_type = entry
+        self.reply(200, item.read_bytes(), content_type, {"Cache-Control": "no-cache"}, send_body)
+
+    # -- replies --------------------------------------------------------------------------
+
+    def reply_json(self, status: int, payload, extra=None, send_body: bool = True):
+        headers = {"Cache-Control": "no-store", **(extra or {})}
+        self.reply(status, encode_json(payload), JSON_TYPE, headers, send_body)
+
+    def reply(self, status: int, body: bytes, content_type, headers: dict, send_body: bool):
+        try:
+            self.send_response(status)
+            for name, value in SECURITY_HEADERS.items():
+                self.send_header(name, value)
+            if content_type:
+                self.send_header("Content-Type", content_type)
+                self.send_header("Vary", "Accept-Encoding")
+            accepted = self.headers.get("Accept-Encoding", "") if getattr(self, "headers", None) else ""
+            if len(body) > GZIP_MIN_BYTES and "gzip" in accepted:
+                body = gzip.compress(body, compresslevel=5)
+                self.send_header("Content-Encoding", "gzip")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            if status != 304:
+                self.send_header("Content-Length", str(len(body)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if send_body and status != 304:
+                self.wfile.write(body)
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
+        self.log_access(status)
+
+    def send_error(self, code, message=None, explain=None):
+        """Errors the standard library detects (bad request line, oversized headers) as JSON too."""
+        self.started = getattr(self, "started", time.monotonic())
+        self.close_connection = True
+        self.reply_json(code, {"detail": message or self.responses.get(code, ("error",))[0]})
+
+    def log_access(self, status: int):
+        if not self.server.quiet:
+            elapsed = (time.monotonic() - self.started) * 1000
+            command, path = getattr(self, "command", None), getattr(self, "path", "")
+            print(f"{command} {path} {status} {elapsed:.0f}ms", file=sys.stderr, flush=True)
+
+    def log_request(self, code="-", size="-"):
+        pass  # `log_access` writes one line per request instead
+
+    def log_message(self, format, *args):
+        if not self.server.quiet:
+            super().log_message(format, *args)

@@ -1,0 +1,220 @@
+"""The run index: per run, document file name -> row, updated incrementally by (size, mtime).
+
+`RunIndex.changes(listing)` says what to (re)compute; the rows themselves come from
+`rows.compute_row`, which the watcher may run anywhere (a process pool, a persisted cache).
+`publish()` freezes the current rows into an immutable `Snapshot`: requests only ever read a
+snapshot, so they never wait for the watcher nor touch the disk.
+"""
+
+import os
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from skycap_viewer.discovery import RunLocation
+from skycap_viewer.payloads import iso_time
+from skycap_viewer.reader import is_document_name
+
+MAX_ANNOTATION_VALUES = 50
+
+
+@dataclass(frozen=True)
+class FileVersion:
+    size: int
+    mtime_ns: int
+
+
+def scan_directory(directory) -> dict[str, FileVersion]:
+    """Document file name -> version for every record document in `directory` (one stat each)."""
+    listing = {}
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if not is_document_name(entry.name):
+                continue
+            try:
+                stat = entry.stat()
+            except OSError:  # deleted between the listing and the stat
+                continue
+            listing[entry.name] = FileVersion(stat.st_size, stat.st_mtime_ns)
+    return listing
+
+
+@dataclass
+class Changes:
+    compute: list[str]  # new or changed documents, smallest first
+    removed: list[str]
+
+    def __bool__(self):
+        return bool(self.compute or self.removed)
+
+
+def default_order_key(row: dict):
+    """Newest first by `created_at`, records without one last, then by id."""
+    created = row["created_ts"]
+    return (created is None, -(created or 0), row["id"])
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One run's rows at one moment, in the default order, with the run's facts."""
+
+    location: RunLocation
+    rows: tuple
+    by_id: dict
+    generation: int
+    indexing: bool
+    file_count: int
+    updated_at: str | None
+    scan_error: str | None = None
+    memo: dict = field(default_factory=dict, compare=False)  # derived views, computed once per snapshot
+
+    @property
+    def id(self) -> str:
+        return self.location.id
+
+    def memoized(self, key, compute):
+        """`compute()` once per snapshot and key (sort orders, groupings)."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
+
+    @cached_property
+    def facts(self) -> dict:
+        """The run entry's counts over its rows (original §5.3)."""
+        tasks, steps, statuses, annotations = {}, {}, {}, {}
+        created, tokenizer, unreadable = [], None, 0
+        for row in self.rows:
+            if row.get("unreadable"):
+                unreadable += 1
+                continue
+            task = row["task_id"]
+            if task is not None:
+                tasks[task] = tasks.get(task, 0) + 1
+            if row["step"] is not None:
+                steps[row["step"]] = steps.get(row["step"], 0) + 1
+            statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+            for key, value in row["annotations"].items():
+                if isinstance(value, (dict, list)) or value is None:
+                    continue
+                values = annotations.setdefault(key, {})
+                text = scalar_text(value)
+                if text in values or len(values) < MAX_ANNOTATION_VALUES:
+                    values[text] = values.get(text, 0) + 1
+            if row["created_ts"] is not None:
+                created.append(row["created_ts"])
+            tokenizer = tokenizer or row["tokenizer"]
+        return {
+            "created_at": iso_time(min(created)) if created else None,
+            "task_count": len(tasks),
+            "tasks": [{"id": task, "count": tasks[task]} for task in sorted(tasks)],
+            "steps": sorted(steps),
+            "step_counts": {scalar_text(step): steps[step] for step in sorted(steps)},
+            "statuses": statuses,
+            "annotations": annotations,
+            "upstream": {"model": tokenizer} if tokenizer else None,
+            "unreadable": unreadable,
+        }
+
+
+def scalar_text(value) -> str:
+    """A scalar as the page writes it: `2` for 2.0, `true`/`false` for booleans."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class RunIndex:
+    """Rows of one run directory, keyed by document file name, with the version each was read at."""
+
+    def __init__(self, location: RunLocation):
+        self.location = location
+        self.versions: dict[str, FileVersion] = {}
+        self.rows: dict[str, dict] = {}
+        self.listing: dict[str, FileVersion] = {}
+        self.updated_at: str | None = None
+        self.scan_error: str | None = None
+        self.indexed_once = False
+        self.snapshot: Snapshot | None = None
+
+    @property
+    def directory(self) -> Path:
+        return self.location.path
+
+    def changes(self, listing: dict[str, FileVersion]) -> Changes:
+        """What must be read to match `listing`: new or changed files, and vanished ones."""
+        self.listing = listing
+        compute = [name for name, version in listing.items() if self.versions.get(name) != version]
+        compute.sort(key=lambda name: listing[name].size)
+        removed = [name for name in self.versions if name not in listing]
+        return Changes(compute, removed)
+
+    def store(self, name: str, version: FileVersion, row: dict):
+        row["revision"] = version.mtime_ns // 1_000_000
+        row["_run"] = self.location.id
+        self.versions[name] = version
+        self.rows[name] = row
+
+    def remove(self, name: str):
+        self.versions.pop(name, None)
+        self.rows.pop(name, None)
+
+    def publish(self, generation: int, indexing: bool) -> Snapshot:
+        rows = tuple(sorted(self.rows.values(), key=default_order_key))
+        self.snapshot = Snapshot(
+            location=self.location,
+            rows=rows,
+            by_id={row["id"]: row for row in rows},
+            generation=generation,
+            indexing=indexing,
+            file_count=max(len(self.listing), len(rows)),
+            updated_at=self.updated_at,
+            scan_error=self.scan_error,
+        )
+        return self.snapshot
+
+
+class Catalog:
+    """Every run the viewer serves. The watcher writes it; requests read `snapshots()`."""
+
+    def __init__(self, roots, group_by: list[str]):
+        self.roots = [Path(root).absolute() for root in roots]
+        self.group_by = group_by
+        self.runs: dict[str, RunIndex] = {}
+        self.generation = 0
+        self.lock = threading.Lock()
+        self._published: tuple[Snapshot, ...] = ()
+
+    def snapshots(self) -> tuple[Snapshot, ...]:
+        """Every run's latest snapshot (an immutable tuple; safe to read from any thread)."""
+        return self._published
+
+    def snapshot(self, run_id: str) -> Snapshot | None:
+        return next((s for s in self._published if s.id == run_id), None)
+
+    def publish(self, changed: list[RunIndex], indexing: set[str]):
+        """Freeze the changed runs' rows and make them visible to requests at once."""
+        with self.lock:
+            self.generation += 1
+            for run in changed:
+                run.publish(self.generation, run.location.id in indexing)
+            self._published = tuple(run.snapshot for run in self.runs.values() if run.snapshot is not None)
+
+    def set_runs(self, locations: list[RunLocation]):
+        """Keep known runs, add new ones, drop vanished ones; returns the new RunIndex objects."""
+        by_path = {run.location.path: run for run in self.runs.values()}
+        fresh = []
+        runs = {}
+        for location in locations:
+            run = by_path.get(location.path)
+            if run is None:
+                run = RunIndex(location)
+                fresh.append(run)
+            runs[location.id] = run
+        self.runs = runs
+        return fresh
+
+    def known_ids(self) -> dict[Path, str]:
+        return {run.location.path: run_id for run_id, run in self.runs.items()}

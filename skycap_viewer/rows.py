@@ -1,0 +1,120 @@
+"""The index row of one record: its header, summary, flags and strip, from the document alone.
+
+`compute_row(directory, name)` is a pure module-level function of a record directory and a
+document file name that returns a JSON-serializable dict, so it can run in another process
+and its result can be persisted, keyed by the file's name, size and mtime. Run-specific fields
+(`run_id`, `project`) and the file version (`revision`) are added by the index, not here.
+Fields starting with `_` are precomputed for filters and sorts and never sent.
+"""
+
+import json
+import math
+import os
+
+from skycap_viewer.errors import RecordError
+from skycap_viewer.flags import ordered, row_flags
+from skycap_viewer.payloads import trajectory_header
+from skycap_viewer.reader import read_document, record_id_of
+from skycap_viewer.rollout import Rollout
+from skycap_viewer.structure import is_plain_file_name
+
+SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
+
+
+def is_number(value) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def numeric_reward(annotations: dict):
+    """The reward as a number (booleans as 0/1), or None when it is not one."""
+    reward = (annotations or {}).get("reward")
+    if isinstance(reward, bool):
+        return int(reward)
+    return reward if is_number(reward) else None
+
+
+def present_sidecars(directory, document: dict) -> set[str]:
+    """The listed sidecar files that are in the directory (one stat each, never opened)."""
+    names = [m.get("file") for m in (document.get("sidecars") or {}).values() if isinstance(m, dict)]
+    return {n for n in names if is_plain_file_name(n) and os.path.isfile(os.path.join(directory, n))}
+
+
+def summary(rollout: Rollout) -> dict:
+    """Sizes, flags and the first path's strip: what a table row shows."""
+    first = rollout.paths[0] if rollout.paths else None
+    strip, kinds = [], {}
+    for block in first.blocks if first else []:
+        strip.append({
+            "kind": block.kind,
+            "token_count": block.size if first.token_blocked else None,
+            "char_count": None if first.token_blocked else block.size,
+            "start": block.start,
+            "end": block.end,
+        })
+        kinds[block.kind] = kinds.get(block.kind, 0) + block.size
+    return {
+        "tokens": rollout.tokens,
+        "trainable": rollout.trainable,
+        "kinds": kinds,
+        "flags": rollout.flags,
+        "paths": len(rollout.paths),
+        "strip": strip,
+    }
+
+
+def compute_row(directory: str, name: str) -> dict:
+    """The index row of the record whose document is `directory/name`; never raises for bad records."""
+    path = os.path.join(directory, name)
+    file_id = record_id_of(name)
+    try:
+        document = read_document(path)
+        rollout = Rollout(document, present_sidecars(directory, document), file_id)
+        # the file's id: that is how the record is looked up (a differing document id is a record problem)
+        row = trajectory_header(rollout, id=file_id, created_ts=_created_ts(document))
+        row["summary"] = summary(rollout)
+    except RecordError as error:
+        return unreadable_row(file_id, str(error))
+    except Exception as error:  # a document shape the analysis did not foresee: show it, don't crash
+        return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})")
+    return with_keys(row)
+
+
+def _created_ts(document: dict):
+    created = document.get("created_at")
+    return created if is_number(created) else None
+
+
+def unreadable_row(file_id: str, error: str) -> dict:
+    """A record that cannot be read: listed with its error, flagged `malformed-record`."""
+    flags = ["malformed-record"]
+    row = {
+        "id": file_id, "task_id": None, "step": None, "mode": None, "status": None, "ended": None,
+        "meta": {}, "annotations": {}, "created_at": None, "finished_at": None, "tokenizer": None,
+        "capture": {"node_count": 0, "exchange_count": 0, "failure_count": 0}, "retries": {},
+        "sidecars": {}, "missing_sidecars": [], "record_problems": [error], "flags": flags,
+        "skycap": None, "created_ts": None, "unreadable": True, "error": error,
+        "summary": {"tokens": 0, "trainable": 0, "kinds": {}, "flags": flags, "paths": 0, "strip": []},
+    }
+    return with_keys(row)
+
+
+def with_keys(row: dict) -> dict:
+    """Add the precomputed sort keys and search text (`_keys`, `_text`)."""
+    row["_keys"] = {
+        "step": row["step"],
+        "task": row["task_id"],
+        "reward": numeric_reward(row["annotations"]),
+        "turns": row["capture"]["exchange_count"],
+        "tokens": row["summary"]["tokens"],
+        "health": len(row_flags(ordered(row["summary"]["flags"]))),
+        "created": row["created_ts"],
+    }
+    row["_text"] = " ".join(
+        [row["id"], json.dumps(row["meta"], sort_keys=True), json.dumps(row["annotations"], sort_keys=True)]
+    ).lower()
+    return row
+
+
+def public(row: dict) -> dict:
+    """The row as sent: without the precomputed `_` fields."""
+    return {k: v for k, v in row.items() if not k.startswith("_")}

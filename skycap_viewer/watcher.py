@@ -1,0 +1,100 @@
+"""The polling thread that keeps the catalog in step with the disk.
+
+Every couple of seconds it rediscovers runs under the roots and lists each record directory
+(one stat per document); only new or changed documents are read. It is the only code that
+touches the disk for listings: requests read the snapshots it publishes.
+"""
+
+import os
+import sys
+import threading
+import time
+
+from skycap_viewer.discovery import discover_runs
+from skycap_viewer.index import Catalog, RunIndex, scan_directory
+from skycap_viewer.payloads import iso_time
+from skycap_viewer.rows import compute_row
+
+POLL_SECONDS = 2.0
+PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often
+
+
+def compute_rows_here(directory, names):
+    """(name, row) for each document, computed in this process (issue 5 may use a pool)."""
+    for name in names:
+        yield name, compute_row(str(directory), name)
+
+
+class Watcher(threading.Thread):
+    def __init__(self, catalog: Catalog, interval: float = POLL_SECONDS, compute_rows=compute_rows_here):
+        super().__init__(name="skycap-viewer-watcher", daemon=True)
+        self.catalog = catalog
+        self.interval = interval
+        self.compute_rows = compute_rows
+        self.stopped = threading.Event()
+        self.polls = 0
+
+    def run(self):
+        while not self.stopped.is_set():
+            started = time.monotonic()
+            try:
+                self.poll()
+            except Exception as error:  # a bug must not stop live updates; say it once per poll
+                print(f"skycap-viewer: watcher: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            # a huge run takes a while to stat: never spend more than about half the time scanning
+            self.stopped.wait(max(self.interval, 2 * (time.monotonic() - started)))
+
+    def stop(self):
+        self.stopped.set()
+
+    def poll(self):
+        """One pass: rediscover runs, list each, read what changed, publish."""
+        catalog = self.catalog
+        locations = discover_runs(catalog.roots, catalog.known_ids())
+        previous = set(catalog.runs)
+        catalog.set_runs(locations)
+        runs = list(catalog.runs.values())
+        work, touched = [], []
+        for run in runs:
+            changes, facts_changed = self.list_run(run)
+            if changes:
+                work.append((run, changes))
+            if facts_changed or changes.removed or run.snapshot is None:
+                touched.append(run)
+        pending = {run.location.id for run, _ in work if not run.indexed_once}
+        if touched or set(catalog.runs) != previous:
+            catalog.publish(touched, pending)
+        work.sort(key=lambda item: sum(item[0].listing[n].size for n in item[1].compute))
+        for run, changes in work:
+            self.index_run(run, changes, pending)
+        for run in runs:
+            run.indexed_once = True
+        self.polls += 1
+
+    def list_run(self, run: RunIndex):
+        """(changes, whether the run's own facts changed) after listing its directory."""
+        try:
+            listing = scan_directory(run.directory)
+            updated_at = iso_time(os.stat(run.directory).st_mtime)
+            error = None
+        except OSError as failure:
+            listing, updated_at = run.listing, run.updated_at
+            error = f"{run.directory}: cannot list the directory ({failure.strerror or failure})"
+        before = (run.updated_at, run.scan_error, len(run.listing))
+        facts_changed = (updated_at, error, len(listing)) != before
+        run.updated_at, run.scan_error = updated_at, error
+        return run.changes(listing), facts_changed
+
+    def index_run(self, run: RunIndex, changes, pending: set[str]):
+        for name in changes.removed:
+            run.remove(name)
+        last_publish = time.monotonic()
+        for name, row in self.compute_rows(run.directory, changes.compute):
+            run.store(name, run.listing[name], row)
+            if time.monotonic() - last_publish > PUBLISH_SECONDS:
+                self.catalog.publish([run], pending)
+                last_publish = time.monotonic()
+            if self.stopped.is_set():
+                return
+        pending.discard(run.location.id)
+        self.catalog.publish([run], pending)
