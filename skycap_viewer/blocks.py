@@ -66,7 +66,7 @@ def message_text(message) -> str:
 
 def utf16_length(text: str) -> int:
     """Length in UTF-16 code units: the unit of the page's (JavaScript) string offsets."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2  # JSON may hold lone surrogates
 
 
 def node_kind(node: dict) -> str:

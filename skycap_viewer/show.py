@@ -1,0 +1,162 @@
+"""`skycap-viewer show RECORD`: one rollout in a terminal, for a researcher on an ssh session.
+
+The text view is printed from the same payload the server sends for `/paths` (`--json` prints
+it as is), so what the terminal shows is what the page shows. Record text is untrusted: control
+characters other than newline and tab are printed escaped, never sent to the terminal raw.
+"""
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from skycap_viewer.cli import UsageError
+from skycap_viewer.errors import RecordError
+from skycap_viewer.flags import FLAG_BY_NAME
+from skycap_viewer.payloads import paths_payload
+from skycap_viewer.reader import DOCUMENT_SUFFIX, read_document, record_id_of
+from skycap_viewer.terminal import Painter, plural, wants_colour
+
+KIND_STYLES = {
+    "given": ("grey",),
+    "replayed": ("red",),
+    "scaffold": ("magenta",),
+    "sampled": ("green",),
+    "sampled-elsewhere": ("cyan",),
+}
+LEVEL_STYLES = {"error": ("red", "bold"), "warn": ("yellow",), "info": ("blue",)}
+UNSAFE_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+TEXT_ONLY_NOTES = {
+    "tokens-missing": "the tokens sidecar is listed but not here: message text only, sizes in characters",
+    "tokens-unlisted": "nodes slice a tokens sidecar the manifest does not list: message text only",
+    "tokens-unreadable": "the tokens sidecar is damaged: message text only",
+}
+
+
+def document_file(record: Path) -> Path:
+    """`{id}.json.zst`, or a path without the suffix when `{path}.json.zst` exists."""
+    if record.name.endswith(DOCUMENT_SUFFIX) and record.is_file():
+        return record
+    with_suffix = record.with_name(record.name + DOCUMENT_SUFFIX)
+    if with_suffix.is_file():
+        return with_suffix
+    if record.exists():
+        raise UsageError(f"not a record document (*{DOCUMENT_SUFFIX}): {record}")
+    raise UsageError(f"no such record: {record}")
+
+
+def escaped(match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe(text: str) -> str:
+    """Escape characters that could move the cursor, restyle the terminal or not encode at all."""
+    return UNSAFE_CHARACTERS.sub(escaped, text)
+
+
+def utf16_slice(text: str, start: int, end: int) -> str:
+    """`text[start:end]` in UTF-16 units, the unit of the payload's offsets."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    return units[2 * start : 2 * end].decode("utf-16-le", "replace")
+
+
+def block_text(block: dict, node: dict | None, token_blocked: bool) -> str:
+    if node is None:
+        return ""
+    if not token_blocked:
+        return utf16_slice(node["text"] or "", block["node_start"], block["node_end"])
+    offsets = node["token_offsets"]
+    if node["text"] is None or offsets is None:
+        ids = node["token_ids"][block["node_start"] : block["node_end"]]
+        return "⟨ids " + " ".join(map(str, ids)) + "⟩"
+    return utf16_slice(node["text"], offsets[block["node_start"]], offsets[block["node_end"]])
+
+
+def compact(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def header_lines(payload: dict, path_count: int, paint: Painter) -> list[str]:
+    header = payload["trajectory"]
+    ended = "ended" if header["ended"] else "not ended"
+    first = f"{paint(header['id'], 'bold')}  {header['status']}  {ended}  {payload['mode']} mode"
+    first += f"  {plural(path_count, 'path')}"
+    rows = [("meta", compact(header["meta"])), ("annotations", compact(header["annotations"]))]
+    if header.get("tokenizer"):
+        rows.append(("tokenizer", header["tokenizer"]))
+    if header.get("created_at"):
+        rows.append(("created", f"{header['created_at']}  finished {header.get('finished_at') or '-'}"))
+    bridged = " ".join(f"{k}={n}" for k, n in header["skycap"]["bridged"].items())
+    rows.append(("calls", f"{header['capture']['exchange_count']}  bridged {bridged}"))
+    for name in header["flags"]:
+        flag = FLAG_BY_NAME[name]
+        rows.append(("flag", f"{paint(name, *LEVEL_STYLES[flag.level])} ({flag.level}): {flag.why}"))
+    rows += [("problem", problem) for problem in header["record_problems"]]
+    if header["missing_sidecars"]:
+        rows.append(("absent", "listed sidecars not here: " + ", ".join(header["missing_sidecars"])))
+    if payload["text_only"]:
+        rows.append(("note", TEXT_ONLY_NOTES.get(payload["text_only"], payload["text_only"])))
+    if payload.get("tokens_error"):
+        rows.append(("tokens", payload["tokens_error"]))
+    return [safe(first)] + [f"{label:<12} {safe(str(value))}" for label, value in rows]
+
+
+def path_lines(path: dict, nodes: dict, paint: Painter) -> list[str]:
+    token_blocked = path["blocking"] is not None
+    size = f"{path['token_count']} tok" if token_blocked else plural(path["char_count"], "char")
+    title = f"path {path['index']}  leaf {path['leaf_node_id']}  {size}"
+    if token_blocked:
+        title += f", {path['trainable_count']} trainable"
+    if path["stop_reason"]:
+        title += f"  stop: {path['stop_reason']}"
+    if path["diverges_at"]:
+        title += f"  first new node {path['diverges_at']}"
+        title += f" after {path['fork_from']}" if path["fork_from"] else " (a new root)"
+    lines = ["", paint(safe(title), "bold")]
+    for block in path["blocks"]:
+        size = f"{block['token_count']} tok" if token_blocked else plural(block["char_count"], "char")
+        label = f"{block['kind']:<17} {block['node_id']:<5} {block['role'] or '-':<10}"
+        label += f" [{block['start']}:{block['end']}] {size}"
+        if "trained_in" in block:
+            label += f"  trained in path {block['trained_in']}"
+        lines.append("  " + paint(safe(label), *KIND_STYLES[block["kind"]], "bold"))
+        text = block_text(block, nodes.get(block["node_id"]), token_blocked)
+        if text:
+            body = "\n".join(f"    {line}" if line else "" for line in safe(text).split("\n"))
+            lines.append(paint(body, *KIND_STYLES[block["kind"]]))
+    if not path["blocks"]:
+        lines.append("  (no blocks)")
+    return lines
+
+
+def run_show(record: Path, path_index: int | None = None, as_json: bool = False) -> int:
+    """Print one record's rollout; an unreadable record or a bad `--path` exits 2."""
+    file = document_file(Path(record))
+    try:
+        document = read_document(file)
+    except RecordError as error:
+        raise UsageError(str(error)) from None
+    directory = file.parent
+    try:
+        present = set(os.listdir(directory))
+    except OSError as error:
+        raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
+    payload = paths_payload(directory, document, present, record_id_of(file.name))
+    path_count = len(payload["paths"])
+    if path_index is not None:
+        if not 0 <= path_index < len(payload["paths"]):
+            raise UsageError(f"--path {path_index}: the record has {plural(len(payload['paths']), 'path')}")
+        payload["paths"] = [payload["paths"][path_index]]
+    if as_json:
+        print(json.dumps(payload, indent=1, ensure_ascii=False))
+        return 0
+    paint = Painter(wants_colour(sys.stdout))
+    lines = header_lines(payload, path_count, paint)
+    for path in payload["paths"]:
+        lines += path_lines(path, payload["nodes"], paint)
+    if not payload["paths"]:
+        lines += ["", "This trajectory has no path to show (no nodes)."]
+    print("\n".join(lines))
+    return 0
