@@ -1,0 +1,42 @@
+// The viewer's JSON API under /api/v1. Listings are polled with their ETag: an unchanged
+// listing answers 304 and we keep the body we already have.
+
+const BASE = "/api/v1";
+const remembered = new Map();  // url -> {etag, body}
+
+export class ApiError extends Error {
+  constructor(status, detail) {
+    super(detail);
+    this.status = status;
+  }
+}
+
+export function url(path, params = {}) {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === null || value === "") continue;
+    for (const item of Array.isArray(value) ? value : [value]) query.append(key, String(item));
+  }
+  const text = query.toString();
+  return `${path.startsWith("/__") ? "" : BASE}${path}${text ? `?${text}` : ""}`;
+}
+
+/** GET JSON. With `{poll: true}` returns `{body, changed}` using If-None-Match. */
+export async function get(path, params = {}, {poll = false} = {}) {
+  const address = url(path, params);
+  const known = remembered.get(address);
+  const headers = poll && known?.etag ? {"If-None-Match": known.etag} : {};
+  const response = await fetch(address, {headers, cache: "no-store"});
+  if (response.status === 304 && known) return poll ? {body: known.body, changed: false} : known.body;
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    throw new ApiError(response.status, `${address}: not JSON (status ${response.status})`);
+  }
+  if (!response.ok) throw new ApiError(response.status, body?.detail || `status ${response.status}`);
+  const etag = response.headers.get("ETag");
+  if (etag) remembered.set(address, {etag, body});
+  if (remembered.size > 200) remembered.delete(remembered.keys().next().value);
+  return poll ? {body, changed: !known || known.body !== body} : body;
+}

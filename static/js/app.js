@@ -1,0 +1,124 @@
+// Boot and routing: the URL hash is the state; every change of it redraws the sidebar, the
+// run page and the drawer from that state. A poll every few seconds picks up new runs and
+// records without losing the scroll position, the expanded groups or the open drawer.
+
+import {get} from "./api.js";
+import {Drawer} from "./drawer.js";
+import {el, replace} from "./dom.js";
+import {setupKeys} from "./keys.js";
+import {defaultView, RunPage} from "./run.js";
+import {format, parse} from "./route.js";
+import {Sidebar} from "./sidebar.js";
+import {setupTheme} from "./theme.js";
+import {loadViewer} from "./viewer.js";
+
+const POLL_MS = 3000;
+const main = document.getElementById("main");
+let state = parse(location.hash);
+let runs = [];
+let viewer = null;
+
+function runOf(id) {
+  return runs.find((run) => run.id === id) || null;
+}
+
+/** Move to a new state: a new history entry, or `replace` the current one. */
+function go(patch, {replace: replacing = false} = {}) {
+  const next = {...state, ...patch};
+  if ("traj" in patch && patch.traj !== state.traj) Object.assign(next, {path: 0, fa: 0, fb: 1});
+  const hash = format(next);
+  if (hash !== location.hash) history[replacing ? "replaceState" : "pushState"](null, "", hash);
+  state = next;
+  render();
+}
+
+function openRollout(id) {
+  go({traj: id, view: state.view || defaultView(runOf(state.run))});
+}
+
+function closeDrawer() {
+  go({traj: null});
+}
+
+const sidebar = new Sidebar(document.getElementById("runs"), document.getElementById("run-filter"));
+const runPage = new RunPage(main, {go, open: openRollout});
+const drawer = new Drawer(document.getElementById("drawer"), document.getElementById("drawer-body"),
+  document.getElementById("drawer-grip"), {go, close: closeDrawer});
+
+function emptyState() {
+  const roots = viewer?.roots || [];
+  replace(main, el("section", {className: "empty-state"},
+    el("h1", {}, "No skycap records found yet."),
+    el("p", {}, "A run appears here once its directory holds a record (a ", el("code", {}, "*.json.zst"),
+      " document). Watching:"),
+    el("ul", {}, roots.map((root) => el("li", {}, el("code", {}, root)))),
+    el("p", {className: "muted"}, "Point a capture server's --record-dir here, or pass record directories on the command line.")));
+}
+
+async function render() {
+  sidebar.update(runs, state.run);
+  if (!state.run) {
+    if (runs.length) {
+      go({run: runs[0].id}, {replace: true});
+      return;
+    }
+    drawer.hide();
+    emptyState();
+    return;
+  }
+  document.title = `${state.run} · skycap-viewer`;
+  const shown = runPage.show(state, runOf(state.run));
+  runPage.markOpen(state.traj);
+  await Promise.all([shown, drawer.show(state, runPage.listing?.reward_range)]);
+  runPage.markOpen(state.traj);
+}
+
+async function refreshRuns() {
+  try {
+    runs = (await get("/runs", {}, {poll: true})).body.data || [];
+    return true;
+  } catch (error) {
+    document.getElementById("source").textContent = `cannot reach the viewer server (${error.message})`;
+    return false;
+  }
+}
+
+async function poll() {
+  const before = JSON.stringify(runs);
+  if (await refreshRuns()) {
+    if (before !== JSON.stringify(runs)) {
+      if (!state.run && runs.length) go({run: runs[0].id}, {replace: true});
+      else if (state.run) runPage.show(state, runOf(state.run));
+      sidebar.update(runs, state.run);
+    }
+    if (state.run) await runPage.poll();
+    await drawer.poll();
+    if (state.run) runPage.markOpen(state.traj);
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+async function boot() {
+  setupTheme(document.getElementById("theme-toggle"));
+  setupKeys({main, help: document.getElementById("help"), drawer, open: openRollout, close: closeDrawer,
+    search: () => document.getElementById("search")});
+  const follow = () => {
+    const next = parse(location.hash);
+    if (format(next) === format(state) && location.hash === format(state)) return;
+    state = next;
+    render();
+  };
+  window.addEventListener("popstate", follow);
+  window.addEventListener("hashchange", follow);
+  try {
+    viewer = await loadViewer();
+    document.getElementById("source").textContent = `skycap records · ${(viewer.roots || []).join(" ")}`;
+  } catch (error) {
+    document.getElementById("source").textContent = `cannot reach the viewer server (${error.message})`;
+  }
+  await refreshRuns();
+  await render();
+  setTimeout(poll, POLL_MS);
+}
+
+boot();

@@ -1,0 +1,60 @@
+// Build DOM nodes from data. Text only ever goes in as text nodes, so record content that
+// looks like markup (`<img onerror=…>`) shows as the characters it is.
+
+/** el("td", {className: "num", title: "…", dataset: {id}, onclick}, child, "text", …) */
+export function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "className" || key === "textContent" || key === "value" || key === "checked"
+             || key === "selected" || key === "disabled" || key === "hidden" || key === "type") node[key] = value;
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  append(node, children);
+  return node;
+}
+
+/** Append children: nodes, strings (as text), arrays, skipping null/false. */
+export function append(node, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** Replace all children of `node`. */
+export function replace(node, ...children) {
+  node.replaceChildren();
+  return append(node, children);
+}
+
+/** A button that does not submit anything. */
+export function button(label, onclick, props = {}) {
+  return el("button", {type: "button", onclick, ...props}, label);
+}
+
+/** Copy text to the clipboard and flash the button that asked. */
+export async function copyText(text, trigger) {
+  try {
+    await navigator.clipboard.writeText(text);
+    flash(trigger, "copied");
+  } catch {
+    flash(trigger, "copy failed");
+  }
+}
+
+function flash(trigger, label) {
+  if (!trigger) return;
+  const before = trigger.textContent;
+  trigger.textContent = label;
+  setTimeout(() => { trigger.textContent = before; }, 900);
+}
+
+/** A select built from [value, label] pairs. */
+export function select(options, current, onchange, props = {}) {
+  return el("select", {...props, onchange: (event) => onchange(event.target.value)},
+    options.map(([value, label]) => el("option", {value, selected: String(value) === String(current ?? "")}, label)));
+}

@@ -1,0 +1,214 @@
+// The drawer: one rollout, with its header and the Path / Tree / Forks / Calls / JSON tabs.
+// Its trajectory, tab and selected paths live in the URL; it is re-read on every poll and
+// redrawn only when the record changed, keeping the scroll position.
+
+import {get} from "./api.js";
+import {renderCalls} from "./calls.js";
+import {button, copyText, el, replace} from "./dom.js";
+import {num, pct} from "./format.js";
+import {renderForks} from "./forks.js";
+import {renderJson} from "./json.js";
+import {renderPath} from "./path.js";
+import {rewardCell} from "./reward.js";
+import {TABS} from "./route.js";
+import {LazyText} from "./tokens.js";
+import {renderTree} from "./tree.js";
+import {flagBadge} from "./viewer.js";
+
+const WIDTH_KEY = "skycap-viewer.drawer-width";
+const CACHE_SIZE = 8;
+
+export class Drawer {
+  constructor(root, body, grip, {go, close}) {
+    this.root = root;
+    this.body = body;
+    this.go = go;
+    this.close = close;
+    this.cache = new Map();  // "run|id" -> bundle
+    this.key = null;
+    this.treeOpen = null;
+    this.rewardRange = null;
+    this.lazy = null;
+    this.setupResize(grip);
+  }
+
+  setupResize(grip) {
+    let saved = null;
+    try {
+      saved = Number(localStorage.getItem(WIDTH_KEY)) || null;
+    } catch { /* no storage: default width */ }
+    this.setWidth(saved || Math.min(820, Math.round(window.innerWidth * 0.55)));
+    grip.addEventListener("pointerdown", (event) => {
+      event.preventDefault();
+      grip.setPointerCapture(event.pointerId);
+      const move = (e) => this.setWidth(window.innerWidth - e.clientX);
+      const up = () => {
+        grip.removeEventListener("pointermove", move);
+        grip.removeEventListener("pointerup", up);
+        try {
+          localStorage.setItem(WIDTH_KEY, String(this.width));
+        } catch { /* the width lasts this page only */ }
+      };
+      grip.addEventListener("pointermove", move);
+      grip.addEventListener("pointerup", up);
+    });
+  }
+
+  setWidth(width) {
+    this.width = Math.round(Math.max(420, Math.min(window.innerWidth - 200, width)));
+    document.documentElement.style.setProperty("--drawer-width", `${this.width}px`);
+  }
+
+  get isOpen() {
+    return !this.root.hidden;
+  }
+
+  /** Open, switch or close the drawer to match `state`. */
+  async show(state, rewardRange) {
+    this.rewardRange = rewardRange;
+    if (!state.traj) {
+      this.hide();
+      return;
+    }
+    this.state = state;
+    const key = `${state.run}|${state.traj}`;
+    this.root.hidden = false;
+    document.body.classList.add("drawer-open");
+    if (key !== this.key) {
+      this.key = key;
+      this.treeOpen = null;
+      this.drawn = null;
+      if (!this.cache.has(key)) replace(this.body, el("p", {className: "muted pad"}, "loading…"));
+      try {
+        await this.load(state.run, state.traj);
+      } catch (error) {
+        if (key === this.key) {
+          replace(this.body, this.closeBar(state.traj), el("p", {className: "notice error"}, `Cannot open ${state.traj}: ${error.message}`));
+        }
+        return;
+      }
+      if (key !== this.key) return;
+    }
+    this.draw(false);
+  }
+
+  hide() {
+    this.root.hidden = true;
+    document.body.classList.remove("drawer-open");
+    this.key = null;
+    this.drawn = null;
+    this.lazy?.disconnect();
+  }
+
+  async load(run, id) {
+    const key = `${run}|${id}`;
+    const base = `/trajectories/${encodeURIComponent(id)}`;
+    const params = {run_id: run};
+    const [trajectory, paths, graph, exchanges] = await Promise.all([
+      get(base, params), get(`${base}/paths`, params), get(`${base}/graph`, params), get(`${base}/exchanges`, params)]);
+    this.cache.delete(key);
+    this.cache.set(key, {trajectory, paths, graph, exchanges});
+    while (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value);
+  }
+
+  get bundle() {
+    return this.cache.get(this.key);
+  }
+
+  closeBar(id) {
+    return el("header", {className: "drawer-head"}, el("h2", {}, id), button("close  esc", () => this.close(), {className: "ghost close"}));
+  }
+
+  /** Draw the header and the current tab; `keepScroll` on a poll that found a change. */
+  draw(keepScroll) {
+    const state = this.state;
+    const drawn = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb, this.treeOpen]);
+    if (this.drawn === drawn && !keepScroll) return;
+    this.drawn = drawn;
+    const scroll = this.content?.scrollTop ?? 0;
+    const bundle = this.bundle;
+    this.lazy?.disconnect();
+    this.lazy = new LazyText();
+    this.content = el("div", {className: "drawer-content", tabindex: "-1"}, this.tab(bundle, state));
+    replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
+    if (keepScroll) this.content.scrollTop = scroll;
+  }
+
+  redraw() {
+    this.draw(true);
+  }
+
+  header(bundle) {
+    const t = bundle.trajectory;
+    const paths = bundle.paths.paths || [];
+    const tokens = Math.max(0, ...paths.map((p) => p.token_count || 0));
+    const trainable = Math.max(0, ...paths.map((p) => p.trainable_count || 0));
+    const bridged = t.skycap?.bridged || {};
+    const facts = [
+      ["mode", t.mode], ["status", `${t.status}${t.ended === false ? " (not ended)" : ""}`], ["task", t.task_id ?? "-"],
+      ["step", num(t.step)], ["trainable", tokens ? `${num(trainable)}/${num(tokens)} ${pct(trainable, tokens)}` : "-"],
+      ["tokenizer", t.tokenizer ?? "-"],
+      ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
+      ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],
+    ];
+    const notes = [];
+    if (bundle.paths.text_only === "tokens-missing") notes.push(el("p", {className: "notice warn"}, "tokens sidecar missing: showing message text only."));
+    for (const problem of t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));
+    return el("header", {className: "drawer-head"},
+      el("div", {className: "drawer-title"},
+        el("h2", {className: "traj-id"}, t.id),
+        button("copy id", (event) => copyText(t.id, event.currentTarget), {className: "ghost"}),
+        el("span", {className: "grow"}),
+        button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
+      el("dl", {className: "facts"}, facts.flatMap(([label, value]) => [el("dt", {}, label), el("dd", {}, value)]),
+        el("dt", {}, "reward"), el("dd", {}, rewardCell(t.annotations?.reward, this.rewardRange))),
+      el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name))),
+      notes);
+  }
+
+  tabs(bundle, active) {
+    const pathCount = (bundle.paths.paths || []).length;
+    const calls = (bundle.exchanges?.data || []).length;
+    const labels = {path: "Path", tree: pathCount > 1 ? `Tree ${pathCount}` : "Tree",
+      forks: pathCount > 1 ? `Forks ${pathCount}` : "Forks", calls: `Calls ${calls}`, json: "JSON"};
+    return el("nav", {className: "tabs", role: "tablist"}, TABS.map((tab, i) => el("button", {
+      type: "button", role: "tab", className: `tab${tab === active ? " active" : ""}`, dataset: {tab},
+      "aria-selected": tab === active ? "true" : "false", title: `${labels[tab]} (${i + 1})`,
+      onclick: () => this.go({tab}, {replace: true}),
+    }, labels[tab])));
+  }
+
+  tab(bundle, state) {
+    const context = {go: this.go, redraw: () => this.redraw(), lazy: this.lazy};
+    if (state.tab === "tree") {
+      return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }});
+    }
+    if (state.tab === "forks") return renderForks(bundle, state, context);
+    if (state.tab === "calls") return renderCalls(bundle);
+    if (state.tab === "json") return renderJson(bundle);
+    return renderPath(bundle, state, context);
+  }
+
+  /** Re-read the open rollout; reload and redraw it only if the record changed. */
+  async poll() {
+    if (!this.isOpen || !this.key || !this.bundle) return;
+    const key = this.key;
+    const old = this.bundle.trajectory;
+    const [run, id] = [this.state.run, this.state.traj];
+    let fresh;
+    try {
+      fresh = await get(`/trajectories/${encodeURIComponent(id)}`, {run_id: run});
+    } catch {
+      return;
+    }
+    const signature = (t) => JSON.stringify([t.revision, t.status, t.capture?.node_count, t.capture?.exchange_count]);
+    if (key !== this.key || signature(fresh) === signature(old)) return;
+    await this.load(run, id);
+    if (key === this.key) this.draw(true);
+  }
+
+  /** Number keys and [ ] call these. */
+  selectTab(index) {
+    if (this.isOpen && TABS[index]) this.go({tab: TABS[index]}, {replace: true});
+  }
+}

@@ -1,0 +1,59 @@
+// The Forks tab: two paths compared from where they part: the last node they share (dimmed),
+// then both continuations side by side.
+
+import {get} from "./api.js";
+import {el, replace, select} from "./dom.js";
+import {num} from "./format.js";
+import {strip} from "./strip.js";
+import {blockElement, wireReadout} from "./tokens.js";
+import {trainOnce} from "./trainonce.js";
+
+export function renderForks(bundle, state, {go, lazy}) {
+  const paths = bundle.paths?.paths || [];
+  const box = el("div", {className: "forks-tab"});
+  if (paths.length < 2) {
+    box.append(el("p", {className: "notice"}, "One path: this trajectory never forked, so there is nothing to compare."));
+    return box;
+  }
+  const a = Math.min(state.fa, paths.length - 1);
+  const b = Math.min(state.fb, paths.length - 1);
+  const options = paths.map((p) => [String(p.index), `path ${p.index} → ${p.leaf_node_id}`]);
+  box.append(el("div", {className: "toolbar"},
+    el("label", {}, "a ", select(options, a, (v) => go({fa: Number(v)}, {replace: true}), {dataset: {fork: "a"}, "aria-label": "path a"})),
+    el("label", {}, "b ", select(options, b, (v) => go({fb: Number(v)}, {replace: true}), {dataset: {fork: "b"}, "aria-label": "path b"}))));
+  const result = el("div", {className: "fork-result"}, el("p", {className: "muted"}, "comparing…"));
+  box.append(result);
+  if (a === b) {
+    replace(result, el("p", {className: "notice"}, "Pick two different paths to compare."));
+    return box;
+  }
+  const t = bundle.trajectory;
+  get(`/trajectories/${encodeURIComponent(t.id)}/forks`, {a, b, run_id: t.run_id})
+    .then((fork) => replace(result, ...comparison(fork, bundle, paths[a], paths[b], lazy)))
+    .catch((error) => replace(result, el("p", {className: "notice error"}, `Cannot compare: ${error.message}`)));
+  return box;
+}
+
+function comparison(fork, bundle, pathA, pathB, lazy) {
+  const unit = pathA.token_count ? "tokens" : "chars";
+  const nodes = bundle.paths.nodes || {};
+  const shared = fork.shared_nodes
+    ? `They agree on ${num(fork.shared_nodes)} nodes (${num(unit === "tokens" ? fork.shared_tokens : fork.shared_chars)} ${unit}), up to ${fork.last_shared_node_id}${fork.last_shared ? ` (${fork.last_shared.role ?? "-"}, ${fork.last_shared.author})` : ""}.`
+    : "They share nothing: they start from different roots.";
+  const then = `Then path ${fork.a} has ${num(fork.a_nodes_after)} nodes from ${fork.a_node_id_first ?? "-"} and path ${fork.b} has ${num(fork.b_nodes_after)} from ${fork.b_node_id_first ?? "-"}.`;
+  const column = (label, path, blocks) => {
+    const readout = el("p", {className: "readout small"}, "hover a token");
+    const list = el("div", {className: "blocks"}, blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {controls: false})));
+    wireReadout(list, readout);
+    return el("div", {className: "fork-side", dataset: {side: label}},
+      el("h3", {}, `path ${path.index}`, el("span", {className: "muted small"}, ` → ${path.leaf_node_id}`)),
+      strip(blocks, {unit}), readout, list);
+  };
+  return [
+    el("p", {className: "fork-sentence"}, shared, " ", then),
+    trainOnce(fork.train_once),
+    fork.shared_blocks?.length ? el("div", {className: "blocks shared-blocks"}, el("h3", {className: "muted small"}, "last shared node"),
+      fork.shared_blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {controls: false, dim: true}))) : null,
+    el("div", {className: "side-by-side"}, column("a", pathA, fork.a_blocks || []), column("b", pathB, fork.b_blocks || [])),
+  ];
+}

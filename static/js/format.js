@@ -1,0 +1,40 @@
+// Small formatting helpers shared by the tables and the drawer.
+
+export function num(value) {
+  if (value === null || value === undefined) return "-";
+  if (typeof value === "boolean") return value ? "1" : "0";
+  if (typeof value !== "number") return String(value);
+  return Number.isInteger(value) ? value.toLocaleString("en-US") : value.toFixed(2);
+}
+
+export function pct(part, whole) {
+  if (!whole) return "";
+  return `${Math.round((part / whole) * 100)}%`;
+}
+
+export function range(pair) {
+  if (!pair || pair[0] === null || pair[0] === undefined) return "-";
+  return pair[0] === pair[1] ? num(pair[0]) : `${num(pair[0])}–${num(pair[1])}`;
+}
+
+export function shortId(id) {
+  return id && id.length > 14 ? `${id.slice(0, 13)}…` : id;
+}
+
+/** "3 m ago" from unix seconds. */
+export function age(seconds) {
+  if (!seconds) return "-";
+  const delta = Math.max(0, Date.now() / 1000 - seconds);
+  if (delta < 60) return `${Math.round(delta)} s ago`;
+  if (delta < 3600) return `${Math.round(delta / 60)} m ago`;
+  if (delta < 86400) return `${Math.round(delta / 3600)} h ago`;
+  return `${Math.round(delta / 86400)} d ago`;
+}
+
+export function isoOf(seconds) {
+  return seconds ? new Date(seconds * 1000).toISOString() : "";
+}
+
+export function plural(count, word, many = `${word}s`) {
+  return `${num(count)} ${count === 1 ? word : many}`;
+}

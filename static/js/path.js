@@ -1,0 +1,99 @@
+// The Path tab: one path of the rollout as the trainer sees it, cut into blocks, with the
+// mask strip, token hover and the options to colour by logprob, hide given blocks and show
+// control characters.
+
+import {el} from "./dom.js";
+import {num, pct} from "./format.js";
+import {strip} from "./strip.js";
+import {blockElement, wireReadout} from "./tokens.js";
+
+export const pathOptions = {given: true, controls: false, logprobs: false};
+
+function pathSize(path) {
+  return path.token_count || path.char_count || 0;
+}
+
+function unitOf(path) {
+  return path.char_count !== null && path.char_count !== undefined && !path.token_count ? "chars" : "tokens";
+}
+
+export function renderPath(bundle, state, {go, redraw, lazy}) {
+  const data = bundle.paths;
+  const paths = data.paths || [];
+  if (!paths.length) return el("p", {className: "notice"}, "This trajectory has no path to show.");
+  const index = Math.min(state.path, paths.length - 1);
+  const path = paths[index];
+  const unit = unitOf(path);
+  const box = el("div", {className: "path-tab"});
+  if (paths.length > 1) box.append(picker(paths, index, go));
+  box.append(strip(path.blocks, {tall: true, unit, onpick: (i) => {
+    box.querySelector(`.block[data-start="${path.blocks[i].start}"]`)?.scrollIntoView({block: "start"});
+  }}));
+  const tokenMode = unit === "tokens";
+  const hasLogprobs = tokenMode && path.logprob_count > 0;
+  const toggle = (name, label, title) => el("label", {className: "option", title},
+    el("input", {type: "checkbox", checked: pathOptions[name], dataset: {option: name},
+      onchange: (event) => { pathOptions[name] = event.target.checked; redraw(); }}), ` ${label}`);
+  box.append(el("div", {className: "toolbar"},
+    el("span", {}, `${num(pathSize(path))} ${unit}`),
+    tokenMode ? el("span", {}, `${num(path.trainable_count)} trainable (${pct(path.trainable_count, path.token_count) || "0%"})`) : null,
+    el("span", {}, `stop: ${path.stop_reason ?? "-"}`),
+    toggle("given", "given", "show the given blocks (system, user, tool messages)"),
+    toggle("controls", "control chars", "show line breaks and tabs as ↵ and →"),
+    hasLogprobs ? toggle("logprobs", "colour by logprob", "shade sampled tokens by how unlikely they were") : null));
+  box.append(...notices(data, path, paths));
+  const readout = el("p", {className: "readout", id: "readout", "aria-live": "polite"},
+    tokenMode ? "hover a token" : "text mode: blocks are messages, measured in characters");
+  box.append(readout);
+  const blocks = el("div", {className: "blocks"});
+  const shown = path.blocks.filter((block) => pathOptions.given || block.kind !== "given");
+  for (const block of shown) blocks.append(blockElement(block, data.nodes?.[block.node_id], lazy, pathOptions));
+  if (!shown.length) {
+    blocks.append(el("p", {className: "notice"}, path.blocks.length
+      ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));
+  }
+  wireReadout(blocks, readout);
+  box.append(blocks);
+  return box;
+}
+
+function picker(paths, index, go) {
+  return el("div", {className: "picker", role: "listbox", "aria-label": "paths"}, paths.map((path, i) =>
+    el("button", {type: "button", role: "option", className: `pick${i === index ? " active" : ""}`,
+      "aria-selected": i === index ? "true" : "false", dataset: {path: i},
+      onclick: () => go({path: i}, {replace: true})},
+    el("span", {className: "pick-name"}, `path ${i}`),
+    path.fork_from ? el("span", {className: "muted small"}, ` from ${path.fork_from}`) : null,
+    strip(path.blocks, {unit: unitOf(path)}),
+    el("span", {className: "muted small"}, path.token_count
+      ? `${num(path.trainable_count)}/${num(path.token_count)} ${pct(path.trainable_count, path.token_count)}`
+      : `${num(path.char_count)} ch`))));
+}
+
+function notices(data, path, paths) {
+  const out = [];
+  const note = (level, text) => out.push(el("p", {className: `notice ${level}`}, text));
+  if (data.text_only === "tokens-missing") {
+    note("warn", "Tokens sidecar missing (a mirror?): showing message text only. Widths are characters; token ids, the mask and ranges are unavailable.");
+  } else if (data.text_only === "tokens-unlisted") {
+    note("error", "Malformed record: nodes carry tokens but no tokens sidecar is listed. Shown from message text.");
+  } else if (data.text_only === "tokens-unreadable") {
+    note("error", `The tokens sidecar cannot be read (${data.tokens_error || "damaged"}): showing message text only.`);
+  } else if (data.mode === "text") {
+    note("info", "Text mode: no token ids were captured, so there is no mask, no ranges and nothing to re-feed. Blocks are the messages, and their widths are characters.");
+  }
+  const elsewhere = path.blocks.filter((b) => b.kind === "sampled-elsewhere");
+  if (elsewhere.length) {
+    const count = elsewhere.reduce((sum, b) => sum + (b.token_count ?? b.char_count ?? 0), 0);
+    const where = [...new Set(elsewhere.map((b) => b.trained_in))].map((i) => `path ${i}`).join(", ");
+    note("info", `Train-once: ${num(count)} ${unitOf(path)} here were sampled by the model but are trained in ${where}, so this path masks them (sampled-elsewhere).`);
+  }
+  if (path.index > 0 && path.diverges_at) {
+    note("info", path.fork_from
+      ? `This path leaves the earlier ones after ${path.fork_from}; its first new node is ${path.diverges_at}.`
+      : `This path starts from a new root; its first new node is ${path.diverges_at}.`);
+  }
+  if (paths.length > 1 && path.index === 0) note("muted", `This rollout forked: ${paths.length} paths.`);
+  return out;
+}
+

@@ -1,0 +1,49 @@
+// The Rollouts table: one row per trajectory.
+
+import {el} from "./dom.js";
+import {age, isoOf, num, pct, shortId} from "./format.js";
+import {rewardCell} from "./reward.js";
+import {strip} from "./strip.js";
+import {flagsCell, sortHeader, statusBadge} from "./table.js";
+
+export function rolloutsTable(listing, sort, {onSort, onOpen, openId}) {
+  const range = listing.reward_range;
+  const head = el("tr", {},
+    sortHeader("trajectory", null, sort),
+    sortHeader("task", "task", sort, onSort),
+    sortHeader("step", "step", sort, onSort, "num"),
+    sortHeader("mask", null, sort),
+    sortHeader("tokens", "tokens", sort, onSort, "num"),
+    sortHeader("trainable", null, sort, null, "num"),
+    sortHeader("turns", "turns", sort, onSort, "num"),
+    sortHeader("paths", null, sort, null, "num"),
+    sortHeader("reward", "reward", sort, onSort),
+    sortHeader("flags", "health", sort, onSort),
+    sortHeader("status", null, sort),
+    sortHeader("when", "created", sort, onSort));
+  const body = el("tbody", {}, listing.data.map((row) => rolloutRow(row, range, onOpen, openId)));
+  if (!listing.data.length) {
+    body.append(el("tr", {className: "empty"}, el("td", {colSpan: 12}, "No trajectories match.")));
+  }
+  return el("table", {className: "rows rollouts"}, el("thead", {}, head), body);
+}
+
+function rolloutRow(row, range, onOpen, openId) {
+  const summary = row.summary || {};
+  const unit = row.mode === "text" || summary.strip?.some((b) => b.token_count === undefined) ? "chars" : "tokens";
+  return el("tr", {className: `nav rollout-row${row.id === openId ? " open" : ""}${row.unreadable ? " unreadable" : ""}`,
+    dataset: {traj: row.id}, tabindex: "-1", onclick: () => onOpen(row.id)},
+  el("td", {className: "id", title: row.error ? `${row.id}: ${row.error}` : row.id}, shortId(row.id)),
+  el("td", {className: "task", title: row.task_id ?? ""}, row.task_id ?? "-"),
+  el("td", {className: "num"}, num(row.step)),
+  el("td", {className: "mask"}, strip(summary.strip, {unit})),
+  el("td", {className: "num"}, num(summary.tokens)),
+  el("td", {className: "num", title: "tokens in the loss (largest path)"},
+    summary.trainable ? `${num(summary.trainable)} ${pct(summary.trainable, summary.tokens)}` : "-"),
+  el("td", {className: "num", title: "model calls"}, num(row.capture?.exchange_count)),
+  el("td", {className: "num"}, num(summary.paths)),
+  el("td", {}, rewardCell(row.annotations?.reward, range)),
+  flagsCell(summary.flags),
+  el("td", {}, statusBadge(row)),
+  el("td", {className: "when", title: isoOf(row.created_ts) || row.created_at || ""}, age(row.created_ts)));
+}

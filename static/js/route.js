@@ -1,0 +1,72 @@
+// The URL hash holds the whole view, so a pasted link shows exactly the same thing:
+//   #/run/<run>[/groups|/rollouts][/t/<trajectory>]?<query>
+// query keys: step task status ann (repeatable "key=value") q flag sort order page
+//             open (group keys, comma separated) tab path fa fb
+
+export const FILTER_KEYS = ["step", "task", "status", "ann", "q"];
+const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "sort", "order", "page", "open",
+  "tab", "path", "fa", "fb"];
+export const TABS = ["path", "tree", "forks", "calls", "json"];
+
+export function emptyState() {
+  return {run: null, view: null, traj: null, step: "", task: "", status: "", ann: [], q: "", flag: "",
+    sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1};
+}
+
+export function parse(hash) {
+  const state = emptyState();
+  const text = hash.replace(/^#/, "");
+  const [pathPart, queryPart = ""] = text.split("?");
+  const parts = pathPart.split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === "run" && parts[1]) {
+    state.run = parts[1];
+    let rest = parts.slice(2);
+    if (rest[0] === "groups" || rest[0] === "rollouts") {
+      state.view = rest[0];
+      rest = rest.slice(1);
+    }
+    if (rest[0] === "t" && rest[1]) state.traj = rest[1];
+  }
+  const query = new URLSearchParams(queryPart);
+  for (const key of ["step", "task", "status", "q", "flag", "sort", "order"]) state[key] = query.get(key) || "";
+  state.ann = query.getAll("ann").filter(Boolean);
+  state.open = (query.get("open") || "").split(",").filter(Boolean).map(decodeURIComponent);
+  state.page = Math.max(1, parseInt(query.get("page"), 10) || 1);
+  state.tab = TABS.includes(query.get("tab")) ? query.get("tab") : "path";
+  state.path = Math.max(0, parseInt(query.get("path"), 10) || 0);
+  state.fa = Math.max(0, parseInt(query.get("fa"), 10) || 0);
+  state.fb = Math.max(0, parseInt(query.get("fb") ?? "1", 10) || 0);
+  return state;
+}
+
+export function format(state) {
+  if (!state.run) return "#/";
+  let path = `#/run/${encodeURIComponent(state.run)}`;
+  if (state.view) path += `/${state.view}`;
+  if (state.traj) path += `/t/${encodeURIComponent(state.traj)}`;
+  const query = new URLSearchParams();
+  for (const key of QUERY_KEYS) {
+    const value = state[key];
+    if (key === "ann") value.forEach((item) => query.append("ann", item));
+    else if (key === "open") {
+      if (value.length) query.set("open", value.map(encodeURIComponent).join(","));
+    } else if (key === "page") {
+      if (value > 1) query.set("page", value);
+    } else if (["tab", "path", "fa", "fb"].includes(key)) {
+      if (state.traj && value !== emptyState()[key]) query.set(key, value);
+    } else if (value) query.set(key, value);
+  }
+  const text = query.toString();
+  return text ? `${path}?${text}` : path;
+}
+
+/** True when any rollout filter (not the flag) is set. */
+export function hasFilters(state) {
+  return Boolean(state.step || state.task || state.status || state.ann.length || state.q);
+}
+
+/** The server's query parameters for the current filters (and flag). */
+export function filterParams(state) {
+  return {run_id: state.run, step: state.step, task_id: state.task, status: state.status,
+    annotation: state.ann, q: state.q, flag: state.flag};
+}

@@ -1,0 +1,231 @@
+// One run: its header, the Groups/Rollouts toggle, the health band, the filters, the pager
+// and the table. Everything shown comes from the state in the URL; the listing is re-read
+// when that state changes and polled (with its ETag) so new records appear in place.
+
+import {get} from "./api.js";
+import {band} from "./band.js";
+import {el, replace, select} from "./dom.js";
+import {isoOf, num, plural} from "./format.js";
+import {GroupsTable} from "./groups.js";
+import {rewardLegend} from "./reward.js";
+import {rolloutsTable} from "./rollouts.js";
+import {filterParams, hasFilters} from "./route.js";
+import {kindLegend} from "./strip.js";
+
+const LIMIT = 100;
+
+export function defaultView(run) {
+  return run?.default_view || (run?.groupable ? "groups" : "rollouts");
+}
+
+export class RunPage {
+  constructor(main, {go, open}) {
+    this.main = main;
+    this.go = go;
+    this.open = open;
+    this.runId = null;
+    this.groups = new GroupsTable({
+      onToggle: (key) => this.toggleGroup(key),
+      onOpen: (id) => this.open(id),
+      onSort: (key, order) => this.sort(key, order),
+    });
+  }
+
+  /** Draw `state` for `run` (the /runs entry, maybe still indexing). */
+  async show(state, run) {
+    this.state = state;
+    this.run = run;
+    if (this.runId !== state.run) this.build(state.run);
+    this.drawHead();
+    this.drawFilters();
+    const key = JSON.stringify([state.run, this.view(), filterParams(state), state.sort, state.order, state.page]);
+    if (key !== this.listingKey) {
+      this.listingKey = key;
+      this.pagerBox.textContent = "loading…";
+      await this.fetchListing(false);
+    } else if (this.listing) {
+      this.drawListing();
+    }
+  }
+
+  view() {
+    return this.state.view || defaultView(this.run);
+  }
+
+  build(runId) {
+    this.runId = runId;
+    this.listing = null;
+    this.listingKey = null;
+    this.cursors = new Map([[1, null]]);
+    this.searchBox = el("input", {type: "search", id: "search", placeholder: "search id, meta, annotations",
+      "aria-label": "search", autocomplete: "off"});
+    let timer = null;
+    const apply = () => {
+      clearTimeout(timer);
+      if (this.searchBox.value.trim() !== this.state.q) this.filter({q: this.searchBox.value.trim()});
+    };
+    this.searchBox.addEventListener("change", apply);
+    this.searchBox.addEventListener("keydown", (event) => { if (event.key === "Enter") apply(); });
+    this.searchBox.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(apply, 600); });
+    this.headBox = el("header", {className: "run-head"});
+    this.toggleBox = el("div", {className: "view-toggle", role: "tablist", "aria-label": "view"});
+    this.bandTitle = el("p", {className: "band-title muted small"});
+    this.bandBox = el("div", {className: "band-box"});
+    this.filterBox = el("div", {className: "filters", role: "search"});
+    this.titleBox = el("h2", {className: "section-title"});
+    this.legendBox = el("div", {className: "legends"});
+    this.pagerBox = el("div", {className: "pager"});
+    this.tableBox = el("div", {className: "table-box"});
+    replace(this.main, this.headBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.titleBox,
+      this.legendBox, this.tableBox, this.pagerBox);
+  }
+
+  drawHead() {
+    const run = this.run || {id: this.state.run};
+    const steps = run.steps || [];
+    const facts = [
+      run.indexing ? `indexing ${num(run.indexed ?? 0)}/${num(run.trajectory_count ?? 0)}…` : plural(run.trajectory_count ?? 0, "trajectory", "trajectories"),
+      run.groupable ? `${plural(run.group_count ?? 0, "group")}${run.modal_group_size ? ` of ${run.modal_group_size}` : ""}` : null,
+      run.task_count ? plural(run.task_count, "task") : null,
+      steps.length ? (steps.length > 1 ? `steps ${steps[0]}..${steps[steps.length - 1]}` : `step ${steps[0]}`) : null,
+      run.created_at ? String(run.created_at).replace("T", " ").slice(0, 19) : null,
+      run.upstream?.model || null,
+      run.unreadable ? `${run.unreadable} unreadable` : null,
+    ].filter(Boolean);
+    replace(this.headBox,
+      el("h1", {}, run.id, run.project ? el("span", {className: "project muted"}, ` · ${run.project}`) : null),
+      el("p", {className: "facts"}, facts.join(" · ")),
+      run.path ? el("p", {className: "path muted small", title: "record directory"}, run.path) : null);
+    if (!this.run) this.headBox.append(el("p", {className: "notice warn"}, `No run named ${this.state.run} (yet).`));
+    const view = this.view();
+    replace(this.toggleBox, !run.groupable ? null : ["groups", "rollouts"].map((name) => el("button", {
+      type: "button", role: "tab", className: `toggle${view === name ? " active" : ""}`, dataset: {view: name},
+      "aria-selected": view === name ? "true" : "false",
+      onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: "", page: 1}),
+    }, name === "groups" ? `groups ${num(run.group_count ?? 0)}` : `rollouts ${num(run.trajectory_count ?? 0)}`)));
+  }
+
+  drawFilters() {
+    const run = this.run || {};
+    const state = this.state;
+    const signature = JSON.stringify([run.id, run.steps, run.step_counts, run.tasks, run.statuses, run.annotations,
+      state.step, state.task, state.status, state.ann, state.q]);
+    if (signature === this.filterSignature) return;
+    this.filterSignature = signature;
+    const steps = run.steps || [];
+    const parts = [];
+    if (steps.length > 1 || state.step) {
+      parts.push(select([["", `all steps (${num(steps.length)})`],
+        ...steps.map((s) => [String(s), `step ${s} (${num(run.step_counts?.[s] ?? 0)})`])],
+      state.step, (value) => this.filter({step: value}), {"aria-label": "step", dataset: {filter: "step"}}));
+    }
+    const tasks = run.tasks || [];
+    parts.push(select([["", `all tasks (${num(tasks.length)})`], ...tasks.map((t) => [t.id, `${t.id} (${num(t.count)})`])],
+      state.task, (value) => this.filter({task: value}), {"aria-label": "task", dataset: {filter: "task"}}));
+    const statuses = Object.entries(run.statuses || {});
+    parts.push(select([["", "any status"], ...statuses.map(([s, n]) => [s, `${s} (${num(n)})`])],
+      state.status, (value) => this.filter({status: value}), {"aria-label": "status", dataset: {filter: "status"}}));
+    const annotations = Object.entries(run.annotations || {}).flatMap(([key, values]) =>
+      Object.entries(values).map(([value, n]) => [`${key}=${value}`, `${key} = ${value} (${num(n)})`]));
+    parts.push(select([["", "any annotation"], ...annotations], state.ann[0] || "",
+      (value) => this.filter({ann: value ? [value] : []}), {"aria-label": "annotation", dataset: {filter: "ann"}}));
+    if (document.activeElement !== this.searchBox) this.searchBox.value = state.q;
+    parts.push(this.searchBox);
+    if (hasFilters(state)) {
+      parts.push(el("button", {type: "button", className: "ghost", onclick: () => {
+        this.searchBox.value = "";
+        this.filter({step: "", task: "", status: "", ann: [], q: ""});
+      }}, "clear filters"));
+    }
+    replace(this.filterBox, parts);
+  }
+
+  filter(patch) {
+    this.go({...patch, page: 1});
+  }
+
+  sort(key, order) {
+    this.go({sort: key, order, page: 1});
+  }
+
+  toggleGroup(key) {
+    const open = this.state.open.includes(key) ? this.state.open.filter((k) => k !== key) : [...this.state.open, key];
+    this.go({open}, {replace: true});
+  }
+
+  async fetchListing(poll) {
+    const state = this.state;
+    const key = this.listingKey;
+    const params = {...filterParams(state), sort: state.sort, order: state.order, limit: LIMIT,
+      cursor: this.cursors.get(state.page) ?? (state.page > 1 ? String((state.page - 1) * LIMIT) : null)};
+    const route = this.view() === "groups" ? "/groups" : "/trajectories";
+    try {
+      const {body, changed} = await get(route, params, {poll: true});
+      if (key !== this.listingKey) return;  // the view moved on while we waited
+      if (body.next_cursor) this.cursors.set(state.page + 1, body.next_cursor);
+      if (!changed && this.listing && poll) return;
+      this.listing = body;
+      this.drawListing();
+    } catch (error) {
+      if (key !== this.listingKey) return;
+      this.listing = null;
+      replace(this.tableBox, el("p", {className: "notice error"}, `Cannot list this run: ${error.message}`));
+      this.pagerBox.textContent = "";
+    }
+  }
+
+  drawListing() {
+    const state = this.state;
+    const listing = this.listing;
+    const view = this.view();
+    const unit = view === "groups" ? "groups" : "rollouts";
+    const scope = [state.step && `step ${state.step}`, state.task && `task ${state.task}`, state.status,
+      ...state.ann, state.q && `"${state.q}"`].filter(Boolean).join(" · ") || "across the run";
+    this.bandTitle.textContent = `record health · ${unit} · ${scope}`;
+    replace(this.bandBox, band(listing.health, state.flag, (flag) => this.go({flag, page: 1})));
+    replace(this.titleBox, unit, state.flag ? ` · flagged ${state.flag}` : "",
+      view === "groups" && (hasFilters(state) || state.flag) ? el("span", {className: "muted small"},
+        " · matching rollouts emphasised when expanded") : "");
+    replace(this.legendBox, rewardLegend(listing.reward_range), view === "rollouts" ? kindLegend() : null);
+    const sort = {key: state.sort || listing.sort?.key, order: state.order || listing.sort?.order};
+    const table = view === "groups"
+      ? this.groups.render(listing, state, state.traj)
+      : rolloutsTable(listing, sort, {onSort: (k, o) => this.sort(k, o), onOpen: (id) => this.open(id), openId: state.traj});
+    const current = this.tableBox.querySelector("tr.current");
+    const currentKey = current && (current.dataset.traj || current.dataset.key);
+    replace(this.tableBox, table);
+    if (currentKey) {
+      const again = [...table.querySelectorAll("tr.nav")].find((row) => (row.dataset.traj || row.dataset.key) === currentKey);
+      again?.classList.add("current");
+    }
+    this.drawPager();
+  }
+
+  drawPager() {
+    const listing = this.listing;
+    const page = this.state.page;
+    const first = (page - 1) * LIMIT;
+    const shown = listing.data.length;
+    replace(this.pagerBox,
+      el("button", {type: "button", className: "ghost", disabled: page <= 1, onclick: () => this.go({page: page - 1})}, "‹ prev"),
+      el("span", {className: "pager-text"}, shown ? `${num(first + 1)}–${num(first + shown)} of ${num(listing.total ?? shown)}` : `0 of ${num(listing.total ?? 0)}`),
+      el("button", {type: "button", className: "ghost", disabled: !listing.has_more, onclick: () => this.go({page: page + 1})}, "next ›"));
+  }
+
+  /** Re-read the listing and the open groups; redraw only what changed. */
+  async poll() {
+    if (!this.listingKey) return;
+    await this.fetchListing(true);
+    if (this.view() === "groups" && this.listing) await this.groups.poll();
+  }
+
+  /** Trajectory ids in table order, for [ and ] in the drawer. */
+  rolloutOrder() {
+    return [...this.tableBox.querySelectorAll("tr[data-traj]")].map((row) => row.dataset.traj);
+  }
+
+  markOpen(id) {
+    for (const row of this.tableBox.querySelectorAll("tr.open")) row.classList.remove("open");
+    if (id) this.tableBox.querySelector(`tr[data-traj="${CSS.escape(id)}"]`)?.classList.add("open");
+  }
+}

@@ -1,0 +1,39 @@
+// The mask strip: one segment per block, width in proportion to its tokens (characters
+// without tokens), never thinner than 2 px so a short scaffold stays visible.
+
+import {el} from "./dom.js";
+import {num} from "./format.js";
+import {kindWhy} from "./viewer.js";
+
+export function blockSize(block) {
+  if (block.token_count !== undefined && block.token_count !== null) return block.token_count;
+  if (block.char_count !== undefined && block.char_count !== null) return block.char_count;
+  return Math.max(0, (block.end ?? 0) - (block.start ?? 0));
+}
+
+export function strip(blocks, {tall = false, unit = "tokens", onpick = null} = {}) {
+  const node = el("span", {className: `strip${tall ? " tall" : ""}`, role: "img",
+    "aria-label": `mask strip, ${blocks?.length || 0} blocks`});
+  if (!blocks || !blocks.length) {
+    node.classList.add("none");
+    node.title = "no blocks";
+    return node;
+  }
+  blocks.forEach((block, index) => {
+    const size = blockSize(block);
+    const where = block.start !== undefined && block.end !== undefined ? ` [${block.start}:${block.end}]` : "";
+    const trained = block.trained_in !== undefined && block.trained_in !== null ? `, trained in path ${block.trained_in}` : "";
+    const segment = el("span", {className: `seg kind-${block.kind}`,
+      title: `${block.kind}: ${kindWhy(block.kind)}. ${num(size)} ${unit}${where}${trained}`});
+    segment.style.flexGrow = String(Math.max(size, 0.0001));
+    if (onpick) segment.addEventListener("click", () => onpick(index));
+    node.append(segment);
+  });
+  return node;
+}
+
+export function kindLegend() {
+  return el("p", {className: "legend kinds muted small"},
+    ["given", "replayed", "scaffold", "sampled", "sampled-elsewhere"].map((kind) =>
+      el("span", {className: "legend-item", title: kindWhy(kind)}, el("span", {className: `swatch kind-${kind}`}), kind)));
+}

@@ -1,0 +1,33 @@
+// Pieces shared by the Groups and Rollouts tables: sortable headers and row cells.
+
+import {el} from "./dom.js";
+import {flagBadge, rowFlags} from "./viewer.js";
+
+/** A header cell that asks the server to sort by `key`; task sorts A→Z first, the rest high→low. */
+export function sortHeader(label, key, current, onSort, className = "") {
+  const active = key && current.key === key;
+  const ariaSort = active ? (current.order === "asc" ? "ascending" : "descending") : "none";
+  if (!key) return el("th", {className, scope: "col"}, label);
+  const arrow = active ? (current.order === "asc" ? "▲" : "▼") : "↕";
+  const next = active ? (current.order === "asc" ? "desc" : "asc") : (key === "task" ? "asc" : "desc");
+  return el("th", {className: `sortable ${className}`, scope: "col", "aria-sort": ariaSort},
+    el("button", {type: "button", className: "sort", dataset: {sort: key},
+      title: `sort by ${label}`, onclick: () => onSort(key, next)}, label, el("span", {className: "arrow"}, arrow)));
+}
+
+export function flagsCell(names) {
+  return el("td", {className: "flags"}, rowFlags(names).map((name) => flagBadge(name)));
+}
+
+export function statusBadge(row) {
+  if (row.unreadable) return el("span", {className: "status status-unreadable", title: row.error || "unreadable"}, "unreadable");
+  return el("span", {className: `status status-${row.status}`, title: row.ended === false ? "not ended" : "ended"},
+    row.status ?? "-");
+}
+
+/** Emphasis for a row under an active filter: `match` true / false / null. */
+export function matchClass(row) {
+  if (row.match === true) return " matched";
+  if (row.match === false) return " unmatched";
+  return "";
+}

@@ -1,0 +1,167 @@
+// A block's text, token by token. Every block first shows as plain text (cheap, and the
+// browser's Ctrl+F finds it); chunks that come near the viewport are upgraded to one span per
+// token, so a 64k-token rollout opens at once and hovering still reads every token.
+
+import {el, copyText} from "./dom.js";
+import {num} from "./format.js";
+import {kindWhy} from "./viewer.js";
+
+const CHUNK_TOKENS = 1500;
+const CHUNK_CHARS = 20000;
+const chunkInfo = new WeakMap();  // chunk element -> {block, node, from, to, options}
+
+/** Text with line breaks and tabs made visible, when asked. */
+export function visible(text, showControls) {
+  if (!showControls) return text;
+  return text.replace(/\r/g, "␍").replace(/\t/g, "→\t").replace(/\n/g, "↵\n")
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)));
+}
+
+export function isTokenBlock(block, node) {
+  return Boolean(node && node.token_ids && block.token_count !== undefined && block.token_count !== null);
+}
+
+/** The characters of a block: its slice of the node's text. */
+export function blockText(block, node) {
+  if (!node) return "";
+  if (isTokenBlock(block, node)) {
+    if (node.text === null || node.text === undefined || !node.token_offsets) return null;
+    return node.text.slice(node.token_offsets[block.node_start], node.token_offsets[block.node_end]);
+  }
+  return (node.text ?? "").slice(block.node_start ?? 0, block.node_end ?? (node.text ?? "").length);
+}
+
+function probabilityClass(logprob) {
+  if (logprob === null || logprob === undefined) return " lp-x";
+  const p = Math.exp(logprob);
+  if (p >= 0.9) return " lp-0";
+  if (p >= 0.5) return " lp-1";
+  if (p >= 0.2) return " lp-2";
+  if (p >= 0.05) return " lp-3";
+  return " lp-4";
+}
+
+/** Lazily upgrades chunks to token spans as they approach the viewport. */
+export class LazyText {
+  constructor() {
+    this.observer = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        this.observer.unobserve(entry.target);
+        upgrade(entry.target);
+      }
+    }, {rootMargin: "800px 0px"});
+  }
+
+  disconnect() {
+    this.observer.disconnect();
+  }
+
+  /** The block's text element: chunks of plain text, upgraded on sight. */
+  text(block, node, options) {
+    const box = el("div", {className: "text"});
+    if (!node) return box;
+    if (isTokenBlock(block, node)) {
+      for (let from = block.node_start; from < block.node_end; from += CHUNK_TOKENS) {
+        const to = Math.min(block.node_end, from + CHUNK_TOKENS);
+        const chunk = el("span", {className: "chunk"});
+        chunk.textContent = chunkPlain(node, from, to, options);
+        chunkInfo.set(chunk, {block, node, from, to, options});
+        box.append(chunk);
+        this.observer.observe(chunk);
+      }
+    } else {
+      const text = blockText(block, node);
+      if (!text) box.append(el("span", {className: "muted"}, node.text === null ? "(no text recorded)" : "(empty)"));
+      for (let from = 0; from < (text || "").length; from += CHUNK_CHARS) {
+        box.append(el("span", {className: "chunk"}, visible(text.slice(from, from + CHUNK_CHARS), options.controls)));
+      }
+    }
+    return box;
+  }
+}
+
+function chunkPlain(node, from, to, options) {
+  if (node.text === null || node.text === undefined || !node.token_offsets) {
+    const ids = node.token_ids.slice(from, to).join(" ");
+    return `⟨ids ${ids}⟩`;
+  }
+  return visible(node.text.slice(node.token_offsets[from], node.token_offsets[to]), options.controls);
+}
+
+function upgrade(chunk) {
+  const info = chunkInfo.get(chunk);
+  if (!info) return;
+  const {node, from, to, options} = info;
+  const hasText = node.text !== null && node.text !== undefined && node.token_offsets;
+  const colour = options.logprobs && node.logprobs;
+  const spans = [];
+  for (let i = from; i < to; i += 1) {
+    const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : `${node.token_ids[i]} `;
+    const span = document.createElement("span");
+    span.className = `t${piece ? "" : " sliver"}${colour && node.logprobs[i] !== undefined && i >= (node.sampled_start ?? 0) ? probabilityClass(node.logprobs[i]) : ""}`;
+    span.dataset.i = i;
+    span.textContent = visible(piece, options.controls);
+    spans.push(span);
+  }
+  chunk.replaceChildren(...spans);
+  chunk.classList.add("tokens");
+}
+
+/** What the readout says about the token under `span`, or null. */
+export function describeToken(span) {
+  const chunk = span.closest(".chunk");
+  const info = chunk && chunkInfo.get(chunk);
+  if (!info || !span.classList.contains("t")) return null;
+  const {block, node} = info;
+  const i = Number(span.dataset.i);
+  const hasText = node.text !== null && node.text !== undefined && node.token_offsets;
+  const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : null;
+  const position = block.start + (i - block.node_start);
+  const loss = block.kind === "sampled" ? "in the loss"
+    : block.kind === "sampled-elsewhere" ? `masked (trained in path ${block.trained_in})` : "masked";
+  const parts = [hasText ? JSON.stringify(piece) : "(no text)", `#${position}`, `id ${node.token_ids[i]}`, loss];
+  if (hasText && piece === "") parts.push("owns no whole character: it shares one with the next token");
+  const logprob = node.logprobs ? node.logprobs[i] : null;
+  if (logprob !== null && logprob !== undefined) {
+    parts.push(`logprob ${logprob.toFixed(4)}`, `p ${Math.exp(logprob).toFixed(3)}`);
+  } else if (i >= (node.sampled_start ?? Infinity)) {
+    parts.push("logprob unknown");
+  }
+  return parts.join(" · ");
+}
+
+/** Hovering any token inside `root` writes its description into `readout`. */
+export function wireReadout(root, readout) {
+  let marked = null;
+  root.addEventListener("mouseover", (event) => {
+    const span = event.target.closest?.("span.t");
+    if (!span || span === marked) return;
+    const text = describeToken(span);
+    if (!text) return;
+    marked?.classList.remove("hover");
+    span.classList.add("hover");
+    marked = span;
+    readout.textContent = text;
+  });
+}
+
+/** One block: a gutter (kind, role, node, range, size) and its text. */
+export function blockElement(block, node, lazy, options) {
+  const size = block.token_count ?? block.char_count ?? 0;
+  const unit = block.token_count !== undefined && block.token_count !== null ? "tok" : "ch";
+  const range = `[${block.start}:${block.end}]`;
+  const copy = el("button", {type: "button", className: "range ghost", title: "copy this range",
+    onclick: (event) => copyText(`${block.start}:${block.end}`, event.currentTarget)}, range);
+  return el("section", {className: `block kind-${block.kind}${options.dim ? " dim" : ""}`,
+    dataset: {node: block.node_id, start: block.start}},
+  el("div", {className: "gutter"},
+    el("span", {className: `kind-badge kind-${block.kind}`, title: kindWhy(block.kind)}, block.kind),
+    el("span", {className: "role"}, block.role ?? "(no role)", block.author === "model" ? " · model" : ""),
+    block.trained_in !== undefined && block.trained_in !== null
+      ? el("span", {className: "trained-in"}, `trained in path ${block.trained_in}`) : null,
+    el("span", {className: "node-id"}, block.node_id),
+    copy,
+    el("span", {className: "size muted"}, `${num(size)} ${unit}`)),
+  lazy.text(block, node, options));
+}

@@ -1,0 +1,141 @@
+// The Tree tab: every node as a row in depth-first order. A node with one child continues on
+// the same rail; a branch point opens one rail per child. Opening a branch point shows its
+// branches side by side with the text they share dimmed.
+
+import {el} from "./dom.js";
+import {num, plural} from "./format.js";
+import {visible} from "./tokens.js";
+import {trainOnce} from "./trainonce.js";
+
+/** The readable text of a node: decoded text, else its token ids, else its message. */
+export function nodeText(bundle, nodeId) {
+  const node = bundle.paths?.nodes?.[nodeId];
+  if (node && node.text !== null && node.text !== undefined) return node.text;
+  if (node?.token_ids) return `⟨ids ${node.token_ids.join(" ")}⟩`;
+  const message = bundle.graph.nodes.find((n) => n.node_id === nodeId)?.message;
+  if (typeof message?.content === "string") return message.content;
+  return message ? JSON.stringify(message) : "";
+}
+
+function signBadges(node) {
+  const badges = [];
+  const signs = node.signs || {};
+  if (signs.unbridged) badges.push(el("span", {className: "badge level-error", title: "a call's prompt was re-rendered from messages"}, "unbridged"));
+  if (signs.inferred_unbridged) badges.push(el("span", {className: "badge level-warn", title: "an old record whose history passes a re-tokenized copy"}, "unbridged (inferred)"));
+  if (node.shadowed_by) {
+    badges.push(signs.retokenized
+      ? el("span", {className: "badge level-warn", title: "the same reply, tokenized another way"}, `re-tokenized copy of ${node.shadowed_by}`)
+      : el("span", {className: "badge level-info", title: "later history matched the sibling instead"}, `shadowed by ${node.shadowed_by}`));
+  }
+  if ((node.calls || []).length > 1) badges.push(el("span", {className: "badge level-info", title: "identical calls answered by this node"}, `×${node.calls.length} calls`));
+  return badges;
+}
+
+function size(node) {
+  if (node.token_count !== null && node.token_count !== undefined) {
+    return `${num(node.token_count)} tok${node.sampled_token_count ? ` · ${num(node.sampled_token_count)} sampled` : ""}`;
+  }
+  return `${num(node.char_count ?? 0)} ch`;
+}
+
+export function renderTree(bundle, {openNode, setOpen}) {
+  const nodes = bundle.graph.nodes || [];
+  const byId = new Map(nodes.map((node) => [node.node_id, node]));
+  const children = new Map(nodes.map((node) => [node.node_id, []]));
+  const roots = [];
+  for (const node of nodes) {
+    if (node.parent_node_id && children.has(node.parent_node_id)) children.get(node.parent_node_id).push(node.node_id);
+    else roots.push(node.node_id);
+  }
+  const branchPoints = nodes.filter((node) => children.get(node.node_id).length > 1);
+  const leaves = nodes.filter((node) => !children.get(node.node_id).length);
+  const trained = trainedPaths(bundle);
+  const box = el("div", {className: "tree-tab"});
+  box.append(el("p", {className: "muted"}, `${plural(nodes.length, "node")}, ${plural(leaves.length, "leaf", "leaves")}, ${plural(branchPoints.length, "branch point")}`));
+  if ((bundle.paths?.paths || []).length > 1) box.append(trainOnce(bundle.graph.train_once));
+  if (!nodes.length) {
+    box.append(el("p", {className: "notice"}, "This trajectory has no nodes."));
+    return box;
+  }
+  const list = el("div", {className: "tree", role: "tree"});
+  const stack = roots.map((id) => [id, 0]).reverse();
+  while (stack.length) {
+    const [id, rail] = stack.pop();
+    const node = byId.get(id);
+    const kids = children.get(id);
+    const open = openNode === id;
+    const row = el("div", {className: `tree-row${kids.length > 1 ? " branch-point" : ""}${open ? " open" : ""}`,
+      role: "treeitem", tabindex: "0", dataset: {node: id}, "aria-expanded": open ? "true" : "false",
+      title: `${node.author}${node.sampled_start !== null && node.sampled_start !== undefined ? ` · sampled from ${node.sampled_start}` : ""}${node.has_logprobs ? " · logprobs" : ""}`,
+      onclick: () => setOpen(open ? null : id),
+      onkeydown: (event) => { if (event.key === "Enter") setOpen(open ? null : id); }},
+    el("span", {className: "rails"}, "│ ".repeat(rail)),
+    el("span", {className: "caret"}, open ? "▾" : "▸"),
+    el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
+    el("span", {className: "muted small"}, node.author),
+    ...signBadges(node),
+    el("span", {className: "muted small"}, `${size(node)}${kids.length ? "" : " · leaf"}`),
+    kids.length > 1 ? el("span", {className: "branches"}, `${kids.length} branches`) : null,
+    el("span", {className: "node-id"}, id));
+    row.style.setProperty("--rail", String(rail));
+    list.append(row);
+    if (open) list.append(panel(bundle, node, kids, byId, trained));
+    const childRail = kids.length > 1 ? rail + 1 : rail;
+    for (const kid of [...kids].reverse()) stack.push([kid, childRail]);
+  }
+  box.append(list);
+  return box;
+}
+
+/** node id -> the path index that trains it (a sampled block on that path). */
+function trainedPaths(bundle) {
+  const trained = new Map();
+  for (const path of bundle.paths?.paths || []) {
+    for (const block of path.blocks) if (block.kind === "sampled") trained.set(block.node_id, path.index);
+  }
+  return trained;
+}
+
+function callLine(call, i) {
+  const usage = call.usage || {};
+  return el("li", {}, `call ${i}: ${call.model ?? "-"} · ${call.t_end && call.t_start ? `${Math.round((call.t_end - call.t_start) * 1000)} ms` : "-"}`
+    + ` · finish ${call.finish_reason ?? "-"} · bridged ${String(call.bridged)} · ${usage.prompt_tokens ?? "-"} prompt / ${usage.completion_tokens ?? "-"} completion tokens`);
+}
+
+function panel(bundle, node, kids, byId, trained) {
+  const box = el("div", {className: "tree-panel"});
+  box.style.setProperty("--rail", "0");
+  box.append(el("p", {className: "small"}, size(node), " · ",
+    node.author === "model" ? (trained.has(node.node_id) ? `trains in path ${trained.get(node.node_id)}` : "not trained") : "context"));
+  if ((node.calls || []).length) box.append(el("ul", {className: "calls small"}, node.calls.map(callLine)));
+  box.append(el("pre", {className: "text"}, visible(nodeText(bundle, node.node_id), false)));
+  if (!kids.length) {
+    box.append(el("p", {className: "muted"}, "Nothing follows: this is a leaf."));
+  } else if (kids.length === 1) {
+    box.append(el("p", {className: "muted"}, `then ${kids[0]} (${byId.get(kids[0]).role ?? "-"}, ${byId.get(kids[0]).author})`));
+  } else {
+    box.append(branches(bundle, kids, byId));
+  }
+  return box;
+}
+
+function commonPrefix(texts) {
+  let length = 0;
+  const shortest = Math.min(...texts.map((t) => t.length));
+  while (length < shortest && texts.every((t) => t[length] === texts[0][length])) length += 1;
+  return length;
+}
+
+function branches(bundle, kids, byId) {
+  const texts = kids.map((id) => nodeText(bundle, id));
+  const shared = commonPrefix(texts);
+  const same = texts.every((t) => t === texts[0]);
+  const sentence = same ? "Their texts are identical: they differ in tokens alone."
+    : shared ? `They agree for ${num(shared)} characters, then part.` : "They differ from their first character.";
+  return el("div", {className: "branch-box"},
+    el("p", {}, `branches into ${kids.length}. ${sentence}`),
+    el("div", {className: "side-by-side"}, kids.map((id, i) => el("div", {className: "branch", dataset: {node: id}},
+      el("p", {className: "small"}, el("span", {className: "node-id"}, id), ` ${byId.get(id).role ?? "-"} · ${byId.get(id).author}`, ...signBadges(byId.get(id))),
+      el("pre", {className: "text"}, el("span", {className: "shared", title: "the text every branch shares"}, texts[i].slice(0, shared)),
+        texts[i].slice(shared))))));
+}
