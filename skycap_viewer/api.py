@@ -15,13 +15,15 @@ from skycap_viewer import __version__
 from skycap_viewer.blocks import BLOCK_KIND_WHY
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import flag_catalogue
+from skycap_viewer.groups import GROUP_SORT_KEYS, grouping_of, is_rollout_flag, repetition_of
 from skycap_viewer.index import Catalog, Snapshot
-from skycap_viewer.payloads import paths_payload
+from skycap_viewer.payloads import exchanges_payload, forks_payload, graph_payload, paths_payload
 from skycap_viewer.query import (
     ApiError,
     Filters,
     health,
     one,
+    ordered_by,
     page,
     parse_flag,
     parse_page,
@@ -39,11 +41,12 @@ DOCUMENT_CACHE_SIZE = 16
 class Api:
     """Route functions over one catalog, safe to call from many request threads at once."""
 
-    RECORD_VIEWS = ("paths",)  # /v1/trajectories/{id}/<view>
+    RECORD_VIEWS = ("paths", "graph", "exchanges", "forks")  # /v1/trajectories/{id}/<view>
 
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
         self.documents = DocumentCache(DOCUMENT_CACHE_SIZE)
+        self.group_by = tuple(catalog.group_by)
 
     # -- the server and its runs --------------------------------------------------------
 
@@ -79,6 +82,14 @@ class Api:
             "error": snapshot.scan_error,
             **snapshot.facts,
         }
+        grouping = grouping_of(snapshot, self.group_by)
+        entry.update({
+            "group_by": list(self.group_by),
+            "groupable": grouping.groupable,
+            "group_count": len(grouping.groups),
+            "modal_group_size": grouping.modal_n,
+            "default_view": "groups" if grouping.groupable else "rollouts",
+        })
         return entry
 
     # -- rollouts ---------------------------------------------------------------------------
@@ -152,11 +163,117 @@ class Api:
     def paths(self, record_id: str, params):
         snapshot, row, directory, document = self.load(record_id, params)
         text = one(params, "text") != "false"
-        payload = paths_payload(
-            directory, document, present_sidecars(directory, document), record_id, text=text,
-            run_id=snapshot.id, project=snapshot.location.project, revision=row["revision"],
-        )
+        present = present_sidecars(directory, document)
+        payload = paths_payload(directory, document, present, record_id, text=text, **context(snapshot, row))
         return 200, payload
+
+    def graph(self, record_id: str, params):
+        snapshot, row, directory, document = self.load(record_id, params)
+        present = present_sidecars(directory, document)
+        return 200, graph_payload(document, present, record_id, **context(snapshot, row))
+
+    def exchanges(self, record_id: str, params):
+        _, _, _, document = self.load(record_id, params)
+        return 200, exchanges_payload(document)
+
+    def forks(self, record_id: str, params):
+        a, b = path_number(params, "a", 0), path_number(params, "b", 1)
+        if a == b:
+            raise ApiError(400, "a and b must be two different paths")
+        _, _, directory, document = self.load(record_id, params)
+        try:
+            return 200, forks_payload(document, present_sidecars(directory, document), record_id, a, b)
+        except IndexError as error:
+            raise ApiError(404, f"no path {a} or {b}: {error}") from None
+
+    # -- groups ---------------------------------------------------------------------------
+
+    def group_keys(self, params) -> tuple:
+        keys = tuple(k.strip() for k in (one(params, "group_by") or "").split(",") if k.strip())
+        return keys or self.group_by
+
+    def groups(self, params):
+        snapshots = self.scope(params)
+        keys = self.group_keys(params)
+        filters = Filters.parse(params)
+        flag = parse_flag(params)
+        key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("step", "desc"))
+        limit, offset = parse_page(params)
+        listed = []  # (run id, group, members matching the filters)
+        for snapshot in snapshots:
+            for group in grouping_of(snapshot, keys).groups:
+                matched = [row for row in group.members if filters.matches(row)] if filters else group.members
+                if matched:
+                    listed.append((snapshot.id, group, matched))
+        band = health(listed, "groups", *group_coverage(snapshots, keys), flags_of=group_band_flags)
+        if flag is not None:
+            listed = [(run_id, group, kept) for run_id, group, matched in listed
+                      if (kept := flagged_members(group, matched, flag))]
+        if key != "step" or order != "desc" or len(snapshots) > 1:
+            listed = ordered_by(listed, lambda item: item[1].keys[key], order)
+        chunk = page(listed, limit, offset)
+        chunk["data"] = [{**group.summary(run_id), "matching": len(matched)}
+                         for run_id, group, matched in chunk["data"]]
+        modal_sizes = {grouping_of(s, keys).modal_n for s in snapshots}
+        return 200, {
+            **chunk,
+            "group_by": list(keys),
+            "modal_n": modal_sizes.pop() if len(modal_sizes) == 1 else None,
+            "sort": {"key": key, "order": order},
+            "reward_range": reward_range(r for _, group, _ in listed for r in group.rewards),
+            "total": len(listed),
+            "indexing": any(s.indexing for s in snapshots),
+            "health": band,
+        }
+
+    def group(self, group_key: str, params):
+        keys = self.group_keys(params)
+        found = [(s, grouping_of(s, keys).by_key[group_key]) for s in self.scope(params)
+                 if group_key in grouping_of(s, keys).by_key]
+        if not found:
+            raise ApiError(404, f"no group {group_key} for {','.join(keys)}")
+        if len(found) > 1:
+            runs = ", ".join(s.id for s, _ in found)
+            raise ApiError(400, f"group {group_key} is in several runs ({runs}): pass run_id")
+        snapshot, group = found[0]
+        filters = Filters.parse(params)
+        flag = parse_flag(params)
+        key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("reward", "desc"))
+        judged = bool(filters) or is_rollout_flag(flag)
+        runs = {snapshot.id: snapshot.location}
+
+        def shown(row, **extra):
+            match = None
+            if judged:
+                flagged = not is_rollout_flag(flag) or flag in row["summary"]["flags"]
+                match = filters.matches(row) and flagged
+            return {**with_run(row, runs), "repetition_id": repetition_of(row), **extra, "match": match}
+
+        matched = [row for row in group.members if filters.matches(row)] if filters else group.members
+        rollouts = ordered_by(group.counting, lambda row: row["_keys"][key], order)
+        return 200, {
+            "group": {**group.summary(snapshot.id), "matching": len(flagged_members(group, matched, flag))},
+            "sort": {"key": key, "order": order},
+            "reward_range": reward_range(group.rewards),
+            "group_by": list(keys),
+            "rollouts": [shown(row) for row in rollouts],
+            "superseded": [shown(row, superseded_by=by) for row, by in group.superseded],
+        }
+
+
+def context(snapshot: Snapshot, row: dict) -> dict:
+    """The run fields a record's header carries."""
+    return {"run_id": snapshot.id, "project": snapshot.location.project, "revision": row["revision"]}
+
+
+def path_number(params, name: str, default: int) -> int:
+    value = one(params, name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ApiError(400, f"{name} must be a path index, not {value!r}") from None
 
 
 def coverage(snapshots) -> tuple[int, int]:
@@ -194,3 +311,23 @@ class DocumentCache:
             while len(self.entries) > self.size:
                 self.entries.popitem(last=False)
         return document
+
+
+def group_band_flags(item) -> set:
+    """A listed group counts once per group flag and once per rollout flag of a matching member."""
+    _, group, matched = item
+    return set(group.flags) | {flag for row in matched for flag in row["summary"]["flags"]}
+
+
+def flagged_members(group, matched: list, flag: str | None) -> list:
+    """The members that keep a group under `flag`: all matched ones for a group flag it carries."""
+    if flag is None:
+        return matched
+    if not is_rollout_flag(flag):
+        return matched if flag in group.flags else []
+    return [row for row in matched if flag in row["summary"]["flags"]]
+
+
+def group_coverage(snapshots, keys) -> tuple[int, int]:
+    count = sum(len(grouping_of(s, keys).groups) for s in snapshots)
+    return count, count

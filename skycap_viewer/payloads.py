@@ -7,9 +7,9 @@ never disagree about what a rollout's paths are. Node ids go on the wire as `"n<
 import math
 from datetime import datetime, timezone
 
-from skycap_viewer.blocks import Block, message_text, utf16_length
+from skycap_viewer.blocks import Block, message_text, sampled_tokens, utf16_length
 from skycap_viewer.errors import RecordError
-from skycap_viewer.rollout import ABSENT, PathView, Rollout
+from skycap_viewer.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.sidecars import TokenData, read_tokens
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
@@ -213,3 +213,151 @@ def paths_payload(directory, document: dict, present_names, file_id: str | None,
         payload["nodes"] = {wire_id(n["id"]): node_payload(n, tokens) for n in rollout.nodes}
     payload["paths"] = [path_payload(document["id"], path, rollout.nodes) for path in shown.paths]
     return payload
+
+
+# -- the record's graph, its calls, and two paths compared (server routes) -------------------
+
+
+def node_chars(node: dict) -> int:
+    """A node's message text length in UTF-16 units (what the page's strings count)."""
+    return utf16_length(message_text(node.get("message")))
+
+
+def train_once(rollout: Rollout) -> dict:
+    """Does every model node sit in the loss of exactly one path? (skycap's `all` rule says so.)"""
+    trained = {}
+    for path in rollout.graph.paths:
+        for node_id in path.targets:
+            trained.setdefault(node_id, []).append(path.index)
+    model_nodes = [n["id"] for n in rollout.nodes if n["author"] == "model"]
+    return {
+        "holds": all(len(trained.get(n, [])) == 1 for n in model_nodes),
+        "violations": [
+            {"node_id": wire_id(n), "paths": trained[n]} for n in model_nodes if len(trained.get(n, [])) > 1
+        ],
+        "untrained": [wire_id(n) for n in model_nodes if n not in trained],
+        "model_nodes": len(model_nodes),
+        "paths": len(rollout.graph.paths),
+    }
+
+
+def graph_node(rollout: Rollout, node: dict, signs: dict) -> dict:
+    slices = node.get("tokens")
+    node_id = node["id"]
+    return {
+        "node_id": wire_id(node_id),
+        "parent_node_id": wire_id(node.get("parent")),
+        "depth": node.get("depth"),
+        "role": node.get("role"),
+        "author": node["author"],
+        "token_count": slices["length"] if slices else None,
+        "char_count": node_chars(node),
+        "sampled_start": slices.get("sampled_start") if slices else None,
+        "sampled_token_count": sampled_tokens(node),
+        "has_logprobs": bool(slices and slices.get("has_logprobs")),
+        "created_at": iso_time(node.get("created_at")),
+        "shadowed_by": wire_id(node.get("shadowed_by")),
+        "match_hash": node.get("match_hash"),
+        "delta_hash": node.get("delta_hash"),
+        "calls": [{**call, "bridged": bridged_value(call)} for call in node.get("calls") or []],
+        "signs": {name: node_id in members for name, members in signs.items()},
+        "message": node.get("message"),
+    }
+
+
+def graph_payload(document: dict, present_names, file_id: str | None, **context) -> dict:
+    """The `/graph` answer: every node once, leaves, branch points, and the train-once check."""
+    rollout = Rollout(document, set(present_names), file_id)
+    graph = rollout.graph
+    signs = {
+        "unbridged": set(rollout.unbridged_nodes),
+        "inferred_unbridged": set(rollout.inferred_unbridged_nodes) if rollout.bridged[ABSENT] else set(),
+        "retokenized": set(rollout.retokenized_nodes),
+    }
+    return {
+        "trajectory": trajectory_header(rollout, **context),
+        "nodes": [graph_node(rollout, node, signs) for node in rollout.nodes],
+        "leaf_node_ids": [wire_id(n) for n in graph.leaves],
+        "branch_points": [
+            {"node_id": wire_id(n), "child_count": len(graph.children[n]),
+             "child_ids": [wire_id(c) for c in graph.children[n]]}
+            for n in graph.branch_points
+        ],
+        "train_once": train_once(rollout),
+    }
+
+
+def exchanges_payload(document: dict) -> dict:
+    """The `/exchanges` answer: every model call and every failed call, in time order."""
+    rows = []
+    for node in document["nodes"]:
+        for call in node.get("calls") or []:
+            start, end = call.get("t_start"), call.get("t_end")
+            rows.append((start, {
+                "kind": "call",
+                "node_id": wire_id(node["id"]),
+                "model": call.get("model"),
+                "started_at": iso_time(start),
+                "duration_ms": _duration_ms(start, end),
+                "completion_reason": call.get("finish_reason"),
+                "bridged": bridged_value(call),
+                "usage": call.get("usage"),
+                "sampling": call.get("sampling") or {},
+                "tools": call.get("tools"),
+            }))
+    for failure in document.get("failures") or []:
+        rows.append((failure.get("t"), {
+            "kind": "failure",
+            "node_id": wire_id(leaf) if isinstance(leaf := failure.get("input_leaf"), int) else None,
+            "started_at": iso_time(failure.get("t")),
+            "http_status": failure.get("status"),
+            "error": failure.get("error"),
+        }))
+    rows.sort(key=lambda item: (not _is_time(item[0]), item[0] if _is_time(item[0]) else 0))
+    return {"data": [{**row, "sequence": index} for index, (_, row) in enumerate(rows)]}
+
+
+def _is_time(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _duration_ms(start, end):
+    return round((end - start) * 1000, 3) if _is_time(start) and _is_time(end) else None
+
+
+def forks_payload(document: dict, present_names, file_id: str | None, a: int, b: int) -> dict:
+    """The `/forks` answer: where paths `a` and `b` agree, and each one's blocks after that.
+
+    Raises IndexError when a path does not exist. Blocks are `/paths` blocks, so the page
+    takes their text from the `/paths` nodes."""
+    rollout = Rollout(document, set(present_names), file_id)
+    paths = rollout.paths
+    if not (0 <= a < len(paths) and 0 <= b < len(paths)):
+        raise IndexError(f"the trajectory has {len(paths)} path(s)")
+    view_a, view_b = paths[a], paths[b]
+    nodes_a, nodes_b = view_a.info.nodes, view_b.info.nodes
+    shared = 0
+    while shared < min(len(nodes_a), len(nodes_b)) and nodes_a[shared] == nodes_b[shared]:
+        shared += 1
+    shared_ids = {wire_id(n) for n in nodes_a[:shared]}
+    blocks_a = path_payload(document["id"], view_a, rollout.nodes)["blocks"]
+    blocks_b = path_payload(document["id"], view_b, rollout.nodes)["blocks"]
+    shared_size = sum(block["end"] - block["start"] for block in blocks_a if block["node_id"] in shared_ids)
+    last = rollout.nodes[nodes_a[shared - 1]] if shared else None
+    return {
+        "a": a,
+        "b": b,
+        "shared_nodes": shared,
+        "last_shared_node_id": wire_id(last["id"]) if last else None,
+        "last_shared": {"role": last.get("role"), "author": last["author"]} if last else None,
+        "shared_tokens": shared_size if view_a.token_blocked else None,
+        "shared_chars": sum(node_chars(rollout.nodes[n]) for n in nodes_a[:shared]),
+        "a_node_id_first": wire_id(nodes_a[shared]) if shared < len(nodes_a) else None,
+        "b_node_id_first": wire_id(nodes_b[shared]) if shared < len(nodes_b) else None,
+        "shared_blocks": [block for block in blocks_a if last and block["node_id"] == wire_id(last["id"])],
+        "a_blocks": [block for block in blocks_a if block["node_id"] not in shared_ids],
+        "b_blocks": [block for block in blocks_b if block["node_id"] not in shared_ids],
+        "a_nodes_after": len(nodes_a) - shared,
+        "b_nodes_after": len(nodes_b) - shared,
+        "train_once": train_once(rollout),
+    }

@@ -1,0 +1,181 @@
+"""GRPO groups over a run's rows: one group per key (`step,instance_id` by default).
+
+Per repetition the highest `attempt` counts and earlier attempts are superseded (listed
+under it). The run's modal group size decides `short`. Nothing here averages rewards for
+display: the mean counting reward exists only as the `reward` sort key.
+"""
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from skycap_viewer.flags import FLAG_BY_NAME, row_flags
+from skycap_viewer.index import Snapshot, scalar_text
+from skycap_viewer.query import ordered_by
+from skycap_viewer.stats import attempt_of, group_flags, modal
+
+GROUP_SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
+
+
+def key_values(row: dict, keys: tuple[str, ...]) -> dict | None:
+    """The row's value for each key (from meta, else annotations), or None if one is missing."""
+    if row.get("unreadable"):
+        return None
+    values = {}
+    for key in keys:
+        value = row["meta"].get(key)
+        if value is None:
+            value = row["annotations"].get(key)
+        if value is None or isinstance(value, (dict, list)):
+            return None
+        values[key] = value
+    return values
+
+
+def repetition_of(row: dict):
+    repetition = row["meta"].get("repetition_id")
+    return row["id"] if repetition is None or isinstance(repetition, (dict, list)) else repetition
+
+
+def repetition_order(repetition):
+    """Numbers first in numeric order, then everything else as text."""
+    if isinstance(repetition, (int, float)) and not isinstance(repetition, bool):
+        return (0, repetition, "")
+    return (1, 0, str(repetition))
+
+
+def span(values) -> list | None:
+    values = [v for v in values if v is not None]
+    return [min(values), max(values)] if values else None
+
+
+@dataclass
+class Group:
+    key: str
+    values: dict
+    counting: list  # rows, in repetition order
+    superseded: list  # (row, id of the attempt that counts instead)
+    modal_n: int | None = None
+    flags: list = field(default_factory=list)
+
+    @property
+    def members(self) -> list:
+        return self.counting + [row for row, _ in self.superseded]
+
+    @cached_property
+    def rewards(self) -> list:
+        return [row["_keys"]["reward"] for row in self.counting]
+
+    @cached_property
+    def rollup(self) -> dict:
+        counts = {}
+        for row in self.counting:
+            for flag in row_flags(row["summary"]["flags"]):
+                counts[flag] = counts.get(flag, 0) + 1
+        return counts
+
+    @cached_property
+    def keys(self) -> dict:
+        """Sort values: the mean counting reward is one, and only ever used to order groups."""
+        first = self.counting[0]
+        numeric = [r for r in self.rewards if r is not None]
+        created = [row["created_ts"] for row in self.members if row["created_ts"] is not None]
+        return {
+            "step": first["step"],
+            "task": first["task_id"],
+            "reward": sum(numeric) / len(numeric) if numeric else None,
+            "turns": max(row["_keys"]["turns"] for row in self.counting),
+            "tokens": max(row["_keys"]["tokens"] for row in self.counting),
+            "health": len(self.flags) + sum(self.rollup.values()),
+            "created": min(created) if created else None,
+        }
+
+    def summary(self, run_id: str) -> dict:
+        first = self.counting[0]
+        raw_rewards = [row["annotations"].get("reward") for row in self.counting]
+        return {
+            "key": self.key,
+            "run_id": run_id,
+            "values": self.values,
+            "step": first["step"],
+            "task_id": first["task_id"],
+            "n": len(self.counting),
+            "modal_n": self.modal_n,
+            "rewards": [
+                {
+                    "id": row["id"],
+                    "repetition_id": repetition_of(row),
+                    "attempt": row["meta"].get("attempt"),
+                    "reward": row["annotations"].get("reward"),
+                    "stop_reason": row["annotations"].get("stop_reason"),
+                }
+                for row in self.counting
+            ],
+            "binary": bool(raw_rewards) and all(r in (0, 1) and r is not None for r in raw_rewards),
+            "turns": span(row["_keys"]["turns"] for row in self.counting),
+            "tokens": span(row["_keys"]["tokens"] for row in self.counting),
+            "superseded_count": len(self.superseded),
+            "flags": self.flags,
+            "rollup": self.rollup,
+            "created_ts": self.keys["created"],
+        }
+
+
+@dataclass
+class Grouping:
+    keys: tuple
+    groups: list  # default order: step desc, task asc, key asc
+    by_key: dict
+    modal_n: int | None
+    grouped_rows: int
+    row_count: int
+
+    @property
+    def groupable(self) -> bool:
+        """Most rows carry the key: the page opens this run on Groups."""
+        return self.row_count > 0 and 2 * self.grouped_rows >= self.row_count
+
+
+def build_grouping(rows, keys: tuple) -> Grouping:
+    members: dict[str, list] = {}
+    values_of: dict[str, dict] = {}
+    for row in rows:
+        values = key_values(row, keys)
+        if values is None:
+            continue
+        key = "~".join(scalar_text(v) for v in values.values())
+        members.setdefault(key, []).append(row)
+        values_of.setdefault(key, values)
+    groups = [split_attempts(key, values_of[key], rows) for key, rows in members.items()]
+    modal_n = modal([len(g.counting) for g in groups])
+    for group in groups:
+        group.modal_n = modal_n
+        group.flags = group_flags(group.members, group.counting, modal_n)
+    by_task = sorted(groups, key=lambda g: (g.keys["task"] is None, g.keys["task"] or "", g.key))
+    groups = ordered_by(by_task, lambda g: g.keys["step"], "desc")
+    return Grouping(keys, groups, {g.key: g for g in groups}, modal_n,
+                    sum(len(g.members) for g in groups), len(rows))
+
+
+def split_attempts(key: str, values: dict, rows: list) -> Group:
+    """Per repetition, the highest attempt counts (ties: the newest); the rest are superseded."""
+    by_repetition: dict = {}
+    for row in rows:
+        by_repetition.setdefault(repetition_of(row), []).append(row)
+    counting, superseded = [], []
+    for repetition in sorted(by_repetition, key=repetition_order):
+        attempts = sorted(
+            by_repetition[repetition],
+            key=lambda r: (attempt_of(r["meta"]), r["created_ts"] or 0, r["id"]),
+        )
+        winner = attempts[-1]
+        counting.append(winner)
+        superseded.extend((row, winner["id"]) for row in attempts[:-1])
+    return Group(key, values, counting, superseded)
+
+
+def grouping_of(snapshot: Snapshot, keys: tuple) -> Grouping:
+    return snapshot.memoized(("groups", keys), lambda: build_grouping(snapshot.rows, keys))
+
+
+def is_rollout_flag(flag: str | None) -> bool:
+    return flag is not None and FLAG_BY_NAME[flag].unit == "rollout"
