@@ -1,0 +1,214 @@
+"""`skycap-viewer check`, run as a user runs it, on copies of the corpus directories."""
+
+import io
+import json
+import os
+import shutil
+
+import pytest
+
+from skycap_viewer.frames import decompress_one_frame
+from skycap_viewer.terminal import Progress
+from tests.conftest import ORACLE, RECORD_DIRS, run_cli
+from tests.test_oracle import DAMAGED, NOTES
+
+DAMAGED_IDS = {rid for d, rid, _ in DAMAGED if d == "broken"}
+# words the message for each damage must contain: the problem named, not just "bad record"
+NAMED_PROBLEM = {
+    "tr_bad_dtype": "float32",
+    "tr_bad_version": "format_version 2",
+    "tr_no_version": "format_version missing",
+    "tr_empty_file": "empty file",
+    "tr_experts_out_of_range": "experts rows run past",
+    "tr_id_mismatch": "differs from its file name",
+    "tr_ids_mismatch": "creation order",
+    "tr_json_list": "JSON list, not an object",
+    "tr_mask_out_of_range": "sampling-mask rows run past",
+    "tr_misaligned": "not a multiple of 8",
+    "tr_no_id": "no `id`",
+    "tr_no_nodes": "no `nodes`",
+    "tr_no_status": "no `status`",
+    "tr_nodes_swapped": "creation order",
+    "tr_not_json": "not JSON",
+    "tr_not_zstd": "not a zstd frame",
+    "tr_offsets_out_of_range": "tokens [100, 104) run past",
+    "tr_parent_out_of_range": "parent 7",
+    "tr_shape_too_big": "10000",
+    "tr_sidecar_two_frames": "tokens sidecar",
+    "tr_text_mid_char": "inside a UTF-8 character",
+    "tr_text_out_of_range": "runs past the",
+    "tr_truncated_doc": "truncated zstd frame",
+    "tr_truncated_sidecar": "truncated zstd frame",
+    "tr_two_frames_appended": "after the first zstd frame",
+    "tr_two_frames_split": "after the first zstd frame",
+    "tr_wrong_file": "tr_elsewhere.tokens.zst",
+}
+
+
+@pytest.fixture()
+def broken(corpus, tmp_path):
+    target = tmp_path / "broken"
+    shutil.copytree(corpus / "broken", target)
+    return target
+
+
+def problem_lines(stdout: str, directory) -> dict[str, str]:
+    prefix = f"{directory}/"
+    return {
+        line[len(prefix) :].split(": ", 1)[0]: line.split(": ", 1)[1]
+        for line in stdout.splitlines()
+        if line.startswith(prefix)
+    }
+
+
+def absent_listed_sidecars(directory) -> dict[str, int]:
+    """Computed here without the viewer: listed sidecar files not in the directory, per kind."""
+    names = set(os.listdir(directory))
+    counts = {}
+    for name in names:
+        if not name.endswith(".json.zst"):
+            continue
+        try:
+            document = json.loads(decompress_one_frame((directory / name).read_bytes()))
+            sidecars = document["sidecars"]
+            assert document["format_version"] == 1 and isinstance(document["nodes"], list)
+            assert document["id"] and document["status"]
+        except Exception:  # unreadable documents have no manifest to count
+            continue
+        for kind, manifest in sidecars.items():
+            if manifest["file"] not in names:
+                counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def test_the_expectations_cover_every_damaged_record():
+    assert set(NAMED_PROBLEM) == DAMAGED_IDS
+
+
+def test_broken_flags_every_damaged_record_with_its_problem(broken):
+    result = run_cli("check", broken)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    flagged = problem_lines(result.stdout, broken)
+    assert set(flagged) == DAMAGED_IDS
+    for record_id, message in flagged.items():
+        assert NAMED_PROBLEM[record_id] in message, (record_id, NOTES[record_id], message)
+    for accepted in ("tr_ok", "tr_future_fields", "tr_bad_call", "tr_missing_tokens", "tr_missing_experts"):
+        assert accepted not in flagged
+
+
+def test_broken_summary_line_counts_documents_problems_and_absent_sidecars(broken):
+    result = run_cli("check", broken)
+    summary = [line for line in result.stdout.splitlines() if line.startswith(f"{broken}:")]
+    assert len(summary) == 1
+    documents = len(ORACLE["broken"]["records"])
+    assert f"{documents} documents, {len(DAMAGED_IDS)} with problems" in summary[0]
+    absent = absent_listed_sidecars(broken)
+    assert absent  # tr_missing_tokens, tr_missing_experts
+    assert ", ".join(f"{kind} {n}" for kind, n in sorted(absent.items())) in summary[0]
+
+
+@pytest.mark.parametrize("name", [d for d in RECORD_DIRS if d != "broken"])
+def test_every_other_fixture_directory_passes(corpus, name):
+    result = run_cli("check", corpus / name)
+    assert result.returncode == 0, result.stdout
+    records = len(ORACLE[name]["records"])
+    noun = "document" if records == 1 else "documents"
+    assert result.stdout.splitlines()[-1].startswith(f"{corpus / name}: {records} {noun}, 0 with problems")
+    assert problem_lines(result.stdout, corpus / name) == {}
+
+
+def test_mirrors_count_absent_sidecars_without_complaining(corpus):
+    result = run_cli("check", corpus / "mirror-text", corpus / "mirror-training")
+    assert result.returncode == 0
+    assert "experts 1, sampling_mask 1, tokens 1" in result.stdout.splitlines()[0]
+    assert "experts 1, sampling_mask 1" in result.stdout.splitlines()[1]
+    assert "tokens" not in result.stdout.splitlines()[1].split("absent")[1]
+
+
+def test_a_folder_of_record_directories_is_checked_like_runs_are_discovered(corpus):
+    result = run_cli("check", corpus)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    summaries = [line for line in lines if " with problems" in line and "/tr_" not in line]
+    assert sorted(line.split(":")[0] for line in summaries) == [str(corpus / d) for d in RECORD_DIRS]
+
+
+def test_damage_to_other_sidecars_is_caught(corpus, tmp_path):
+    """Experts and sampling_mask are read only by training; check still opens them."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for name in os.listdir(corpus / "broken"):
+        if name.startswith("tr_ok."):
+            shutil.copy(corpus / "broken" / name, folder / name)
+    experts = folder / "tr_ok.experts.zst"
+    experts.write_bytes(experts.read_bytes()[:-5])
+    mask = folder / "tr_ok.sampling_mask.zst"
+    mask.write_bytes(mask.read_bytes() * 2)
+    result = run_cli("check", folder)
+    assert result.returncode == 1
+    message = problem_lines(result.stdout, folder)["tr_ok"]
+    assert "experts sidecar tr_ok.experts.zst: truncated zstd frame" in message
+    assert "sampling_mask sidecar tr_ok.sampling_mask.zst" in message
+    assert "after the first zstd frame" in message
+
+
+def test_json_output(broken, corpus):
+    result = run_cli("check", broken, corpus / "spec", "--json")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["valid"] is False
+    bad, spec = report["directories"]
+    assert bad["directory"] == str(broken)
+    assert bad["documents"] == len(ORACLE["broken"]["records"])
+    assert {r["id"] for r in bad["records"]} == DAMAGED_IDS
+    assert all(r["problems"] and all(isinstance(p, str) for p in r["problems"]) for r in bad["records"])
+    assert bad["with_problems"] == len(DAMAGED_IDS)
+    assert bad["absent_sidecars"] == absent_listed_sidecars(broken)
+    assert spec == {
+        "directory": str(corpus / "spec"),
+        "documents": len(ORACLE["spec"]["records"]),
+        "with_problems": 0,
+        "absent_sidecars": {},
+        "records": [],
+    }
+    valid = json.loads(run_cli("check", corpus / "spec", "--json").stdout)
+    assert valid["valid"] is True
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "no-records"])
+def test_unusable_arguments_exit_2_with_one_line(tmp_path, kind):
+    target = tmp_path / kind
+    if kind != "missing":
+        target.mkdir()
+    if kind == "no-records":
+        (target / "notes.txt").write_text("hello")
+        (target / ".tr_x.json.zst.tmp").write_bytes(b"partial")
+    result = run_cli("check", target)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1 and str(target) in result.stderr
+
+
+def test_no_progress_line_when_stderr_is_not_a_terminal(corpus):
+    result = run_cli("check", corpus / "groups")
+    assert result.returncode == 0 and result.stderr == ""
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_line_on_a_terminal_for_large_directories():
+    stream = FakeTerminal()
+    progress = Progress("checking run", 1000, stream=stream)
+    for done in range(1, 1001):
+        progress.update(done)
+    progress.close()
+    written = stream.getvalue()
+    assert "\rchecking run: 10/1000" in written and "\rchecking run: 1000/1000" in written
+    assert written.endswith("\r")  # the line is wiped, leaving the terminal clean
+    small = FakeTerminal()
+    Progress("checking run", 20, stream=small).update(20)
+    assert small.getvalue() == ""
