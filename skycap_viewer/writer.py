@@ -95,6 +95,17 @@ def render(role: str, message: dict) -> str:
     return f"<s>{role}\n{message_text(message)}</s>\n"
 
 
+def _joined(parts: list[tuple[array, array, str]]) -> tuple[array, array, str]:
+    """Token runs of consecutive text, with each run's byte offsets moved past the runs before it."""
+    ids, offsets, text, base = array("i"), array("i"), "", 0
+    for run_ids, run_offsets, run_text in parts:
+        ids.extend(run_ids)
+        offsets.extend(array("i", (base + offset for offset in run_offsets)) if base else run_offsets)
+        text += run_text
+        base += len(run_text.encode())
+    return ids, offsets, text
+
+
 def _canonical(value) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -178,8 +189,8 @@ class RecordBuilder:
         lead_in = "" if parent is None else self._lead_in[parent]
         tokens = None
         if self.mode == "tokens":
-            tokens = self._add_tokens(lead_in + render(role, message), pieces=pieces, sampled_start=None,
-                                      logprobs=None)
+            tokens = self._add_tokens(f"{lead_in}<s>{role}\n", message_text(message), "</s>\n", pieces=pieces,
+                                      sampled_start=None, logprobs=None)
         match = self._match_hash(message)
         delta = match if tokens is None else digest([match, self._ids_digest(tokens)])
         return self._add_node(parent, role, "client", message, (match, delta), self.clock, [], tokens,
@@ -191,7 +202,8 @@ class RecordBuilder:
         """A reply the model sampled for the history ending at `parent`; returns its node id.
 
         `logprobs`: one value per sampled token, None for a node recorded without logprobs, or
-        SYNTHETIC. `pieces` replaces the sampled part's tokenization (the scaffold stays).
+        SYNTHETIC. `pieces` (both kinds of node) replaces the content's tokenization with
+        `(token id, text piece)` pairs; the template around it stays.
         `pause` is the harness's time before the next call.
         """
         message = message if message is not None else {"role": "assistant", "content": content}
@@ -200,9 +212,8 @@ class RecordBuilder:
         sampling = dict(sampling or {})
         tokens = None
         if self.mode == "tokens":
-            sampled = message_text(message) + ("" if truncated else "</s>")
-            tokens = self._add_tokens(GENERATION_PROMPT, sampled=sampled, pieces=pieces, logprobs=logprobs,
-                                      sampled_start=SAMPLED_START)
+            tokens = self._add_tokens(GENERATION_PROMPT, message_text(message), "" if truncated else "</s>",
+                                      pieces=pieces, logprobs=logprobs, sampled_start=SAMPLED_START)
             completion = tokens["length"] - tokens["sampled_start"]
             prompt = self._size_before(parent) + tokens["sampled_start"]
             usage = {"prompt_tokens": prompt, "completion_tokens": completion}
@@ -281,17 +292,15 @@ class RecordBuilder:
         chunk = self._ids[tokens["offset"] : tokens["offset"] + tokens["length"]]
         return hashlib.blake2b(_little_endian(chunk), digest_size=16).hexdigest()
 
-    def _add_tokens(self, text: str, *, sampled: str = "", pieces=None, sampled_start, logprobs) -> dict:
-        """Append one node's tokens to the record's arrays; its `tokens` object."""
+    def _add_tokens(self, before: str, content: str, after: str, *, pieces, sampled_start, logprobs) -> dict:
+        """Append one node's tokens (template `before`, content, template `after`) to the record's arrays."""
         if pieces is None:
-            ids, offsets = tokenize(text + sampled)
+            ids, offsets = tokenize(before + content + after)
+            raw = (before + content + after).encode()
         else:
-            ids, offsets = tokenize(text)
-            more_ids, more_offsets, sampled = tokenize_pieces(pieces)
-            base = len(text.encode())
-            ids.extend(more_ids)
-            offsets.extend(base + offset for offset in more_offsets)
-        raw = (text + sampled).encode()
+            ids, offsets, text = _joined([(*tokenize(before), before), tokenize_pieces(pieces),
+                                          (*tokenize(after), after)])
+            raw = text.encode()
         length = len(ids)
         offset = len(self._ids)
         node_logprobs = self._node_logprobs(ids, sampled_start, logprobs)

@@ -102,7 +102,7 @@ def unicode(repetition: int, reward) -> RecordBuilder:
     user = builder.add_client(None, "user", "Traduis « bonne journée » en japonais, puis ajoute un emoji.")
     if repetition == 0:  # the emoji comes as two tokens: the first has an empty span
         pieces = [(ord(c) + 100, c) for c in "良い一日を！ "]
-        pieces += [(356, ""), (ord("🌞") + 100, "🌞"), (2, "</s>")]
+        pieces += [(356, ""), (ord("🌞") + 100, "🌞")]
         builder.add_model(user, "良い一日を！ 🌞", pieces=pieces)
     elif repetition == 1:  # markup in a message is text, never HTML
         builder.add_model(user, 'Voici : <img src=x onerror=alert(1)> 良い一日を！ <b>bold?</b>')
