@@ -160,8 +160,8 @@ export class Drawer {
         button("copy id", (event) => copyText(t.id, event.currentTarget), {className: "ghost"}),
         el("span", {className: "grow"}),
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
-      el("dl", {className: "facts"}, facts.flatMap(([label, value]) => [el("dt", {}, label), el("dd", {}, value)]),
-        el("dt", {}, "reward"), el("dd", {}, rewardCell(t.annotations?.reward, this.rewardRange))),
+      el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact"}, el("dt", {}, label), el("dd", {}, value))),
+        el("div", {className: "fact"}, el("dt", {}, "reward"), el("dd", {}, rewardCell(t.annotations?.reward, this.rewardRange)))),
       el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name))),
       notes);
   }

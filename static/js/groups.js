@@ -80,9 +80,10 @@ export class GroupsTable {
     if (!detail) return [el("tr", {className: "sub loading"}, el("td", {colSpan: COLUMNS}, "loading…"))];
     if (detail.error) return [el("tr", {className: "sub error"}, el("td", {colSpan: COLUMNS}, detail.error))];
     const rows = [];
+    const superseded = detail.body.superseded || [];
     for (const rollout of detail.body.rollouts || []) {
       rows.push(this.memberRow(rollout, false));
-      for (const old of rollout.superseded || []) rows.push(this.memberRow(old, true));
+      for (const old of superseded.filter((row) => row.superseded_by === rollout.id)) rows.push(this.memberRow(old, true));
     }
     if (!rows.length) rows.push(el("tr", {className: "sub empty"}, el("td", {colSpan: COLUMNS}, "No rollouts.")));
     return rows;
@@ -91,14 +92,14 @@ export class GroupsTable {
   memberRow(row, superseded) {
     const range = this.listing.reward_range;
     const attempt = row.meta?.attempt;
-    const label = [`rep ${row.repetition_id ?? "-"}`, attempt !== undefined ? `a${attempt}` : null, shortId(row.id)]
-      .filter(Boolean).join(" · ");
+    const label = `rep ${row.repetition_id ?? "-"}${attempt !== undefined ? ` · a${attempt}` : ""}`;
     return el("tr", {className: `nav sub rollout-row${superseded ? " superseded" : ""}${matchClass(row)}${row.id === this.openId ? " open" : ""}`,
       tabindex: "-1", dataset: {traj: row.id},
       title: superseded ? `superseded by ${row.superseded_by ?? "a later attempt"}: this attempt does not count` : row.id,
       onclick: (event) => { event.stopPropagation(); this.onOpen(row.id); }},
     el("td", {className: "num"}, num(row.step)),
-    el("td", {className: "member"}, superseded ? "↳ " : "", label, " ", statusBadge(row)),
+    el("td", {className: "member"}, superseded ? "↳ " : "", label, " ", el("span", {className: "muted", title: row.id}, shortId(row.id)),
+      row.status !== "finished" ? [" ", statusBadge(row)] : null),
     el("td", {}, rewardCell(row.annotations?.reward, range)),
     el("td", {className: "num"}, num(row.capture?.exchange_count)),
     el("td", {className: "num"}, num(row.summary?.tokens)),

@@ -30,7 +30,8 @@ export function parse(hash) {
   const query = new URLSearchParams(queryPart);
   for (const key of ["step", "task", "status", "q", "flag", "sort", "order"]) state[key] = query.get(key) || "";
   state.ann = query.getAll("ann").filter(Boolean);
-  state.open = (query.get("open") || "").split(",").filter(Boolean).map(decodeURIComponent);
+  const rawOpen = queryPart.split("&").find((pair) => pair.startsWith("open="))?.slice(5) || "";
+  state.open = rawOpen.split(",").filter(Boolean).map(decodeURIComponent);
   state.page = Math.max(1, parseInt(query.get("page"), 10) || 1);
   state.tab = TABS.includes(query.get("tab")) ? query.get("tab") : "path";
   state.path = Math.max(0, parseInt(query.get("path"), 10) || 0);
@@ -44,20 +45,20 @@ export function format(state) {
   let path = `#/run/${encodeURIComponent(state.run)}`;
   if (state.view) path += `/${state.view}`;
   if (state.traj) path += `/t/${encodeURIComponent(state.traj)}`;
-  const query = new URLSearchParams();
+  const query = [];
+  const add = (key, value) => query.push(`${key}=${encodeURIComponent(value)}`);
   for (const key of QUERY_KEYS) {
     const value = state[key];
-    if (key === "ann") value.forEach((item) => query.append("ann", item));
+    if (key === "ann") value.forEach((item) => add("ann", item));
     else if (key === "open") {
-      if (value.length) query.set("open", value.map(encodeURIComponent).join(","));
+      if (value.length) query.push(`open=${value.map(encodeURIComponent).join(",")}`);
     } else if (key === "page") {
-      if (value > 1) query.set("page", value);
+      if (value > 1) add("page", value);
     } else if (["tab", "path", "fa", "fb"].includes(key)) {
-      if (state.traj && value !== emptyState()[key]) query.set(key, value);
-    } else if (value) query.set(key, value);
+      if (state.traj && value !== emptyState()[key]) add(key, value);
+    } else if (value) add(key, value);
   }
-  const text = query.toString();
-  return text ? `${path}?${text}` : path;
+  return query.length ? `${path}?${query.join("&")}` : path;
 }
 
 /** True when any rollout filter (not the flag) is set. */

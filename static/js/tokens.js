@@ -122,11 +122,10 @@ export function describeToken(span) {
     : block.kind === "sampled-elsewhere" ? `masked (trained in path ${block.trained_in})` : "masked";
   const parts = [hasText ? JSON.stringify(piece) : "(no text)", `#${position}`, `id ${node.token_ids[i]}`, loss];
   if (hasText && piece === "") parts.push("owns no whole character: it shares one with the next token");
-  const logprob = node.logprobs ? node.logprobs[i] : null;
-  if (logprob !== null && logprob !== undefined) {
-    parts.push(`logprob ${logprob.toFixed(4)}`, `p ${Math.exp(logprob).toFixed(3)}`);
-  } else if (i >= (node.sampled_start ?? Infinity)) {
-    parts.push("logprob unknown");
+  if (i >= (node.sampled_start ?? Infinity)) {
+    const logprob = node.logprobs ? node.logprobs[i] : null;
+    parts.push(logprob === null || logprob === undefined ? "logprob unknown"
+      : `logprob ${logprob.toFixed(4)} · p ${Math.exp(logprob).toFixed(3)}`);
   }
   return parts.join(" · ");
 }

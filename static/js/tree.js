@@ -33,7 +33,8 @@ function signBadges(node) {
 
 function size(node) {
   if (node.token_count !== null && node.token_count !== undefined) {
-    return `${num(node.token_count)} tok${node.sampled_token_count ? ` · ${num(node.sampled_token_count)} sampled` : ""}`;
+    const sampled = node.author === "model" && node.sampled_token_count ? ` · ${num(node.sampled_token_count)} sampled` : "";
+    return `${num(node.token_count)} tok${sampled}`;
   }
   return `${num(node.char_count ?? 0)} ch`;
 }

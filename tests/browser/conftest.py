@@ -1,0 +1,134 @@
+"""Headless Chromium (Debian's, driven by Playwright) on the real page of the real server.
+
+The browser tests skip only when Chromium or Playwright is missing *and*
+`SKYCAP_VIEWER_REQUIRE_BROWSER` is unset; CI sets it, so there a missing browser fails.
+"""
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from skycap_viewer.frames import compress, decompress_one_frame
+from tests.server_process import ServerProcess
+
+CHROMIUM = os.environ.get("SKYCAP_VIEWER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+VIEWPORT = {"width": 1500, "height": 950}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/browser/" in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.browser)
+
+
+def _unavailable(reason):
+    if os.environ.get("SKYCAP_VIEWER_REQUIRE_BROWSER"):
+        pytest.fail(f"browser tests are required here but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        _unavailable(f"no Chromium at {CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright for Python is not installed")
+    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class Page:
+    """One browser tab on a server, with the page errors and dialogs it met."""
+
+    def __init__(self, browser, server):
+        self.server = server
+        self.context = browser.new_context(viewport=VIEWPORT)
+        self.tab = self.context.new_page()
+        self.tab.set_default_timeout(10_000)
+        self.errors = []
+        self.dialogs = []
+        self.tab.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.tab.on("console", lambda message: message.type == "error" and self.errors.append(message.text))
+        self.tab.on("dialog", self._dialog)
+
+    def _dialog(self, dialog):
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def open(self, hash_route=""):
+        self.tab.goto(f"{self.server.url}/{hash_route}")
+        self.tab.wait_for_selector("#runs a.run, .empty-state")
+        return self.tab
+
+    def hash(self):
+        return self.tab.evaluate("location.hash")
+
+    def shot(self, name):
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.tab.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+@pytest.fixture
+def page_on(browser):
+    """`page_on(server)` opens a tab on that server; page errors fail the test."""
+    opened = []
+
+    def make(server):
+        page = Page(browser, server)
+        opened.append(page)
+        return page
+
+    yield make
+    for page in opened:
+        page.context.close()
+    for page in opened:
+        assert not page.dialogs, f"a dialog fired: {page.dialogs}"
+        assert not page.errors, f"page errors: {page.errors}"
+
+
+@pytest.fixture
+def page(page_on, corpus_server):
+    return page_on(corpus_server)
+
+
+def read_record(path: Path) -> dict:
+    return json.loads(decompress_one_frame(path.read_bytes()))
+
+
+def write_record(directory: Path, document: dict):
+    """Write a document as skycap does: one zstd frame named after its id."""
+    (directory / f"{document['id']}.json.zst").write_bytes(compress(json.dumps(document).encode()))
+
+
+def copy_record(source_dir: Path, record_id: str, target_dir: Path):
+    """Copy a record with its sidecars."""
+    for item in source_dir.iterdir():
+        if re.fullmatch(rf"{re.escape(record_id)}\.[a-z_]+(\.json)?\.zst", item.name):
+            shutil.copy2(item, target_dir / item.name)
+
+
+@pytest.fixture
+def temp_server(tmp_path):
+    """`temp_server(dirs)` starts the real server over temporary record directories."""
+    started = []
+
+    def start(*dirs):
+        server = ServerProcess(list(dirs)).__enter__()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)

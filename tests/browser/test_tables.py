@@ -1,0 +1,200 @@
+"""The run page driven as a person would: views, groups, sorting, the band, every filter, paging by URL."""
+
+from urllib.parse import quote
+
+from playwright.sync_api import expect
+
+
+def table_ids(tab):
+    return tab.locator("table.rows tr.rollout-row").evaluate_all("rows => rows.map(r => r.dataset.traj)")
+
+
+def group_keys(tab):
+    return tab.locator("tr.group-row").evaluate_all("rows => rows.map(r => r.dataset.key)")
+
+
+def test_groups_is_the_default_view_and_the_toggle_switches(page, corpus_server):
+    tab = page.open("#/run/groups")
+    listing = corpus_server.get("/v1/groups?run_id=groups")
+    expect(tab.locator("tr.group-row")).to_have_count(listing["total"])
+    expect(tab.locator(".view-toggle [data-view=groups]")).to_have_attribute("aria-selected", "true")
+    page.shot("groups")
+    tab.click(".view-toggle [data-view=rollouts]")
+    rows = corpus_server.get("/v1/trajectories?run_id=groups")
+    expect(tab.locator("table.rollouts tr.rollout-row")).to_have_count(rows["total"])
+    assert "/rollouts" in page.hash()
+    page.shot("rollouts")
+    tab.go_back()
+    expect(tab.locator("tr.group-row")).to_have_count(listing["total"])
+    tab.go_forward()
+    expect(tab.locator("table.rollouts")).to_be_visible()
+
+
+def test_a_run_that_cannot_be_grouped_opens_as_rollouts(page, corpus_server):
+    tab = page.open("#/run/spec")
+    expect(tab.locator("table.rollouts tr.rollout-row")).to_have_count(
+        corpus_server.get("/v1/trajectories?run_id=spec")["total"])
+    expect(tab.locator(".view-toggle button")).to_have_count(0)
+
+
+def test_groups_expand_in_place_with_superseded_attempts_under_the_one_that_counts(page, corpus_server):
+    tab = page.open("#/run/groups")
+    retried = next(g for g in corpus_server.get("/v1/groups?run_id=groups")["data"] if g["superseded_count"])
+    short = next(g for g in corpus_server.get("/v1/groups?run_id=groups")["data"] if g["n"] < g["modal_n"])
+    expect(tab.locator(f'tr.group-row[data-key="{short["key"]}"]')).to_contain_text(f'{short["n"]} of {short["modal_n"]}')
+    tab.click(f'tr.group-row[data-key="{retried["key"]}"]')
+    tab.click(f'tr.group-row[data-key="{short["key"]}"]')
+    detail = corpus_server.get(f"/v1/groups/{quote(retried['key'])}?run_id=groups")
+    body = tab.locator(f'tbody.group[data-key="{retried["key"]}"]')
+    expect(body.locator("tr.sub.rollout-row:not(.superseded)")).to_have_count(len(detail["rollouts"]))
+    expect(body.locator("tr.superseded")).to_have_count(retried["superseded_count"])
+    for old in detail["superseded"]:  # each greyed attempt sits below the attempt that replaced it
+        counting = body.locator(f'tr[data-traj="{old["superseded_by"]}"]')
+        below = body.locator(f'tr[data-traj="{old["superseded_by"]}"] ~ tr[data-traj="{old["id"]}"]')
+        expect(counting).to_have_count(1)
+        expect(below).to_have_count(1)
+    expect(tab.locator(f'tbody.group[data-key="{short["key"]}"] tr.sub.rollout-row')).to_have_count(short["n"])
+    assert "open=" in page.hash()
+    page.shot("groups-expanded")
+    tab.reload()  # the URL holds the open groups
+    expect(body.locator("tr.superseded")).to_have_count(retried["superseded_count"])
+    tab.click(f'tr.group-row[data-key="{retried["key"]}"]')
+    expect(body.locator("tr.sub")).to_have_count(0)
+
+
+def test_sorting_asks_the_server_and_keeps_open_groups(page, corpus_server):
+    tab = page.open("#/run/groups")
+    first = group_keys(tab)[0]
+    tab.click(f'tr.group-row[data-key="{first}"]')
+    tab.click("th button[data-sort=tokens]")
+    expect(tab.locator("th:has(button[data-sort=tokens])")).to_have_attribute("aria-sort", "descending")
+    expected = [g["key"] for g in corpus_server.get("/v1/groups?run_id=groups&sort=tokens&order=desc")["data"]]
+    expect(tab.locator("tr.group-row").first).to_have_attribute("data-key", expected[0])
+    assert group_keys(tab) == expected
+    tab.click("th button[data-sort=tokens]")
+    expect(tab.locator("th:has(button[data-sort=tokens])")).to_have_attribute("aria-sort", "ascending")
+    expected = [g["key"] for g in corpus_server.get("/v1/groups?run_id=groups&sort=tokens&order=asc")["data"]]
+    expect(tab.locator("tr.group-row").first).to_have_attribute("data-key", expected[0])
+    assert group_keys(tab) == expected
+    expect(tab.locator(f'tbody.group[data-key="{first}"] tr.sub').first).to_be_visible()
+    assert "sort=tokens" in page.hash() and "order=asc" in page.hash()
+
+    tab.click(".view-toggle [data-view=rollouts]")
+    tab.click("th button[data-sort=reward]")
+    expected = [r["id"] for r in corpus_server.get("/v1/trajectories?run_id=groups&sort=reward&order=desc")["data"]]
+    expect(tab.locator("tr.rollout-row").first).to_have_attribute("data-traj", expected[0])
+    assert table_ids(tab) == expected
+
+
+def test_the_band_filters_and_a_second_click_clears(page, corpus_server):
+    tab = page.open("#/run/real-like")
+    listing = corpus_server.get("/v1/trajectories?run_id=real-like")
+    counts = dict(listing["health"]["counts"])
+    flag = "failed-calls"
+    chip = tab.locator(f".band .chip[data-flag={flag}]")
+    expect(chip).to_contain_text(f"{counts[flag]} {flag}")
+    assert chip.get_attribute("title")  # the meaning, on hover
+    chip.click()
+    expect(tab.locator("tr.rollout-row")).to_have_count(counts[flag])
+    expect(chip).to_have_attribute("aria-pressed", "true")
+    assert "flag=failed-calls" in page.hash()
+    for row in tab.locator("tr.rollout-row").all():
+        expect(row.locator(f'.badge[data-flag="{flag}"]')).to_have_count(1)
+    page.shot("band-flag")
+    tab.locator(f".band .chip[data-flag={flag}]").click()
+    expect(tab.locator("tr.rollout-row")).to_have_count(listing["total"])
+    assert "flag=" not in page.hash()
+
+
+def test_every_filter(page, corpus_server):
+    tab = page.open("#/run/groups/rollouts")
+    run = next(r for r in corpus_server.get("/v1/runs")["data"] if r["id"] == "groups")
+
+    def expect_rows(query):
+        expected = corpus_server.get(f"/v1/trajectories?run_id=groups&{query}")
+        expect(tab.locator("tr.rollout-row")).to_have_count(expected["total"])
+        assert sorted(table_ids(tab)) == sorted(r["id"] for r in expected["data"])
+
+    step = str(run["steps"][0])
+    tab.select_option("select[data-filter=step]", step)
+    expect_rows(f"step={step}")
+    assert f"step={step}" in page.hash()
+    tab.select_option("select[data-filter=step]", "")
+
+    task = run["tasks"][1]["id"]
+    tab.select_option("select[data-filter=task]", task)
+    expect_rows(f"task_id={task}")
+    tab.select_option("select[data-filter=task]", "")
+
+    tab.select_option("select[data-filter=ann]", "reward=1")
+    expect_rows("annotation=reward%3D1")
+    assert "ann=reward%3D1" in page.hash()
+    tab.click("text=clear filters")
+    expect_rows("")
+
+    tab.fill("#search", "tr_3c5")
+    tab.press("#search", "Enter")
+    expect_rows("q=tr_3c5")
+    assert "q=tr_3c5" in page.hash()
+    tab.fill("#search", "")
+    tab.press("#search", "Enter")
+
+    real = page.open("#/run/real-like")
+    real.select_option("select[data-filter=status]", "failed")
+    expected = corpus_server.get("/v1/trajectories?run_id=real-like&status=failed")
+    expect(real.locator("tr.rollout-row")).to_have_count(expected["total"])
+    for row in real.locator("tr.rollout-row .status").all():
+        expect(row).to_have_text("failed")
+    page.shot("filtered")
+
+
+def test_filters_emphasise_matching_rollouts_in_an_open_group(page, corpus_server):
+    tab = page.open("#/run/groups?ann=reward%3D1")
+    key = group_keys(tab)[0]
+    tab.click(f'tr.group-row[data-key="{key}"]')
+    detail = corpus_server.get(f"/v1/groups/{quote(key)}?run_id=groups&annotation=reward%3D1")
+    members = detail["rollouts"] + detail["superseded"]
+    body = tab.locator(f'tbody.group[data-key="{key}"]')
+    expect(body.locator("tr.matched")).to_have_count(sum(1 for r in members if r["match"]))
+    expect(body.locator("tr.unmatched")).to_have_count(sum(1 for r in members if r["match"] is False))
+    expect(tab.locator(".section-title")).to_contain_text("matching rollouts emphasised")
+
+
+def test_a_pasted_url_restores_the_whole_view(page, corpus_server):
+    expected = corpus_server.get("/v1/trajectories?run_id=groups&sort=tokens&order=asc&step=2&flag=forked")
+    tab = page.open("#/run/groups/rollouts?step=2&flag=forked&sort=tokens&order=asc")
+    expect(tab.locator("tr.rollout-row")).to_have_count(expected["total"])
+    assert table_ids(tab) == [r["id"] for r in expected["data"]]
+    expect(tab.locator("select[data-filter=step]")).to_have_value("2")
+    expect(tab.locator(".band .chip[data-flag=forked]")).to_have_attribute("aria-pressed", "true")
+    expect(tab.locator("th:has(button[data-sort=tokens])")).to_have_attribute("aria-sort", "ascending")
+
+
+def test_sidebar_lists_runs_by_project_filters_and_switches_theme(page, corpus_server):
+    tab = page.open()
+    runs = corpus_server.get("/v1/runs")["data"]
+    expect(tab.locator("#runs a.run")).to_have_count(len(runs))
+    spec = next(r for r in runs if r["id"] == "spec")
+    expect(tab.locator('#runs a.run[data-run="spec"] .count')).to_have_text(str(spec["trajectory_count"]))
+    tab.fill("#run-filter", "mirror")
+    expect(tab.locator("#runs a.run")).to_have_count(sum(1 for r in runs if "mirror" in r["id"]))
+    tab.fill("#run-filter", "")
+    tab.click('#runs a.run[data-run="spec"]')
+    expect(tab.locator(".run-head h1")).to_contain_text("spec")
+    before = tab.evaluate("getComputedStyle(document.body).backgroundColor")
+    tab.click("#theme-toggle")
+    after = tab.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert before != after
+    page.shot("theme-toggled")
+    tab.reload()  # the choice is remembered
+    tab.wait_for_selector("#runs a.run")
+    assert tab.evaluate("getComputedStyle(document.body).backgroundColor") == after
+
+
+def test_unreadable_records_are_listed_with_their_error(page, corpus_server):
+    tab = page.open("#/run/broken?flag=malformed-record")
+    rows = corpus_server.get("/v1/trajectories?run_id=broken&flag=malformed-record")
+    unreadable = [r for r in rows["data"] if r.get("unreadable")]
+    expect(tab.locator("tr.rollout-row")).to_have_count(rows["total"])
+    expect(tab.locator("tr.rollout-row.unreadable")).to_have_count(len(unreadable))
+    assert unreadable[0]["error"] in tab.locator(f'tr[data-traj="{unreadable[0]["id"]}"] td.id').get_attribute("title")
