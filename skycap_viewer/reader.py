@@ -7,6 +7,7 @@ Everything that goes wrong raises `RecordError` naming the file and the problem.
 
 import json
 import os
+import stat
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
@@ -47,7 +48,7 @@ def parse_document(data: bytes, path) -> dict:
     except UnicodeDecodeError as error:
         raise RecordError(path, f"the document is not UTF-8 ({error.reason} at byte {error.start})") from None
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as error:
         raise RecordError(path, f"the document is not JSON ({error})") from None
     if not isinstance(document, dict):
@@ -63,15 +64,29 @@ def parse_document(data: bytes, path) -> dict:
 
 
 def read_document(path) -> dict:
-    """Read and validate the document at `path`."""
+    """Read and validate the document at `path`.
+
+    Opened without blocking and checked to be a regular file first: reading a FIFO named like
+    a document would otherwise wait forever for a writer.
+    """
     try:
-        with open(path, "rb") as handle:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(mode):
+                raise RecordError(path, "is not a regular file (a FIFO, socket or device), not a document")
             data = handle.read()
     except IsADirectoryError:
         raise RecordError(path, "is a directory, not a document file") from None
     except OSError as error:
         raise RecordError(path, f"cannot read the file ({error.strerror or error})") from None
     return parse_document(data, path)
+
+
+def _refuse_constant(name: str):
+    """NaN and Infinity are not JSON (skycap's orjson neither writes nor reads them)."""
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _json_type(value) -> str:

@@ -89,6 +89,8 @@ def _check_node(index: int, node) -> str | None:
         return None
     if not isinstance(tokens, dict):
         return "tokens is not an object"
+    if "offset" not in tokens or "length" not in tokens:
+        return "tokens has no offset/length"
     for field in TOKEN_INT_FIELDS:
         value = tokens.get(field, 0)
         if not (is_int(value) and value >= 0):
@@ -100,6 +102,4 @@ def _check_node(index: int, node) -> str | None:
     start = tokens.get("sampled_start")
     if start is not None and start > tokens["length"]:
         return f"tokens.sampled_start {start} is past the node's {tokens['length']} tokens"
-    if "offset" not in tokens or "length" not in tokens:
-        return "tokens has no offset/length"
     return None
