@@ -34,8 +34,11 @@ def scan_directory(directory) -> dict[str, FileVersion]:
                 continue
             try:
                 stat = entry.stat()
-            except OSError:  # deleted between the listing and the stat
-                continue
+            except OSError:
+                try:  # a dangling link is listed (reading it says why); a deleted file is not
+                    stat = entry.stat(follow_symlinks=False)
+                except OSError:  # deleted between the listing and the stat
+                    continue
             listing[entry.name] = FileVersion(stat.st_size, stat.st_mtime_ns)
     return listing
 

@@ -22,7 +22,11 @@ SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
 
 
 def is_number(value) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
+    """A finite int or float; an int too large for a float (JSON allows 1e400 digits) is not."""
+    try:
+        return type(value) in (int, float) and math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def numeric_reward(annotations: dict):

@@ -1,0 +1,550 @@
+"""Damaged and hostile skycap records for the robustness tests, made from the fixture corpus.
+
+Every maker starts from a good record of the corpus, decompresses its document (and, when the
+damage is in the tokens, its sidecar), edits it and re-compresses it with
+`skycap_viewer.frames.compress`, the way skycap writes. Files are written the way skycap writes
+them too: to `.{name}.tmp` and then `os.replace`d in, sidecars first, document last. Nothing is
+ever written into the fixture directory.
+
+`BAD_CASES` says, for every damaged record, what the viewer must make of it; the bad-input
+tests hold the server and `check` to it.
+"""
+
+import json
+import math
+import os
+import re
+import shutil
+import stat
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+
+from skycap_viewer.frames import compress, decompress_one_frame
+
+FIXTURES = Path(__file__).parent / "fixtures" / "skycap-v1"
+BROKEN = FIXTURES / "broken"
+BASE_ID = "tr_ok"  # the intact two-node token record every generated case starts from
+
+
+# --- reading and writing records -------------------------------------------------------------
+
+
+def load_document(path) -> dict:
+    return json.loads(decompress_one_frame(Path(path).read_bytes()))
+
+
+def encode_document(document) -> bytes:
+    """Compact UTF-8 JSON in one zstd frame (skycap writes orjson output the same way)."""
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return compress(text.encode("utf-8", "surrogatepass"))
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `path` as skycap does: a hidden temporary name in the same directory, then rename."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def sidecar_payload(directory, document: dict, kind: str) -> bytes:
+    return decompress_one_frame((Path(directory) / document["sidecars"][kind]["file"]).read_bytes())
+
+
+def write_record(directory, document: dict, sidecars: dict[str, bytes]) -> Path:
+    """Write sidecar files (file name → compressed bytes) then the document, each atomically."""
+    directory = Path(directory)
+    for name, data in sidecars.items():
+        atomic_write(directory / name, data)
+    path = directory / f"{document['id']}.json.zst"
+    atomic_write(path, encode_document(document))
+    return path
+
+
+def copy_record(source_dir, source_id: str, target_dir, new_id: str, edit=None) -> Path:
+    """Copy a record under a new id (its sidecar names follow), optionally editing the document."""
+    source_dir = Path(source_dir)
+    document = load_document(source_dir / f"{source_id}.json.zst")
+    document["id"] = new_id
+    sidecars = {}
+    for kind, manifest in (document.get("sidecars") or {}).items():
+        source_file = source_dir / manifest["file"]
+        manifest["file"] = f"{new_id}.{kind}.zst"
+        if source_file.is_file():
+            sidecars[manifest["file"]] = source_file.read_bytes()
+    if edit is not None:
+        edit(document)
+    return write_record(target_dir, document, sidecars)
+
+
+# --- token data from text: one token per character, like the corpus's fake renderer ----------
+
+
+def pack_arrays(arrays: list[tuple[str, str, array]]) -> tuple[bytes, dict]:
+    """Little-endian arrays at 8-aligned offsets, and their manifest entries."""
+    payload, manifest = bytearray(), {}
+    for name, dtype, values in arrays:
+        payload += bytes(-len(payload) % 8)
+        manifest[name] = {"dtype": dtype, "shape": [len(values)], "offset": len(payload)}
+        payload += values.tobytes()
+    return bytes(payload), manifest
+
+
+def set_token_texts(document: dict, texts: dict[int, tuple[str, int | None]]) -> bytes:
+    """Give token nodes new text (`{node id: (text, sampled_start)}`, others keep an empty text).
+
+    Rebuilds the tokens sidecar (returned, compressed) and every node's `tokens`, one token per
+    character, and drops the experts and sampling-mask sidecars so the record stays consistent.
+    Each node's message content becomes the text after its scaffold, so text mode agrees.
+    """
+    ids, logprobs, offsets, text = array("i"), array("d"), array("i"), bytearray()
+    for node in document["nodes"]:
+        if node.get("tokens") is None:
+            continue
+        node_text, sampled_start = texts.get(node["id"], ("", None))
+        is_model = node["author"] == "model"
+        start, byte_start = len(ids), len(text)
+        for k, char in enumerate(node_text):
+            offsets.append(len(text) - byte_start)
+            ids.append(ord(char) + 100)
+            sampled = is_model and sampled_start is not None and k >= sampled_start
+            logprobs.append(-0.01 * (k - sampled_start + 1) if sampled else (0.0 if is_model else math.nan))
+            text += char.encode("utf-8")
+        node["tokens"] = {
+            "offset": start,
+            "length": len(node_text),
+            "sampled_start": sampled_start if is_model else None,
+            "has_logprobs": is_model,
+            "text_offset": byte_start,
+            "text_bytes": len(text) - byte_start,
+            "experts_offset": None,
+            "experts_rows": 0,
+            "mask_offset": None,
+            "mask_rows": 0,
+            "media": [],
+        }
+        if isinstance(node.get("message"), dict):
+            node["message"]["content"] = node_text[sampled_start or 0 :] if is_model else node_text
+    payload, arrays = pack_arrays(
+        [
+            ("token_ids", "int32", ids),
+            ("logprobs", "float64", logprobs),
+            ("text_offsets", "int32", offsets),
+            ("text", "uint8", array("B", text)),
+        ]
+    )
+    document["sidecars"] = {"tokens": {"file": f"{document['id']}.tokens.zst", "arrays": arrays}}
+    return compress(payload)
+
+
+def write_token_record(
+    directory, record_id: str, texts: dict[int, tuple[str, int | None]], edit=None
+) -> Path:
+    """A two-node token record (user, then model) with the given texts, from `tr_ok`."""
+    document = load_document(BROKEN / f"{BASE_ID}.json.zst")
+    document["id"] = record_id
+    tokens = set_token_texts(document, texts)
+    if edit is not None:
+        edit(document)
+    return write_record(directory, document, {f"{record_id}.tokens.zst": tokens})
+
+
+def write_text_record(directory, record_id: str, user_text: str, reply_text: str, edit=None) -> Path:
+    """A two-node text-mode record (user, then model) with the given message texts."""
+
+    def as_text(document):
+        document["sidecars"] = {}
+        document["capture"] = {"mode": "text"}
+        for node, content in zip(document["nodes"], (user_text, reply_text), strict=True):
+            node["tokens"] = None
+            node["message"]["content"] = content
+        if edit is not None:
+            edit(document)
+
+    return copy_record(BROKEN, BASE_ID, directory, record_id, as_text)
+
+
+# --- the catalogue of bad input ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BadCase:
+    """One damaged record and what the viewer must say about it.
+
+    `expect` is one of:
+      "unreadable"        listed with `unreadable: true` and an `error` matching `problem`;
+      "malformed"         listed and viewable, flagged `malformed-record`, `record_problems` match;
+      "tokens-unreadable" listed and viewable from message text (`text_only: "tokens-unreadable"`),
+                          `tokens_error` matching;
+      "tokens-missing"    listed and viewable from message text (`text_only: "tokens-missing"`);
+      "valid"             listed and viewable like any good record, with no malformed flag;
+      "listed"            hostile but not necessarily wrong: listed, and no route answers 5xx.
+    """
+
+    record_id: str
+    expect: str
+    problem: str  # a regular expression the viewer's message must match (case-insensitive)
+    make: object = None  # callable(directory, record_id); None: copy `broken/{record_id}` as is
+
+    def matches(self, message) -> bool:
+        return bool(re.search(self.problem, str(message or ""), re.IGNORECASE))
+
+
+def _edited(change):
+    """A maker: `tr_ok` copied under the case's id with `change(document)` applied."""
+    return lambda directory, record_id: copy_record(BROKEN, BASE_ID, directory, record_id, change)
+
+
+def _raw_document(payload: bytes):
+    """A maker: `tr_ok`'s sidecars with a document frame holding exactly `payload`."""
+
+    def make(directory, record_id):
+        copy_record(BROKEN, BASE_ID, directory, record_id)
+        atomic_write(Path(directory) / f"{record_id}.json.zst", compress(payload))
+
+    return make
+
+
+def _token_node(index):
+    return lambda change: lambda document: change(document["nodes"][index]["tokens"])
+
+
+def _set(mapping_of, key, value):
+    def change(document):
+        mapping_of(document)[key] = value
+
+    return change
+
+
+def _tokens_array(name):
+    return lambda document: document["sidecars"]["tokens"]["arrays"][name]
+
+
+def _not_utf8(directory, record_id):
+    copy_record(BROKEN, BASE_ID, directory, record_id)
+    text = json.dumps(load_document(Path(directory) / f"{record_id}.json.zst")).encode()
+    atomic_write(
+        Path(directory) / f"{record_id}.json.zst",
+        compress(text.replace(b'"finished"', b'"fin\xff\xfeished"')),
+    )
+
+
+def _non_finite(directory, record_id):
+    """NaN and infinities are valid Python JSON but not valid JSON: the server must not echo them."""
+    copy_record(BROKEN, BASE_ID, directory, record_id)
+    text = json.dumps(load_document(Path(directory) / f"{record_id}.json.zst"))
+    text = text.replace('"reward": 1.0', '"reward": NaN, "score": Infinity, "loss": -Infinity')
+    text = text.replace('"created_at": 1795941088.863662', '"created_at": 1e999')
+    atomic_write(Path(directory) / f"{record_id}.json.zst", compress(text.encode()))
+
+
+def _huge_numbers(document):
+    """Integers JSON allows but a float cannot hold, wherever the viewer does arithmetic."""
+    huge = 10**400
+    document["annotations"]["reward"] = huge
+    document["meta"].update(step=huge, attempt=-huge, repetition_id=huge, instance_id=huge)
+    document["created_at"] = document["finished_at"] = huge
+    document["nodes"][1]["calls"][0].update(t_start=-huge, t_end=huge)
+
+
+def _damaged_sidecar(data: bytes):
+    def make(directory, record_id):
+        copy_record(BROKEN, BASE_ID, directory, record_id)
+        atomic_write(Path(directory) / f"{record_id}.tokens.zst", data)
+
+    return make
+
+
+def _sidecar_is_directory(directory, record_id):
+    copy_record(BROKEN, BASE_ID, directory, record_id)
+    sidecar = Path(directory) / f"{record_id}.tokens.zst"
+    sidecar.unlink()
+    sidecar.mkdir()
+
+
+def _document_is_directory(directory, record_id):
+    (Path(directory) / f"{record_id}.json.zst").mkdir()
+
+
+def _unreadable_document(directory, record_id):
+    """chmod 000 when that means something; as root (CI) a dangling symlink stands in."""
+    path = Path(directory) / f"{record_id}.json.zst"
+    if os.geteuid() == 0:
+        print(f"running as root: chmod 000 would not stop a read, so {path.name} is a dangling symlink")
+        path.symlink_to(Path(directory) / "no-such-file.json.zst")
+    else:
+        copy_record(BROKEN, BASE_ID, directory, record_id)
+        path.chmod(0)
+
+
+def _unknown_everywhere(document):
+    """Future fields at every level the format has: a reader must ignore them all."""
+
+    def add(mapping):
+        if isinstance(mapping, dict):
+            mapping["x_future"] = {"nested": [1, "two", None], "note": "ignore me"}
+
+    add(document)
+    for key in ("meta", "capture", "annotations", "retries", "tools"):
+        add(document.get(key))
+    for failure in document.get("failures") or []:
+        add(failure)
+    for node in document["nodes"]:
+        for mapping in (node, node.get("message"), node.get("tokens"), *(node.get("calls") or [])):
+            add(mapping)
+    for manifest in (document.get("sidecars") or {}).values():
+        add(manifest)
+        for spec in manifest["arrays"].values():
+            add(spec)
+
+
+BAD_CASES = [
+    # the corpus's broken/ records, copied as they are
+    BadCase("tr_ok", "valid", ""),
+    BadCase("tr_future_fields", "valid", ""),
+    BadCase("tr_bad_call", "valid", ""),
+    BadCase("tr_missing_experts", "valid", ""),
+    BadCase("tr_bad_version", "unreadable", r"format_version 2"),
+    BadCase("tr_no_version", "unreadable", r"format_version.*(missing|none|absent)"),
+    BadCase("tr_truncated_doc", "unreadable", r"truncated"),
+    BadCase("tr_not_zstd", "unreadable", r"zstd"),
+    BadCase("tr_not_json", "unreadable", r"JSON"),
+    BadCase("tr_json_list", "unreadable", r"JSON (list|array)"),
+    BadCase("tr_empty_file", "unreadable", r"empty|0 bytes"),
+    BadCase("tr_two_frames_split", "unreadable", r"frame"),
+    BadCase("tr_two_frames_appended", "unreadable", r"frame"),
+    BadCase("tr_ids_mismatch", "unreadable", r"creation order|node 1"),
+    BadCase("tr_nodes_swapped", "unreadable", r"creation order|parent|node 0"),
+    BadCase("tr_parent_out_of_range", "unreadable", r"parent 7"),
+    BadCase("tr_no_nodes", "unreadable", r"nodes"),
+    BadCase("tr_no_status", "unreadable", r"status"),
+    BadCase("tr_no_id", "unreadable", r"\bid\b"),
+    BadCase("tr_id_mismatch", "malformed", r"tr_someone_else"),
+    BadCase("tr_offsets_out_of_range", "malformed", r"node 1 tokens"),
+    BadCase("tr_text_out_of_range", "malformed", r"node 1 text"),
+    BadCase("tr_mask_out_of_range", "malformed", r"mask"),
+    BadCase("tr_experts_out_of_range", "malformed", r"experts"),
+    BadCase("tr_bad_dtype", "malformed", r"float32"),
+    BadCase("tr_misaligned", "malformed", r"multiple of 8"),
+    BadCase("tr_shape_too_big", "malformed", r"length|10000"),
+    BadCase("tr_wrong_file", "malformed", r"tr_elsewhere\.tokens\.zst"),
+    BadCase("tr_missing_tokens", "tokens-missing", r"tokens"),
+    BadCase("tr_truncated_sidecar", "tokens-unreadable", r"truncated"),
+    BadCase("tr_sidecar_two_frames", "tokens-unreadable", r"frame"),
+    BadCase("tr_text_mid_char", "tokens-unreadable", r"UTF-8"),
+    # generated from tr_ok
+    BadCase("tr_gen_not_utf8", "unreadable", r"UTF-8", _not_utf8),
+    BadCase("tr_gen_json_string", "unreadable", r"JSON str", _raw_document(b'"a string"')),
+    BadCase("tr_gen_json_number", "unreadable", r"JSON (int|number)", _raw_document(b"42")),
+    BadCase("tr_gen_json_null", "unreadable", r"JSON null", _raw_document(b"null")),
+    BadCase(
+        "tr_gen_deep_nesting",
+        "unreadable",
+        r"JSON|deep|nest|recursion",
+        _raw_document(b'{"id":' + b"[" * 200_000 + b"]" * 200_000 + b"}"),
+    ),
+    BadCase(
+        "tr_gen_version_string",
+        "unreadable",
+        r"format_version",
+        _edited(_set(lambda d: d, "format_version", "1")),
+    ),
+    BadCase("tr_gen_nodes_object", "unreadable", r"nodes", _edited(_set(lambda d: d, "nodes", {"0": {}}))),
+    BadCase(
+        "tr_gen_parent_self", "unreadable", r"parent 1", _edited(_set(lambda d: d["nodes"][1], "parent", 1))
+    ),
+    BadCase(
+        "tr_gen_parent_negative",
+        "unreadable",
+        r"parent -1",
+        _edited(_set(lambda d: d["nodes"][1], "parent", -1)),
+    ),
+    BadCase(
+        "tr_gen_node_id_string",
+        "unreadable",
+        r"creation order|node 0|id",
+        _edited(_set(lambda d: d["nodes"][0], "id", "0")),
+    ),
+    BadCase(
+        "tr_gen_sidecar_slash",
+        "unreadable",
+        r"sub/",
+        _edited(_set(lambda d: d["sidecars"]["tokens"], "file", "sub/tr_gen_sidecar_slash.tokens.zst")),
+    ),
+    BadCase(
+        "tr_gen_sidecar_dotdot",
+        "unreadable",
+        r"\.\./",
+        _edited(_set(lambda d: d["sidecars"]["tokens"], "file", "../good/tr_tokens.tokens.zst")),
+    ),
+    BadCase(
+        "tr_gen_sidecar_parent",
+        "unreadable",
+        r"'\.\.'|\"\.\.\"",
+        _edited(_set(lambda d: d["sidecars"]["tokens"], "file", "..")),
+    ),
+    BadCase(
+        "tr_gen_sidecar_absolute",
+        "unreadable",
+        r"/etc/passwd",
+        _edited(_set(lambda d: d["sidecars"]["tokens"], "file", "/etc/passwd")),
+    ),
+    BadCase(
+        "tr_gen_sidecar_backslash",
+        "unreadable",
+        r"plain|name|\\\\",
+        _edited(_set(lambda d: d["sidecars"]["experts"], "file", "..\\..\\x.experts.zst")),
+    ),
+    BadCase(
+        "tr_gen_sidecar_nul",
+        "unreadable",
+        r"plain|name|\\x00|\\0",
+        _edited(_set(lambda d: d["sidecars"]["experts"], "file", "tr_gen_sidecar_nul.experts.zst\x00.png")),
+    ),
+    BadCase(
+        "tr_gen_dtype_int8", "malformed", r"int8", _edited(_set(_tokens_array("token_ids"), "dtype", "int8"))
+    ),
+    BadCase(
+        "tr_gen_misaligned_text",
+        "malformed",
+        r"multiple of 8",
+        _edited(_set(_tokens_array("text"), "offset", 123)),
+    ),
+    BadCase(
+        "tr_gen_shape_not_list", "unreadable", r"shape", _edited(_set(_tokens_array("text"), "shape", "31"))
+    ),
+    BadCase(
+        "tr_gen_negative_offset",
+        "unreadable",
+        r"offset",
+        _edited(_token_node(1)(lambda t: t.update(offset=-1))),
+    ),
+    BadCase(
+        "tr_gen_sampled_start_past",
+        "unreadable",
+        r"sampled_start",
+        _edited(_token_node(1)(lambda t: t.update(sampled_start=99))),
+    ),
+    BadCase(
+        "tr_gen_unknown_sidecar_kind",
+        "malformed",
+        r"audio",
+        _edited(
+            _set(
+                lambda d: d["sidecars"],
+                "audio",
+                {"file": "tr_gen_unknown_sidecar_kind.audio.zst", "arrays": {}},
+            )
+        ),
+    ),
+    BadCase(
+        "tr_gen_sidecar_not_zstd", "tokens-unreadable", r"zstd", _damaged_sidecar(b"not a zstd frame at all")
+    ),
+    BadCase("tr_gen_sidecar_empty", "tokens-unreadable", r"empty|0 bytes", _damaged_sidecar(b"")),
+    BadCase(
+        "tr_gen_sidecar_directory",
+        "tokens-unreadable|tokens-missing",
+        r"director|tokens",
+        _sidecar_is_directory,
+    ),
+    BadCase("tr_gen_document_directory", "unreadable", r"director", _document_is_directory),
+    BadCase(
+        "tr_gen_unreadable", "unreadable", r"permission|no such file|cannot read|denied", _unreadable_document
+    ),
+    BadCase("tr_gen_unknown_everywhere", "valid", "", _edited(_unknown_everywhere)),
+    # hostile values in otherwise readable records: listed, never a 5xx
+    BadCase("tr_gen_non_finite", "listed", "", _non_finite),
+    BadCase("tr_gen_huge_int", "listed", "", _edited(_huge_numbers)),
+    BadCase("tr_gen_meta_list", "listed", "", _edited(_set(lambda d: d, "meta", [1, 2]))),
+    BadCase("tr_gen_annotations_string", "listed", "", _edited(_set(lambda d: d, "annotations", "x"))),
+    BadCase("tr_gen_message_string", "listed", "", _edited(_set(lambda d: d["nodes"][1], "message", "hi"))),
+    BadCase("tr_gen_message_null", "listed", "", _edited(_set(lambda d: d["nodes"][0], "message", None))),
+    BadCase(
+        "tr_gen_content_number", "listed", "", _edited(_set(lambda d: d["nodes"][1]["message"], "content", 5))
+    ),
+    BadCase(
+        "tr_gen_content_parts",
+        "listed",
+        "",
+        _edited(
+            _set(
+                lambda d: d["nodes"][0]["message"],
+                "content",
+                [{"type": "text", "text": 7}, "bare string", None, {"type": "image_url", "image_url": None}],
+            )
+        ),
+    ),
+    BadCase(
+        "tr_gen_tool_calls_junk",
+        "listed",
+        "",
+        _edited(
+            _set(
+                lambda d: d["nodes"][1]["message"],
+                "tool_calls",
+                [None, 3, {"function": None}, {"function": {"name": 5, "arguments": {"not": "a string"}}}],
+            )
+        ),
+    ),
+    BadCase(
+        "tr_gen_call_junk",
+        "listed",
+        "",
+        _edited(
+            _set(
+                lambda d: d["nodes"][1],
+                "calls",
+                [
+                    {
+                        "t_start": "yesterday",
+                        "t_end": None,
+                        "finish_reason": 5,
+                        "bridged": "yes",
+                        "usage": [],
+                        "sampling": 3,
+                    }
+                ],
+            )
+        ),
+    ),
+    BadCase("tr_gen_status_number", "listed", "", _edited(_set(lambda d: d, "status", 5))),
+    BadCase(
+        "tr_gen_times_strings", "listed", "", _edited(lambda d: d.update(created_at="now", finished_at=[]))
+    ),
+    BadCase("tr_gen_shadowed_far", "listed", "", _edited(_set(lambda d: d["nodes"][0], "shadowed_by", 99))),
+    BadCase(
+        "tr_gen_samples_junk", "listed", "", _edited(_set(lambda d: d, "samples", {"paths": 3, "rows": "x"}))
+    ),
+    BadCase(
+        "tr_gen_meta_step_junk",
+        "listed",
+        "",
+        _edited(
+            _set(
+                lambda d: d,
+                "meta",
+                {"step": "NaN", "task": {"a": 1}, "instance_id": [1], "repetition_id": None, "attempt": "2"},
+            )
+        ),
+    ),
+]
+BAD_IDS = [case.record_id for case in BAD_CASES]
+
+
+def write_bad_run(directory: Path) -> Path:
+    """Every case of `BAD_CASES` in one record directory (sidecars without a document are left out)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for case in BAD_CASES:
+        if case.make is None:
+            for source in BROKEN.glob(f"{case.record_id}.*"):
+                shutil.copyfile(source, directory / source.name)
+        else:
+            case.make(directory, case.record_id)
+    return directory
+
+
+def restore_permissions(directory: Path) -> None:
+    """Undo `chmod 000` so pytest can delete the temporary tree."""
+    for path in directory.rglob("*"):
+        if not path.is_symlink() and not stat.S_IMODE(path.lstat().st_mode):
+            path.chmod(0o644)
