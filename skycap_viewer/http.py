@@ -254,7 +254,9 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def serve_static(self, raw_path: str, send_body: bool):
         path = unquote(raw_path)
         parts = path.split("/")[1:]
-        if "\\" in path or "\x00" in path or path.startswith("//") or any(p.startswith(".") for p in parts):
+        sent = self.requestline.split(" ")[1] if " " in self.requestline else ""  # before `//` was collapsed
+        doubled = "//" in sent.split("?")[0]
+        if "\\" in path or "\x00" in path or doubled or any(p.startswith(".") for p in parts):
             self.reply_json(404, {"detail": "not found"}, send_body=send_body)
             return
         table = self.server.static

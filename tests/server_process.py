@@ -2,8 +2,10 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +20,7 @@ class ServerProcess:
         self.env = {**os.environ, **(env or {})}
         self.process = None
         self.url = None
+        self.lines = []  # everything the server printed after its URL line (stdout and stderr)
 
     def __enter__(self):
         self.process = subprocess.Popen(
@@ -30,6 +33,8 @@ class ServerProcess:
                 break
             if "http://" in line:
                 self.url = line[line.index("http://"):].split()[0].rstrip("/")
+                for stream in (self.process.stdout, self.process.stderr):  # a full pipe would block it
+                    threading.Thread(target=self.lines.extend, args=(stream,), daemon=True).start()
                 return self
         self.__exit__(None, None, None)
         raise RuntimeError(f"server did not start: {self.process.stderr.read()}")
@@ -43,6 +48,10 @@ class ServerProcess:
                 self.process.kill()
                 self.process.wait()
 
+    def output(self) -> str:
+        """What the server has printed since it started serving (e.g. to look for tracebacks)."""
+        return "".join(list(self.lines))
+
     def request(self, path, headers=None, method="GET"):
         """(status, headers, body bytes) of one request; HTTP errors are returned, not raised."""
         req = urllib.request.Request(self.url + path, headers=headers or {}, method=method)
@@ -51,6 +60,21 @@ class ServerProcess:
                 return response.status, response.headers, response.read()
         except urllib.error.HTTPError as error:
             return error.code, error.headers, error.read()
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def raw(self, head: str) -> tuple[int, bytes]:
+        """Send `head` (request line and headers, exactly as given) on a fresh socket; (status, reply).
+
+        The status is 0 when the reply has no status line (an HTTP/0.9 answer)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as connection:
+            connection.sendall(head.replace("\n", "\r\n").encode("latin-1") + b"\r\n")
+            reply = b""
+            while chunk := connection.recv(65536):
+                reply += chunk
+        return (int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else 0), reply
 
     def get(self, path, expect=200):
         """The JSON body of a GET that must answer `expect`."""
