@@ -102,7 +102,8 @@ def test_mirror_without_tokens_shows_message_text(corpus):
     assert all(path["blocking"] is None and path["char_count"] > 0 for path in payload["paths"])
     out = show_text(record)
     assert "listed sidecars not here: experts, sampling_mask, tokens" in out
-    sizes = [line for line in out.splitlines() if line.startswith("path ") or line.startswith("  ") and "[" in line]
+    lines = out.splitlines()
+    sizes = [line for line in lines if line.startswith("path ") or line.startswith("  ") and "[" in line]
     assert sizes and all("char" in line and " tok" not in line for line in sizes)
 
 
