@@ -69,8 +69,14 @@ async function render() {
   document.title = `${state.run} · skycap-viewer`;
   const shown = runPage.show(state, runOf(state.run));
   runPage.markOpen(state.traj);
-  await Promise.all([shown, drawer.show(state, runPage.listing?.reward_range)]);
+  await Promise.all([shown, drawer.show(state)]);
+  settle();
+}
+
+/** After the table or the drawer changed: mark the open row, colour the drawer's reward. */
+function settle() {
   runPage.markOpen(state.traj);
+  drawer.setRewardRange(runPage.listing?.reward_range ?? null);
 }
 
 async function refreshRuns() {
@@ -93,7 +99,7 @@ async function poll() {
     }
     if (state.run) await runPage.poll();
     await drawer.poll();
-    if (state.run) runPage.markOpen(state.traj);
+    if (state.run) settle();
   }
   setTimeout(poll, POLL_MS);
 }

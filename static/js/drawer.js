@@ -63,9 +63,15 @@ export class Drawer {
     return !this.root.hidden;
   }
 
+  /** The run-wide reward range colours the reward in the header, as in the table. */
+  setRewardRange(range) {
+    if (JSON.stringify(range) === JSON.stringify(this.rewardRange)) return;
+    this.rewardRange = range;
+    if (this.rewardBox && this.bundle) replace(this.rewardBox, rewardCell(this.bundle.trajectory.annotations?.reward, range));
+  }
+
   /** Open, switch or close the drawer to match `state`. */
-  async show(state, rewardRange) {
-    this.rewardRange = rewardRange;
+  async show(state) {
     if (!state.traj) {
       this.hide();
       return;
@@ -128,8 +134,9 @@ export class Drawer {
     const scroll = this.content?.scrollTop ?? 0;
     const bundle = this.bundle;
     this.lazy?.disconnect();
-    this.lazy = new LazyText();
-    this.content = el("div", {className: "drawer-content", tabindex: "-1"}, this.tab(bundle, state));
+    this.content = el("div", {className: "drawer-content", tabindex: "-1"});
+    this.lazy = new LazyText(this.content);
+    this.content.append(this.tab(bundle, state));
     replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
     if (keepScroll) this.content.scrollTop = scroll;
   }
@@ -161,7 +168,7 @@ export class Drawer {
         el("span", {className: "grow"}),
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
       el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact"}, el("dt", {}, label), el("dd", {}, value))),
-        el("div", {className: "fact"}, el("dt", {}, "reward"), el("dd", {}, rewardCell(t.annotations?.reward, this.rewardRange)))),
+        el("div", {className: "fact"}, el("dt", {}, "reward"), this.rewardBox = el("dd", {}, rewardCell(t.annotations?.reward, this.rewardRange)))),
       el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name))),
       notes);
   }

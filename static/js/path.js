@@ -42,8 +42,7 @@ export function renderPath(bundle, state, {go, redraw, lazy}) {
     toggle("controls", "control chars", "show line breaks and tabs as ↵ and →"),
     hasLogprobs ? toggle("logprobs", "colour by logprob", "shade sampled tokens by how unlikely they were") : null));
   box.append(...notices(data, path, paths));
-  const readout = el("p", {className: "readout", id: "readout", "aria-live": "polite"},
-    tokenMode ? "hover a token" : "text mode: blocks are messages, measured in characters");
+  const readout = el("p", {className: "readout", id: "readout", "aria-live": "polite", hidden: !tokenMode}, "hover a token");
   box.append(readout);
   const blocks = el("div", {className: "blocks"});
   const shown = path.blocks.filter((block) => pathOptions.given || block.kind !== "given");

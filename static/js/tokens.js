@@ -43,14 +43,15 @@ function probabilityClass(logprob) {
 
 /** Lazily upgrades chunks to token spans as they approach the viewport. */
 export class LazyText {
-  constructor() {
+  /** `root` is the scrolling box the text sits in (its margin is where "near" is measured). */
+  constructor(root) {
     this.observer = new IntersectionObserver((entries) => {
       for (const entry of entries) {
         if (!entry.isIntersecting) continue;
         this.observer.unobserve(entry.target);
         upgrade(entry.target);
       }
-    }, {rootMargin: "800px 0px"});
+    }, {root, rootMargin: "1200px 0px"});
   }
 
   disconnect() {
@@ -152,7 +153,7 @@ export function blockElement(block, node, lazy, options) {
   const range = `[${block.start}:${block.end}]`;
   const copy = el("button", {type: "button", className: "range ghost", title: "copy this range",
     onclick: (event) => copyText(`${block.start}:${block.end}`, event.currentTarget)}, range);
-  return el("section", {className: `block kind-${block.kind}${options.dim ? " dim" : ""}`,
+  const section = el("section", {className: `block kind-${block.kind}${options.dim ? " dim" : ""}`,
     dataset: {node: block.node_id, start: block.start}},
   el("div", {className: "gutter"},
     el("span", {className: `kind-badge kind-${block.kind}`, title: kindWhy(block.kind)}, block.kind),
@@ -163,4 +164,9 @@ export function blockElement(block, node, lazy, options) {
     copy,
     el("span", {className: "size muted"}, `${num(size)} ${unit}`)),
   lazy.text(block, node, options));
+  // Off-screen blocks skip layout (content-visibility); a fair guess of their height keeps
+  // the scrollbar steady until they are drawn.
+  const lines = (blockText(block, node) ?? "").split("\n").reduce((sum, line) => sum + 1 + Math.floor(line.length / 90), 0);
+  section.style.containIntrinsicBlockSize = `auto ${Math.max(90, 10 + lines * 18)}px`;
+  return section;
 }

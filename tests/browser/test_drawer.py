@@ -1,0 +1,169 @@
+"""The rollout drawer: opened from a pasted URL, read token by token, Tree, Forks, Calls and JSON."""
+
+import math
+
+from playwright.sync_api import expect
+
+FORKED = "tr_86f0b750382298e2"  # real-like: 5 paths, 2 branch points
+FAILURES = "tr_f4c44e2c3f5f9d60"  # real-like: calls that failed
+
+
+def sampled_token(paths, path_index=0):
+    """(node, node token index, absolute position) of the first sampled token of a path."""
+    block = next(b for b in paths["paths"][path_index]["blocks"] if b["kind"] == "sampled")
+    return paths["nodes"][block["node_id"]], block["node_start"], block["start"]
+
+
+def test_a_pasted_url_opens_the_rollout_and_hovering_a_token_reads_its_logprob(page, corpus_server):
+    record = "tr_fea17a04aa9905d5"
+    paths = corpus_server.get(f"/v1/trajectories/{record}/paths?run_id=groups")
+    node, index, position = sampled_token(paths)
+    tab = page.open(f"#/run/groups/groups/t/{record}?tab=path")
+    expect(tab.locator("#drawer .traj-id")).to_have_text(record)
+    expect(tab.locator("#drawer .tab[data-tab=path]")).to_have_attribute("aria-selected", "true")
+    block = tab.locator(".block.kind-sampled").first
+    token = block.locator(f'span.t[data-i="{index}"]')
+    token.hover()
+    readout = tab.locator("#readout")
+    logprob = node["logprobs"][index]
+    expect(readout).to_contain_text(f"logprob {logprob:.4f}")
+    expect(readout).to_contain_text(f"p {math.exp(logprob):.3f}")
+    expect(readout).to_contain_text(f"#{position}")
+    expect(readout).to_contain_text(f"id {node['token_ids'][index]}")
+    expect(readout).to_contain_text("in the loss")
+    piece = node["text"][node["token_offsets"][index]:node["token_offsets"][index + 1]]
+    expect(token).to_have_text(piece)
+    page.shot("path")
+    tab.locator(".block.kind-given span.t").first.hover()
+    expect(readout).to_contain_text("masked")
+    expect(readout).not_to_contain_text("logprob")
+
+
+def test_tokens_tile_the_text_and_a_token_without_a_character_is_still_hoverable(page, corpus_server):
+    paths = corpus_server.get("/v1/trajectories/tr_tokens/paths?run_id=spec")
+    tab = page.open("#/run/spec/rollouts/t/tr_tokens")
+    for block in paths["paths"][0]["blocks"]:
+        node = paths["nodes"][block["node_id"]]
+        shown = tab.locator(f'.block[data-start="{block["start"]}"] .text')
+        expected = node["text"][node["token_offsets"][block["node_start"]]:node["token_offsets"][block["node_end"]]]
+        expect(shown).to_have_text(expected)
+        expect(shown.locator("span.t")).to_have_count(block["token_count"])
+    node = paths["nodes"]["n1"]
+    empty = [i for i in range(len(node["token_ids"])) if node["token_offsets"][i] == node["token_offsets"][i + 1]]
+    assert empty, "the fixture has a token that owns no character"
+    sliver = tab.locator(f'.block.kind-sampled span.t.sliver[data-i="{empty[0]}"]')
+    box = sliver.bounding_box()
+    assert box["width"] > 0
+    sliver.hover()
+    expect(tab.locator("#readout")).to_contain_text("owns no whole character")
+    expect(tab.locator("#readout")).to_contain_text(f"logprob {node['logprobs'][empty[0]]:.4f}")
+
+
+def test_path_options_and_notices(page, corpus_server):
+    tab = page.open("#/run/groups/rollouts/t/tr_fea17a04aa9905d5")
+    expect(tab.locator(".block.kind-given")).not_to_have_count(0)
+    tab.uncheck("input[data-option=given]")
+    expect(tab.locator(".block.kind-given")).to_have_count(0)
+    tab.check("input[data-option=given]")
+    tab.check("input[data-option=controls]")
+    expect(tab.locator(".block.kind-given .text").first).to_contain_text("↵")
+    tab.uncheck("input[data-option=controls]")
+    tab.check("input[data-option=logprobs]")
+    expect(tab.locator(".block.kind-sampled span.t[class*=lp-]").first).to_be_visible()
+    tab.uncheck("input[data-option=logprobs]")
+
+    tab = page.open("#/run/mirror-text/rollouts/t/tr_bac9802dee51ae08")
+    expect(tab.locator("#drawer .notice.warn").first).to_contain_text("message text only")
+    tab = page.open("#/run/groups-text/rollouts/t/tr_g1a0a0")
+    expect(tab.locator("#drawer .notice").first).to_contain_text("Text mode")
+
+
+def test_a_forked_rollout_picks_paths_and_says_where_they_part(page, corpus_server):
+    paths = corpus_server.get(f"/v1/trajectories/{FORKED}/paths?run_id=real-like")["paths"]
+    later = next(p for p in paths if p["index"] > 0 and p["fork_from"])
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}")
+    expect(tab.locator(".picker .pick")).to_have_count(len(paths))
+    tab.click(f'.picker .pick[data-path="{later["index"]}"]')
+    expect(tab.locator(f'.picker .pick[data-path="{later["index"]}"]')).to_have_attribute("aria-selected", "true")
+    expect(tab.locator("#drawer")).to_contain_text(f"leaves the earlier ones after {later['fork_from']}")
+    assert f"path={later['index']}" in page.hash()
+    elsewhere = next((p for p in paths if any(b["kind"] == "sampled-elsewhere" for b in p["blocks"])), None)
+    if elsewhere:
+        tab.click(f'.picker .pick[data-path="{elsewhere["index"]}"]')
+        expect(tab.locator("#drawer")).to_contain_text("Train-once")
+        expect(tab.locator(".block.kind-sampled-elsewhere").first).to_contain_text("trained in path")
+
+
+def test_tree_opens_a_branch_point_side_by_side(page, corpus_server):
+    graph = corpus_server.get(f"/v1/trajectories/{FORKED}/graph?run_id=real-like")
+    point = max(graph["branch_points"], key=lambda b: b["child_count"])
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree")
+    expect(tab.locator(".tree-row")).to_have_count(len(graph["nodes"]))
+    expect(tab.locator(".tree-row.branch-point")).to_have_count(len(graph["branch_points"]))
+    tab.click(f'.tree-row[data-node="{point["node_id"]}"]')
+    panel = tab.locator(".tree-panel")
+    expect(panel.locator(".branch")).to_have_count(point["child_count"])
+    assert panel.locator(".branch").evaluate_all("bs => bs.map(b => b.dataset.node)") == point["child_ids"]
+    expect(panel).to_contain_text(f"branches into {point['child_count']}")
+    expect(tab.locator(".train-once")).to_contain_text("Train-once holds")
+    unbridged = [n["node_id"] for n in graph["nodes"] if n["signs"]["unbridged"]]
+    for node_id in unbridged:
+        expect(tab.locator(f'.tree-row[data-node="{node_id}"]')).to_contain_text("unbridged")
+    page.shot("tree")
+
+
+def test_forks_compares_two_paths(page, corpus_server):
+    fork = corpus_server.get(f"/v1/trajectories/{FORKED}/forks?a=1&b=3&run_id=real-like")
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=forks")
+    tab.select_option("select[data-fork=a]", "1")
+    tab.select_option("select[data-fork=b]", "3")
+    sentence = tab.locator(".fork-sentence")
+    expect(sentence).to_contain_text(f"up to {fork['last_shared_node_id']}")
+    expect(sentence).to_contain_text(f"from {fork['a_node_id_first']}")
+    expect(sentence).to_contain_text(f"from {fork['b_node_id_first']}")
+    expect(tab.locator('.fork-side[data-side="a"] .block')).to_have_count(len(fork["a_blocks"]))
+    expect(tab.locator('.fork-side[data-side="b"] .block')).to_have_count(len(fork["b_blocks"]))
+    expect(tab.locator(".shared-blocks .block.dim")).to_have_count(len(fork["shared_blocks"]))
+    assert "fa=1" in page.hash() and "fb=3" in page.hash()
+    page.shot("forks")
+
+
+def test_calls_lists_calls_and_failures(page, corpus_server):
+    exchanges = corpus_server.get(f"/v1/trajectories/{FAILURES}/exchanges?run_id=real-like")["data"]
+    tab = page.open(f"#/run/real-like/rollouts/t/{FAILURES}?tab=calls")
+    calls = [e for e in exchanges if e["kind"] == "call"]
+    failures = [e for e in exchanges if e["kind"] == "failure"]
+    expect(tab.locator("table.calls tr.call")).to_have_count(len(calls))
+    expect(tab.locator("table.calls tr.failure")).to_have_count(len(failures))
+    expect(tab.locator("table.calls tr.failure").first).to_contain_text(f"failed {failures[0]['http_status']}")
+    first = tab.locator("table.calls tr.call").first
+    expect(first).to_contain_text(calls[0]["model"])
+    expect(first).to_contain_text(str(calls[0]["usage"]["prompt_tokens"]))
+    expect(first).to_contain_text(calls[0]["completion_reason"])
+    page.shot("calls")
+
+
+def test_json_tab_shows_the_record_with_copy_and_download(page, corpus_server):
+    tab = page.open(f"#/run/real-like/rollouts/t/{FAILURES}?tab=json")
+    expect(tab.locator("pre.json")).to_contain_text(f'"id": "{FAILURES}"')
+    expect(tab.locator("pre.json")).to_contain_text('"message"')
+    with tab.expect_download() as download:
+        tab.click("text=download")
+    assert download.value.suggested_filename == f"{FAILURES}.json"
+
+
+def test_the_drawer_resizes_and_esc_closes_it(page, corpus_server):
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}")
+    drawer = tab.locator("#drawer")
+    before = drawer.bounding_box()["width"]
+    grip = tab.locator("#drawer-grip").bounding_box()
+    tab.mouse.move(grip["x"] + 2, grip["y"] + 200)
+    tab.mouse.down()
+    tab.mouse.move(grip["x"] - 150, grip["y"] + 200)
+    tab.mouse.up()
+    assert drawer.bounding_box()["width"] > before + 100
+    tab.keyboard.press("Escape")
+    expect(drawer).to_be_hidden()
+    assert "/t/" not in page.hash()
+    tab.go_back()
+    expect(drawer).to_be_visible()
