@@ -1,0 +1,455 @@
+"""Benchmark the viewer on a synthetic GRPO-shaped run: `python bench/run.py [--rollouts 10000] [--huge]
+[--json] [--keep DIR] [--repeat 3]`.
+
+Writes the run with the project's own writer (`synth.py`) into a temporary directory, then
+measures the real server as a user meets it: cold index time against the floor (a plain loop
+that only decompresses and parses every document, in one process and on all cores), reopen time
+with the persisted index, memory of the server's process tree, latency and size of every
+listing and of the huge rollout's views, how much a listing slows while the huge rollout is
+served, and the first paint of the huge rollout's Path tab in headless Chromium. A route or
+feature the server does not have yet is reported as "n/a". Standard library (plus Playwright
+for the paint, skipped when missing).
+"""
+
+import argparse
+import gzip
+import http.client
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from multiprocessing import Pool
+from pathlib import Path
+
+import synth
+
+from skycap_viewer.frames import decompress_one_frame
+from skycap_viewer.reader import is_document_name
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+INDEX_TIMEOUT = 1800  # seconds: bounds every wait for the server
+NA = "n/a"
+
+
+# -- the floor: what any indexer pays once -----------------------------------------------------
+
+def parse_documents(paths) -> int:
+    for path in paths:
+        with open(path, "rb") as handle:
+            json.loads(decompress_one_frame(handle.read()))
+    return len(paths)
+
+
+def floor_one_process(paths) -> float:
+    started = time.perf_counter()
+    parse_documents(paths)
+    return time.perf_counter() - started
+
+
+def floor_all_cores(paths, workers: int) -> float:
+    chunks = [paths[i : i + 256] for i in range(0, len(paths), 256)]
+    started = time.perf_counter()
+    with Pool(workers) as pool:
+        sum(pool.imap_unordered(parse_documents, chunks))
+    return time.perf_counter() - started
+
+
+# -- the server under test ---------------------------------------------------------------------
+
+def tree_rss(root_pid: int) -> int:
+    """Resident bytes of a process and all its descendants, from /proc."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+                parents[int(entry)] = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    family, frontier = {root_pid}, [root_pid]
+    while frontier:
+        pid = frontier.pop()
+        children = [child for child, parent in parents.items() if parent == pid]
+        family.update(children)
+        frontier += children
+    return sum(process_rss(pid) for pid in family)
+
+
+def process_rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class Server:
+    """`python -m skycap_viewer DIR --port 0 --quiet [--no-cache]`, with its memory sampled."""
+
+    def __init__(self, directory, *, cache: bool, env: dict):
+        self.args = [sys.executable, "-m", "skycap_viewer", str(directory), "--port", "0", "--quiet"]
+        if not cache:
+            self.args.append("--no-cache")
+        self.env = env
+        self.peak_rss = 0
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        env=self.env)
+        line = self.process.stdout.readline()
+        if "http://" not in line:
+            self.__exit__()
+            raise RuntimeError(f"the server did not start: {line}{self.process.stderr.read()}")
+        self.url = line[line.index("http://"):].split()[0].rstrip("/")
+        parsed = urllib.parse.urlsplit(self.url)
+        self.host, self.port = parsed.hostname, parsed.port
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.wait(0.05):
+            self.peak_rss = max(self.peak_rss, tree_rss(self.process.pid))
+
+    def rss(self) -> int:
+        return tree_rss(self.process.pid)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def connection(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.host, self.port, timeout=120)
+
+    def get(self, path: str, *, gzip_ok: bool = True, connection=None):
+        """(status, headers, wire bytes) of one GET."""
+        own = connection is None
+        connection = connection or self.connection()
+        try:
+            connection.request("GET", path, headers={"Accept-Encoding": "gzip"} if gzip_ok else {})
+            response = connection.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            if own:
+                connection.close()
+
+    def json(self, path: str):
+        status, headers, body = self.get(path)
+        if status != 200:
+            return None
+        if headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        return json.loads(body)
+
+    def wait_listed(self, records: int) -> float | None:
+        """Seconds from launch until every record is indexed; None when that never happens."""
+        deadline = time.perf_counter() + INDEX_TIMEOUT
+        while time.perf_counter() < deadline:
+            try:
+                runs = (self.json("/v1/runs") or {}).get("data") or []
+            except OSError:
+                runs = []
+            if runs and not any(run.get("indexing") for run in runs):
+                if sum(run.get("indexed", run.get("trajectory_count")) or 0 for run in runs) >= records:
+                    return time.perf_counter() - self.started
+            if self.process.poll() is not None:
+                return None
+            time.sleep(0.01)
+        return None
+
+
+# -- latency -----------------------------------------------------------------------------------
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
+
+
+def timed_requests(server: Server, path: str, count: int, budget: float = 30.0) -> dict:
+    """p50/p95 over `count` gzip-accepting GETs on one keep-alive connection (bounded by `budget` s)."""
+    connection = server.connection()
+    try:
+        started = time.perf_counter()
+        status, headers, body = server.get(path, connection=connection)
+        first = time.perf_counter() - started
+        if status != 200:
+            return {"status": status}
+        times = []
+        deadline = time.perf_counter() + budget
+        while len(times) < count and time.perf_counter() < deadline:
+            started = time.perf_counter()
+            server.get(path, connection=connection)
+            times.append(time.perf_counter() - started)
+    finally:
+        connection.close()
+    plain = server.get(path, gzip_ok=False)[2]
+    return {
+        "status": 200, "first_ms": first * 1000, "p50_ms": percentile(times, 0.5) * 1000,
+        "p95_ms": percentile(times, 0.95) * 1000, "requests": len(times), "bytes": len(plain),
+        "gzip_bytes": len(body) if headers.get("Content-Encoding") == "gzip" else None,
+    }
+
+
+def routes(server: Server, run_id: str) -> dict[str, str]:
+    """The requests to time, built from what the server lists (a middle step, a real group)."""
+    run = urllib.parse.quote(run_id)
+    base = f"/v1/trajectories?run_id={run}"
+    runs = server.json("/v1/runs")["data"]
+    steps = next((r.get("steps") for r in runs if r.get("id") == run_id), None) or [0]
+    groups = server.json(f"/v1/groups?run_id={run}") or {}
+    group_key = next((g["key"] for g in groups.get("data") or []), "0~none")
+    huge = f"/v1/trajectories/{synth.HUGE_ID}"
+    return {
+        "runs": "/v1/runs",
+        "rollouts (default)": base,
+        "rollouts sorted by reward": f"{base}&sort=reward&order=desc",
+        "rollouts flag=truncated": f"{base}&flag=truncated",
+        f"rollouts step={steps[len(steps) // 2]}": f"{base}&step={steps[len(steps) // 2]}",
+        "rollouts q=task-01": f"{base}&q=task-01",
+        "groups": f"/v1/groups?run_id={run}",
+        "one group": f"/v1/groups/{urllib.parse.quote(group_key, safe='')}?run_id={run}",
+        "huge: paths": f"{huge}/paths?run_id={run}",
+        "huge: graph": f"{huge}/graph?run_id={run}",
+        "huge: exchanges": f"{huge}/exchanges?run_id={run}",
+        "huge: forks 0/20": f"{huge}/forks?a=0&b=20&run_id={run}",
+    }
+
+
+def listing_under_load(server: Server, listing: str, huge_paths: str, count: int) -> dict:
+    """A listing's p50 while another client fetches the huge rollout's paths in a loop."""
+    stop = threading.Event()
+    fetched = []
+
+    def hammer():
+        connection = server.connection()
+        try:
+            while not stop.is_set() and len(fetched) < 10_000:
+                server.get(huge_paths, connection=connection)
+                fetched.append(1)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hammer, daemon=True)
+    thread.start()
+    time.sleep(0.2)
+    try:
+        loaded = timed_requests(server, listing, count)
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+    return {"p50_ms": loaded.get("p50_ms"), "p95_ms": loaded.get("p95_ms"), "huge_fetches": len(fetched)}
+
+
+# -- the page ----------------------------------------------------------------------------------
+
+def first_paint(server: Server, run_id: str, tries: int) -> dict:
+    """Seconds from navigation to the huge rollout's first block on screen (Path tab)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return {"status": "playwright missing"}
+    executable = CHROMIUM if Path(CHROMIUM).exists() else None
+    url = f"{server.url}/#/run/{urllib.parse.quote(run_id)}/t/{synth.HUGE_ID}?tab=path"
+    times = []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=executable, headless=True,
+                                                 args=CHROMIUM_ARGS)
+            try:
+                for _ in range(tries):
+                    page = browser.new_context().new_page()
+                    started = time.perf_counter()
+                    page.goto(url, wait_until="commit")
+                    page.get_by_text(synth.HUGE_MARKER).first.wait_for(state="visible", timeout=60_000)
+                    times.append(time.perf_counter() - started)
+                    page.context.close()
+            finally:
+                browser.close()
+    except Exception as error:  # no browser, or the page never showed the block: report, don't crash
+        return {"status": f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"}
+    return {"status": "ok", "median_s": statistics.median(times), "tries": times}
+
+
+# -- the suite ---------------------------------------------------------------------------------
+
+def document_paths(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if is_document_name(p.name))
+
+
+def measure(directory: Path, work: Path, args) -> dict:
+    paths = document_paths(directory)
+    workers = os.cpu_count() or 1
+    results = {"records": len(paths), "workers": workers,
+               "documents_mib": sum(p.stat().st_size for p in paths) / 2**20}
+    env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache")}  # never the user's own cache
+
+    floor_one = [floor_one_process(paths) for _ in range(args.repeat)]
+    floor_all = [floor_all_cores(paths, workers) for _ in range(args.repeat)]
+    results["floor_one_process_s"] = statistics.median(floor_one)
+    results["floor_all_cores_s"] = statistics.median(floor_all)
+
+    empty = work / "empty"
+    empty.mkdir(exist_ok=True)
+    with Server(empty, cache=False, env=env) as idle:
+        time.sleep(0.5)
+        idle_rss = idle.rss()
+
+    cold = []
+    for _ in range(args.repeat - 1):
+        with Server(directory, cache=False, env=env) as server:
+            cold.append(server.wait_listed(len(paths)))
+    with Server(directory, cache=False, env=env) as server:  # the last one serves the rest of the suite
+        cold.append(server.wait_listed(len(paths)))
+        done = [t for t in cold if t is not None]
+        results["cold_index_s"] = statistics.median(done) if done else None
+        results["cold_index_runs_s"] = cold
+        results["index_vs_floor"] = (results["cold_index_s"] / results["floor_all_cores_s"]) if done else None
+        results["rss_indexed_mib"] = server.rss() / 2**20
+        results["rss_per_rollout_kib"] = (server.rss() - idle_rss) / 1024 / len(paths)
+        run_id = (server.json("/v1/runs")["data"] or [{}])[0].get("id", "")
+        results["run_id"] = run_id
+        latency = {}
+        for name, path in routes(server, run_id).items():
+            heavy = name.startswith("huge")
+            latency[name] = timed_requests(server, path, args.requests // 3 if heavy else args.requests)
+        results["latency"] = latency
+        listing = routes(server, run_id)["rollouts (default)"]
+        huge_paths = routes(server, run_id)["huge: paths"]
+        if latency["huge: paths"].get("status") == 200 and latency["rollouts (default)"].get("status") == 200:
+            loaded = listing_under_load(server, listing, huge_paths, args.requests)
+            loaded["slowdown"] = loaded["p50_ms"] / latency["rollouts (default)"]["p50_ms"]
+            results["listing_under_load"] = loaded
+        results["first_paint"] = first_paint(server, run_id, tries=3) if not args.no_browser else {
+            "status": "skipped"}
+        results["rss_after_suite_mib"] = server.rss() / 2**20
+        results["rss_peak_mib"] = server.peak_rss / 2**20
+
+    with Server(directory, cache=True, env=env) as first:
+        results["first_open_with_cache_s"] = first.wait_listed(len(paths))
+    cached = work / "cache"
+    if cached.is_dir() and any(p.is_file() for p in cached.rglob("*")):
+        with Server(directory, cache=True, env=env) as again:
+            results["reopen_s"] = again.wait_listed(len(paths))
+            results["reopen_rss_mib"] = again.rss() / 2**20
+    else:
+        results["reopen_s"] = NA
+    return results
+
+
+# -- report ------------------------------------------------------------------------------------
+
+def ms(entry: dict, key: str = "p50_ms") -> str:
+    if entry.get("status") != 200:
+        return f"{NA} (HTTP {entry.get('status')})"
+    return f"{entry[key]:.1f} ms"
+
+
+def size(entry: dict) -> str:
+    if entry.get("status") != 200:
+        return NA
+    zipped = f" / {entry['gzip_bytes'] / 1024:.0f} KiB gzip" if entry.get("gzip_bytes") else " (no gzip)"
+    return f"{entry['bytes'] / 1024:.0f} KiB{zipped}"
+
+
+def seconds(value) -> str:
+    return f"{value:.2f} s" if isinstance(value, (int, float)) else (value or "did not finish")
+
+
+def table(results: dict) -> list[tuple[str, str]]:
+    floor_all = results["floor_all_cores_s"]
+    rows = [
+        ("records (documents)", f"{results['records']} ({results['documents_mib']:.0f} MiB of documents)"),
+        ("generation", seconds(results.get("generation_s"))),
+        ("floor, 1 process", seconds(results["floor_one_process_s"])),
+        (f"floor, {results['workers']} processes", seconds(floor_all)),
+        ("cold index (--no-cache)", seconds(results["cold_index_s"])),
+        ("cold index / all-core floor", ratio(results["index_vs_floor"])),
+        ("first open writing the cache", seconds(results["first_open_with_cache_s"])),
+        ("reopen with the persisted index", seconds(results["reopen_s"])),
+        ("RSS after indexing", f"{results['rss_indexed_mib']:.0f} MiB"),
+        ("RSS per indexed rollout", f"{results['rss_per_rollout_kib']:.1f} KiB"),
+        ("peak RSS (process tree, whole suite)", f"{results['rss_peak_mib']:.0f} MiB"),
+        ("RSS after the suite", f"{results['rss_after_suite_mib']:.0f} MiB"),
+    ]
+    for name, entry in results["latency"].items():
+        rows.append((f"{name}: p50 / p95", f"{ms(entry)} / {ms(entry, 'p95_ms')}"))
+        if name.startswith("huge: paths"):
+            rows.append(("huge: paths, first fetch", ms(entry, "first_ms")))
+        if name in ("rollouts (default)", "groups", "huge: paths", "huge: graph"):
+            rows.append((f"{name}: size", size(entry)))
+    loaded = results.get("listing_under_load")
+    under_load = NA
+    if loaded:
+        under_load = f"{loaded['p50_ms']:.1f} ms p50, {ratio(loaded['slowdown'])} slower"
+        under_load += f" ({loaded['huge_fetches']} huge fetches meanwhile)"
+    rows.append(("listing while huge paths are served", under_load))
+    paint = results["first_paint"]
+    shown = f"{NA} ({paint['status']})"
+    if paint.get("status") == "ok":
+        shown = f"{paint['median_s'] * 1000:.0f} ms"
+    rows.append(("huge Path tab, first paint (Chromium)", shown))
+    return rows
+
+
+def ratio(value) -> str:
+    return f"{value:.2f}x" if isinstance(value, (int, float)) else NA
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rollouts", type=int, default=10_000, help="rollouts in the run (default 10000)")
+    parser.add_argument("--huge", action="store_true", help="a 100k-rollout run (same as --rollouts 100000)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--keep", metavar="DIR", help="write the run to DIR and keep it (reused when there)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the floor and the cold index (median)")
+    parser.add_argument("--requests", type=int, default=30, help="timed requests per route")
+    parser.add_argument("--no-browser", action="store_true", help="skip the Chromium first paint")
+    args = parser.parse_args(argv)
+    rollouts = 100_000 if args.huge else args.rollouts
+    work = Path(tempfile.mkdtemp(prefix="skycap-bench-"))
+    try:
+        directory = Path(args.keep) if args.keep else work / "grpo-run"
+        generation = None
+        if not (directory.is_dir() and document_paths(directory)):
+            print(f"writing {rollouts} rollouts to {directory} ...", file=sys.stderr, flush=True)
+            started = time.perf_counter()
+            synth.generate(directory, rollouts)
+            generation = time.perf_counter() - started
+        print("measuring ...", file=sys.stderr, flush=True)
+        results = measure(directory, work, args)
+        results["generation_s"] = generation if generation is not None else "reused"
+        results["rollouts_asked"] = rollouts
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps(results, indent=1))
+    else:
+        rows = table(results)
+        width = max(len(name) for name, _ in rows)
+        for name, value in rows:
+            print(f"{name:<{width}}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
