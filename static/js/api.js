@@ -4,14 +4,14 @@
 const BASE = "/api/v1";
 const remembered = new Map();  // url -> {etag, body}
 
-export class ApiError extends Error {
+class ApiError extends Error {
   constructor(status, detail) {
     super(detail);
     this.status = status;
   }
 }
 
-export function url(path, params = {}) {
+function url(path, params = {}) {
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
     if (value === undefined || value === null || value === "") continue;

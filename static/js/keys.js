@@ -3,7 +3,7 @@
 
 import {el, replace} from "./dom.js";
 
-export const KEYS = [
+const KEYS = [
   ["j / k", "next / previous row"],
   ["Enter", "open the row (a group expands, a rollout opens)"],
   ["Esc", "close the drawer (or this help)"],

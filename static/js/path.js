@@ -7,7 +7,7 @@ import {num, pct} from "./format.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 
-export const pathOptions = {given: true, controls: false, logprobs: false};
+const pathOptions = {given: true, controls: false, logprobs: false};
 
 function pathSize(path) {
   return path.token_count || path.char_count || 0;

@@ -4,13 +4,13 @@ import {el} from "./dom.js";
 import {num} from "./format.js";
 
 /** A reward as a number (booleans count as 0/1), or null. */
-export function rewardValue(value) {
+function rewardValue(value) {
   if (typeof value === "boolean") return value ? 1 : 0;
   return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
 
 /** 0..100 on the scale; 50 when the range is a single value. */
-export function scale(value, range) {
+function scale(value, range) {
   if (!range || range.min === null || range.max === null || range.max === range.min) return 50;
   const share = (value - range.min) / (range.max - range.min);
   return Math.round(Math.min(1, Math.max(0, share)) * 100);

@@ -3,7 +3,6 @@
 // query keys: step task status ann (repeatable "key=value") q flag sort order page
 //             open (group keys, comma separated) tab path fa fb
 
-export const FILTER_KEYS = ["step", "task", "status", "ann", "q"];
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "sort", "order", "page", "open",
   "tab", "path", "fa", "fb"];
 export const TABS = ["path", "tree", "forks", "calls", "json"];

@@ -5,7 +5,7 @@
 import {get} from "./api.js";
 import {band} from "./band.js";
 import {el, replace, select} from "./dom.js";
-import {isoOf, num, plural} from "./format.js";
+import {num, plural} from "./format.js";
 import {GroupsTable} from "./groups.js";
 import {rewardLegend} from "./reward.js";
 import {rolloutsTable} from "./rollouts.js";

@@ -5,7 +5,7 @@ import {el} from "./dom.js";
 import {num} from "./format.js";
 import {kindWhy} from "./viewer.js";
 
-export function blockSize(block) {
+function blockSize(block) {
   if (block.token_count !== undefined && block.token_count !== null) return block.token_count;
   if (block.char_count !== undefined && block.char_count !== null) return block.char_count;
   return Math.max(0, (block.end ?? 0) - (block.start ?? 0));

@@ -17,12 +17,12 @@ export function visible(text, showControls) {
     .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)));
 }
 
-export function isTokenBlock(block, node) {
+function isTokenBlock(block, node) {
   return Boolean(node && node.token_ids && block.token_count !== undefined && block.token_count !== null);
 }
 
 /** The characters of a block: its slice of the node's text. */
-export function blockText(block, node) {
+function blockText(block, node) {
   if (!node) return "";
   if (isTokenBlock(block, node)) {
     if (node.text === null || node.text === undefined || !node.token_offsets) return null;
@@ -95,12 +95,12 @@ function upgrade(chunk) {
   if (!info) return;
   const {node, from, to, options} = info;
   const hasText = node.text !== null && node.text !== undefined && node.token_offsets;
-  const colour = options.logprobs && node.logprobs;
+  const colour = options.logprobs && node.logprobs && node.sampled_start !== null && node.sampled_start !== undefined;
   const spans = [];
   for (let i = from; i < to; i += 1) {
     const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : `${node.token_ids[i]} `;
     const span = document.createElement("span");
-    span.className = `t${piece ? "" : " sliver"}${colour && node.logprobs[i] !== undefined && i >= (node.sampled_start ?? 0) ? probabilityClass(node.logprobs[i]) : ""}`;
+    span.className = `t${piece ? "" : " sliver"}${colour && i >= node.sampled_start ? probabilityClass(node.logprobs[i]) : ""}`;
     span.dataset.i = i;
     span.textContent = visible(piece, options.controls);
     spans.push(span);
@@ -110,7 +110,7 @@ function upgrade(chunk) {
 }
 
 /** What the readout says about the token under `span`, or null. */
-export function describeToken(span) {
+function describeToken(span) {
   const chunk = span.closest(".chunk");
   const info = chunk && chunkInfo.get(chunk);
   if (!info || !span.classList.contains("t")) return null;

@@ -6,9 +6,10 @@ import {el} from "./dom.js";
 import {num, plural} from "./format.js";
 import {visible} from "./tokens.js";
 import {trainOnce} from "./trainonce.js";
+import {flagInfo} from "./viewer.js";
 
 /** The readable text of a node: decoded text, else its token ids, else its message. */
-export function nodeText(bundle, nodeId) {
+function nodeText(bundle, nodeId) {
   const node = bundle.paths?.nodes?.[nodeId];
   if (node && node.text !== null && node.text !== undefined) return node.text;
   if (node?.token_ids) return `⟨ids ${node.token_ids.join(" ")}⟩`;
@@ -20,8 +21,8 @@ export function nodeText(bundle, nodeId) {
 function signBadges(node) {
   const badges = [];
   const signs = node.signs || {};
-  if (signs.unbridged) badges.push(el("span", {className: "badge level-error", title: "a call's prompt was re-rendered from messages"}, "unbridged"));
-  if (signs.inferred_unbridged) badges.push(el("span", {className: "badge level-warn", title: "an old record whose history passes a re-tokenized copy"}, "unbridged (inferred)"));
+  if (signs.unbridged) badges.push(el("span", {className: `badge level-${flagInfo("unbridged").level}`, title: flagInfo("unbridged").why}, "unbridged"));
+  if (signs.inferred_unbridged) badges.push(el("span", {className: `badge level-${flagInfo("unbridged-inferred").level}`, title: flagInfo("unbridged-inferred").why}, "unbridged (inferred)"));
   if (node.shadowed_by) {
     badges.push(signs.retokenized
       ? el("span", {className: "badge level-warn", title: "the same reply, tokenized another way"}, `re-tokenized copy of ${node.shadowed_by}`)

@@ -13,10 +13,6 @@ export async function loadViewer() {
   return info;
 }
 
-export function viewerInfo() {
-  return info;
-}
-
 export function flagInfo(name) {
   return flagIndex.get(name) || {flag: name, level: "info", why: name, order: 999};
 }

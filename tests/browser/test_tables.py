@@ -198,3 +198,32 @@ def test_unreadable_records_are_listed_with_their_error(page, corpus_server):
     expect(tab.locator("tr.rollout-row")).to_have_count(rows["total"])
     expect(tab.locator("tr.rollout-row.unreadable")).to_have_count(len(unreadable))
     assert unreadable[0]["error"] in tab.locator(f'tr[data-traj="{unreadable[0]["id"]}"] td.id').get_attribute("title")
+
+
+def test_paging_through_a_big_run(page_on, temp_server, tmp_path):
+    from skycap_viewer.writer import RecordBuilder
+
+    run = tmp_path / "big"
+    run.mkdir()
+    for number in range(130):
+        builder = RecordBuilder(f"tr_page{number:04d}", "text", meta={"task": f"t{number % 7}"},
+                                annotations={"reward": number % 3}, created_at=1_790_000_000.0 + number)
+        builder.add_model(builder.add_client(None, "user", f"question {number}"), f"answer {number}")
+        builder.write(run)
+    server = temp_server(run)
+    server.wait_indexed()
+    page = page_on(server)
+    tab = page.open("#/run/big")
+    first = server.get("/v1/trajectories?run_id=big")
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(first["data"]))
+    expect(tab.locator(".pager")).to_contain_text(f"1–{len(first['data'])} of {first['total']}")
+    tab.click("text=next ›")
+    second = server.get(f"/v1/trajectories?run_id=big&cursor={first['next_cursor']}")
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(second["data"]))
+    assert table_ids(tab) == [r["id"] for r in second["data"]]
+    assert "page=2" in page.hash()
+    tab.reload()
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(second["data"]))
+    tab.click("text=‹ prev")
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(first["data"]))
+    assert table_ids(tab) == [r["id"] for r in first["data"]]
