@@ -9,7 +9,6 @@ counted per kind in the directory's summary line.
 
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from skycap_viewer.errors import RecordError
 from skycap_viewer.layout import EXPECTED_ARRAYS, layout_problems
 from skycap_viewer.reader import document_path, list_record_ids, read_document
 from skycap_viewer.sidecars import TokenData, decode_arrays, mask_problems, read_payload
-from skycap_viewer.terminal import Progress, plural
+from skycap_viewer.terminal import Progress, plural, print_out
 
 
 @dataclass
@@ -133,12 +132,8 @@ def run_check(dirs, as_json: bool = False) -> int:
     directories = resolve_directories(dirs)
     reports = [check_directory(d) for d in directories]
     if as_json:
-        print(json.dumps(json_payload(reports), indent=1, ensure_ascii=False))
+        print_out(json.dumps(json_payload(reports), indent=1, ensure_ascii=False))
     else:
-        for report in reports:
-            for bad in report.bad:
-                print(f"{report.path}/{bad.id}: {'; '.join(bad.problems)}")
-        for report in reports:
-            print(summary_line(report))
-    sys.stdout.flush()
+        lines = [f"{r.path}/{bad.id}: {'; '.join(bad.problems)}" for r in reports for bad in r.bad]
+        print_out("\n".join(lines + [summary_line(r) for r in reports]))
     return 1 if any(r.bad for r in reports) else 0

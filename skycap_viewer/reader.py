@@ -63,11 +63,11 @@ def parse_document(data: bytes, path) -> dict:
     return document
 
 
-def read_document(path) -> dict:
-    """Read and validate the document at `path`.
+def read_regular_file(path, what: str = "document") -> bytes:
+    """The bytes of the record file at `path` (`what` names it in errors).
 
     Opened without blocking and checked to be a regular file first: reading a FIFO named like
-    a document would otherwise wait forever for a writer.
+    a record file would otherwise wait forever for a writer.
     """
     try:
         with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
@@ -75,13 +75,17 @@ def read_document(path) -> dict:
             if stat.S_ISDIR(mode):
                 raise IsADirectoryError
             if not stat.S_ISREG(mode):
-                raise RecordError(path, "is not a regular file (a FIFO, socket or device), not a document")
-            data = handle.read()
+                raise RecordError(path, f"is not a regular file (a FIFO, socket or device), not a {what}")
+            return handle.read()
     except IsADirectoryError:
-        raise RecordError(path, "is a directory, not a document file") from None
+        raise RecordError(path, f"is a directory, not a {what} file") from None
     except OSError as error:
         raise RecordError(path, f"cannot read the file ({error.strerror or error})") from None
-    return parse_document(data, path)
+
+
+def read_document(path) -> dict:
+    """Read and validate the document at `path`."""
+    return parse_document(read_regular_file(path), path)
 
 
 def _refuse_constant(name: str):

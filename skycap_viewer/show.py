@@ -16,7 +16,7 @@ from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import FLAG_BY_NAME
 from skycap_viewer.payloads import paths_payload
 from skycap_viewer.reader import DOCUMENT_SUFFIX, read_document, record_id_of
-from skycap_viewer.terminal import Painter, plural, wants_colour
+from skycap_viewer.terminal import Painter, plural, print_out, wants_colour
 
 KIND_STYLES = {
     "given": ("grey",),
@@ -68,8 +68,8 @@ def block_text(block: dict, node: dict | None, token_blocked: bool) -> str:
     if not token_blocked:
         return utf16_slice(node["text"] or "", block["node_start"], block["node_end"])
     offsets = node["token_offsets"]
-    if node["text"] is None or offsets is None:
-        ids = node["token_ids"][block["node_start"] : block["node_end"]]
+    if offsets is None:  # no text recorded for this node: there is no tokenizer to decode the ids
+        ids = (node["token_ids"] or [])[block["node_start"] : block["node_end"]]
         return "⟨ids " + " ".join(map(str, ids)) + "⟩"
     return utf16_slice(node["text"], offsets[block["node_start"]], offsets[block["node_end"]])
 
@@ -150,7 +150,7 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False)
             raise UsageError(f"--path {path_index}: the record has {plural(len(payload['paths']), 'path')}")
         payload["paths"] = [payload["paths"][path_index]]
     if as_json:
-        print(json.dumps(payload, indent=1, ensure_ascii=False))
+        print_out(json.dumps(payload, indent=1, ensure_ascii=False))
         return 0
     paint = Painter(wants_colour(sys.stdout))
     lines = header_lines(payload, path_count, paint)
@@ -158,5 +158,5 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False)
         lines += path_lines(path, payload["nodes"], paint)
     if not payload["paths"]:
         lines += ["", "This trajectory has no path to show (no nodes)."]
-    print("\n".join(lines))
+    print_out("\n".join(lines))
     return 0

@@ -5,6 +5,7 @@ lists but whose file is absent (a mirror that left it out) is *absent*, not an e
 """
 
 import math
+import os
 import sys
 from array import array
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 from skycap_viewer.errors import RecordError
 from skycap_viewer.frames import FrameError, decompress_one_frame
 from skycap_viewer.layout import DTYPE_SIZES, layout_problems, token_nodes
+from skycap_viewer.reader import read_regular_file
 from skycap_viewer.structure import is_plain_file_name
 
 TYPECODES = {"uint8": "B", "uint16": "H", "int16": "h", "int32": "i", "int64": "q", "float64": "d"}
@@ -50,10 +52,11 @@ def decode_array(payload: bytes, spec: dict, where: str):
 
 def read_payload(path: Path) -> bytes:
     """The decompressed bytes of one sidecar file, which must be exactly one zstd frame."""
+    data = read_regular_file(path, "sidecar")
     try:
-        return decompress_one_frame(path.read_bytes())
-    except (OSError, FrameError) as error:
-        raise RecordError(path, getattr(error, "strerror", None) or str(error)) from None
+        return decompress_one_frame(data)
+    except FrameError as error:
+        raise RecordError(path, str(error)) from None
 
 
 def decode_arrays(payload: bytes, manifest: dict, path: Path) -> dict:
@@ -72,7 +75,7 @@ def read_sidecar(path: Path, manifest: dict) -> dict:
 def read_present_sidecar(directory, document: dict, kind: str) -> dict | None:
     """The arrays of `kind`, or None when it is not listed or its file is not there."""
     path = sidecar_file(directory, document, kind)
-    if path is None or not path.is_file():
+    if path is None or not os.path.lexists(path):  # anything else there is read, and refused if odd
         return None
     return read_sidecar(path, document["sidecars"][kind])
 

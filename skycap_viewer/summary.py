@@ -14,7 +14,7 @@ from skycap_viewer.errors import RecordError
 from skycap_viewer.reader import document_path, list_record_ids, read_document
 from skycap_viewer.rollout import Rollout
 from skycap_viewer.stats import BRIDGED_KEYS, RunStats
-from skycap_viewer.terminal import Progress, plural
+from skycap_viewer.terminal import Progress, plural, print_out
 
 LABEL_WIDTH = 20
 
@@ -104,10 +104,7 @@ def run_summary(dirs, as_json: bool = False) -> int:
             {"run": run.id, "project": run.project, "path": str(run.path), **summary}
             for run, summary in summaries
         ]
-        print(json.dumps(payload, indent=1, ensure_ascii=False))
-        return 0
-    for position, (run, summary) in enumerate(summaries):
-        if position:
-            print()
-        print("\n".join(text_lines(run, summary)))
+        print_out(json.dumps(payload, indent=1, ensure_ascii=False))
+    else:
+        print_out("\n\n".join("\n".join(text_lines(run, summary)) for run, summary in summaries))
     return 0

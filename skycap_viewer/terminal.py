@@ -21,6 +21,15 @@ STYLES = {
 }
 
 
+def print_out(text: str) -> None:
+    """Print to stdout; a reader that went away (`show ... | head`) ends the output quietly."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush is quiet too
+
+
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 

@@ -212,3 +212,11 @@ def test_progress_line_on_a_terminal_for_large_directories():
     small = FakeTerminal()
     Progress("checking run", 20, stream=small).update(20)
     assert small.getvalue() == ""
+
+
+def test_a_fifo_where_a_sidecar_should_be_is_reported_not_waited_for(corpus, tmp_path):
+    shutil.copy(corpus / "broken" / "tr_ok.json.zst", tmp_path / "tr_ok.json.zst")
+    os.mkfifo(tmp_path / "tr_ok.tokens.zst")
+    result = run_cli("check", tmp_path, timeout=60)
+    assert result.returncode == 1
+    assert "not a regular file" in problem_lines(result.stdout, tmp_path)["tr_ok"]

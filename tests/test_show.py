@@ -162,3 +162,4 @@ def test_colour_on_a_terminal_unless_no_color(corpus):
     assert f"{ESC}[31" in coloured  # replayed blocks are red
     plain = on_a_terminal([record], dict(env, NO_COLOR="1"))
     assert ESC not in plain and "sampled" in plain
+
