@@ -83,12 +83,15 @@ def host_allowed(value: str, names: frozenset, port: int, wildcard: bool) -> boo
     """Whether one `Host` header names this server: an allowed name, and our port if any."""
     value = value.strip().lower()
     if value.startswith("["):
-        name, _, rest = value.partition("]")
+        name, bracket, rest = value.partition("]")
+        if not bracket:
+            return False
         name += "]"
     else:
         name, _, rest = value.partition(":")
         rest = ":" + rest if rest else ("" if not value.endswith(":") else ":")
-    if rest and not (rest.startswith(":") and rest[1:].isdigit() and int(rest[1:]) == port):
+    digits = rest[1:]  # ASCII only: "²".isdigit() is true, but int("²") raises
+    if rest and not (rest.startswith(":") and digits.isascii() and digits.isdigit() and int(digits) == port):
         return False
     if name in names:
         return True
