@@ -69,7 +69,7 @@ class Page:
 
     def open(self, hash_route=""):
         self.tab.goto(f"{self.server.url}/{hash_route}")
-        self.tab.wait_for_selector("#runs a.run, .empty-state")
+        self.tab.wait_for_selector("#main table.rows, #main .notice, .empty-state")
         return self.tab
 
     def hash(self):

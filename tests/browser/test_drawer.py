@@ -45,11 +45,13 @@ def test_tokens_tile_the_text_and_a_token_without_a_character_is_still_hoverable
     for block in paths["paths"][0]["blocks"]:
         node = paths["nodes"][block["node_id"]]
         shown = tab.locator(f'.block[data-start="{block["start"]}"] .text')
-        expected = node["text"][node["token_offsets"][block["node_start"]]:node["token_offsets"][block["node_end"]]]
+        offsets = node["token_offsets"]
+        expected = node["text"][offsets[block["node_start"]]:offsets[block["node_end"]]]
         expect(shown).to_have_text(expected)
         expect(shown.locator("span.t")).to_have_count(block["token_count"])
     node = paths["nodes"]["n1"]
-    empty = [i for i in range(len(node["token_ids"])) if node["token_offsets"][i] == node["token_offsets"][i + 1]]
+    offsets = node["token_offsets"]
+    empty = [i for i in range(len(node["token_ids"])) if offsets[i] == offsets[i + 1]]
     assert empty, "the fixture has a token that owns no character"
     sliver = tab.locator(f'.block.kind-sampled span.t.sliver[data-i="{empty[0]}"]')
     box = sliver.bounding_box()
@@ -83,8 +85,9 @@ def test_a_forked_rollout_picks_paths_and_says_where_they_part(page, corpus_serv
     later = next(p for p in paths if p["index"] > 0 and p["fork_from"])
     tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}")
     expect(tab.locator(".picker .pick")).to_have_count(len(paths))
-    tab.click(f'.picker .pick[data-path="{later["index"]}"]')
-    expect(tab.locator(f'.picker .pick[data-path="{later["index"]}"]')).to_have_attribute("aria-selected", "true")
+    pick = tab.locator(f'.picker .pick[data-path="{later["index"]}"]')
+    pick.click()
+    expect(pick).to_have_attribute("aria-selected", "true")
     expect(tab.locator("#drawer")).to_contain_text(f"leaves the earlier ones after {later['fork_from']}")
     assert f"path={later['index']}" in page.hash()
     elsewhere = next((p for p in paths if any(b["kind"] == "sampled-elsewhere" for b in p["blocks"])), None)
@@ -135,7 +138,8 @@ def test_calls_lists_calls_and_failures(page, corpus_server):
     failures = [e for e in exchanges if e["kind"] == "failure"]
     expect(tab.locator("table.calls tr.call")).to_have_count(len(calls))
     expect(tab.locator("table.calls tr.failure")).to_have_count(len(failures))
-    expect(tab.locator("table.calls tr.failure").first).to_contain_text(f"failed {failures[0]['http_status']}")
+    failed = tab.locator("table.calls tr.failure").first
+    expect(failed).to_contain_text(f"failed {failures[0]['http_status']}")
     first = tab.locator("table.calls tr.call").first
     expect(first).to_contain_text(calls[0]["model"])
     expect(first).to_contain_text(str(calls[0]["usage"]["prompt_tokens"]))
