@@ -11,6 +11,7 @@ from skycap_viewer.blocks import Block, message_text, sampled_tokens, utf16_leng
 from skycap_viewer.errors import RecordError
 from skycap_viewer.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.sidecars import TokenData, read_tokens
+from skycap_viewer.structure import is_finite_number
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
 
@@ -44,9 +45,7 @@ def task_id(meta: dict) -> str | None:
 def step_of(meta: dict):
     """`meta.step` when it is a finite number, else None."""
     step = meta.get("step")
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
-        return None
-    return step
+    return step if is_finite_number(step) else None
 
 
 def trajectory_header(rollout: Rollout, **context) -> dict:

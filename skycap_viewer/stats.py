@@ -4,13 +4,13 @@ Rewards are reported as recorded: value counts, or a histogram when there are ma
 values. No means, pass rates or advantages: the viewer shows data, it does not score runs.
 """
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 
 from skycap_viewer.flags import FLAGS, GROUP_FLAGS
 from skycap_viewer.payloads import step_of, task_id
 from skycap_viewer.rollout import ABSENT, Rollout
+from skycap_viewer.structure import is_finite_number
 
 EXACT_REWARD_VALUES = 12  # at most this many distinct rewards are listed one by one
 REWARD_BUCKETS = 10
@@ -21,9 +21,7 @@ BRIDGED_KEYS = ("true", "false", "null", ABSENT)
 def reward_of(annotations: dict):
     """The recorded reward when it is a finite number (booleans are not rewards here)."""
     value = annotations.get("reward")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return value
+    return value if is_finite_number(value) else None
 
 
 def reward_summary(rewards: list, missing: int) -> dict | None:
@@ -47,35 +45,9 @@ def reward_summary(rewards: list, missing: int) -> dict | None:
     return summary
 
 
-def group_key(document: dict, keys: tuple[str, ...]) -> str | None:
-    """Values of `keys` from meta, else annotations, joined by `~`; None if one is missing."""
-    meta, annotations = document.get("meta") or {}, document.get("annotations") or {}
-    values = []
-    for key in keys:
-        value = meta.get(key, annotations.get(key))
-        if value is None or isinstance(value, (dict, list)):
-            return None
-        values.append(str(value).lower() if isinstance(value, bool) else str(value))
-    return "~".join(values)
-
-
 def attempt_of(meta: dict) -> float:
     attempt = meta.get("attempt")
-    if isinstance(attempt, bool) or not isinstance(attempt, (int, float)) or not math.isfinite(attempt):
-        return 0
-    return attempt
-
-
-def counting_members(members: list[dict]) -> list[dict]:
-    """Per repetition (`meta.repetition_id`, else the record), the highest attempt; ties: newest."""
-    latest = {}
-    for document in members:
-        meta = document.get("meta") or {}
-        repetition = str(meta.get("repetition_id", document["id"]))
-        rank = (attempt_of(meta), document.get("created_at") or 0)
-        if repetition not in latest or rank >= latest[repetition][0]:
-            latest[repetition] = (rank, document)
-    return [document for _rank, document in latest.values()]
+    return attempt if is_finite_number(attempt) else 0
 
 
 def group_flags(members: list[dict], counting: list[dict], modal_size: int | None) -> list[str]:
@@ -99,7 +71,6 @@ def modal(sizes: list[int]) -> int | None:
 
 @dataclass
 class RunStats:
-    group_by: tuple[str, ...] = ("step", "instance_id")
     records: int = 0
     unreadable: list[dict] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
@@ -119,8 +90,7 @@ class RunStats:
     flags: Counter = field(default_factory=Counter)
     rewards: list = field(default_factory=list)
     reward_missing: int = 0
-    groups: dict[str, list[dict]] = field(default_factory=dict)
-    without_group: int = 0
+    rows: list[dict] = field(default_factory=list)  # what grouping needs of each readable record
 
     def add_unreadable(self, record_id: str, error: str) -> None:
         """A document that cannot be read: listed with its error, and flagged as the index flags it."""
@@ -154,30 +124,15 @@ class RunStats:
             self.reward_missing += 1
         else:
             self.rewards.append(reward)
-        key = group_key(document, self.group_by)
-        if key is None:
-            self.without_group += 1
-        else:
-            self.groups.setdefault(key, []).append(document)
+        created = document.get("created_at")
+        self.rows.append({
+            "id": document["id"],
+            "meta": meta,
+            "annotations": document.get("annotations") or {},
+            "created_ts": created if is_finite_number(created) else None,
+        })
 
-    def group_summary(self) -> dict:
-        """Group count, sizes (counting repetitions) and how many groups carry each group flag."""
-        counting = {key: counting_members(members) for key, members in self.groups.items()}
-        sizes = [len(c) for c in counting.values()]
-        modal_size = modal(sizes)
-        flag_counts = Counter()
-        for key, members in self.groups.items():
-            flag_counts.update(group_flags(members, counting[key], modal_size))
-        return {
-            "by": list(self.group_by),
-            "count": len(self.groups),
-            "without_key": self.without_group,
-            "sizes": {str(size): n for size, n in sorted(Counter(sizes).items())},
-            "modal_size": modal_size,
-            "flags": {name: flag_counts.get(name, 0) for name in GROUP_FLAGS},
-        }
-
-    def as_dict(self) -> dict:
+    def as_dict(self, groups: dict) -> dict:
         return {
             "records": self.records,
             "unreadable": len(self.unreadable),
@@ -185,7 +140,7 @@ class RunStats:
             "modes": dict(sorted(self.modes.items())),
             "steps": dict(sorted(self.steps.items(), key=lambda item: _step_order(item[0]))),
             "tasks": dict(sorted(self.tasks.items())),
-            "groups": self.group_summary(),
+            "groups": groups,
             "paths": {
                 "histogram": {str(k): n for k, n in sorted(self.paths.items())},
                 "max": self.most_paths and {"paths": self.most_paths[0], "id": self.most_paths[1]},

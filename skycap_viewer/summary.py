@@ -6,17 +6,43 @@ on what a run is. An unreadable document is counted and listed with its error, n
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 from skycap_viewer.cli import UsageError
 from skycap_viewer.discovery import RunLocation, discover_runs
 from skycap_viewer.errors import RecordError
+from skycap_viewer.flags import GROUP_FLAGS
+from skycap_viewer.groups import key_values, split_attempts
+from skycap_viewer.index import scalar_text
 from skycap_viewer.reader import document_path, list_record_ids, read_document
 from skycap_viewer.rollout import Rollout
-from skycap_viewer.stats import BRIDGED_KEYS, RunStats
+from skycap_viewer.stats import BRIDGED_KEYS, RunStats, group_flags, modal
 from skycap_viewer.terminal import Progress, plural, print_out
 
 LABEL_WIDTH = 20
+GROUP_BY = ("step", "instance_id")
+
+
+def group_summary(rows: list[dict], keys: tuple[str, ...] = GROUP_BY) -> dict:
+    """Groups as the server forms them: count, sizes (counting repetitions), group flags."""
+    members: dict[str, list] = {}
+    for row in rows:
+        values = key_values(row, keys)
+        if values is not None:
+            members.setdefault("~".join(scalar_text(v) for v in values.values()), []).append(row)
+    groups = [split_attempts(key, {}, group_rows) for key, group_rows in members.items()]
+    sizes = Counter(len(group.counting) for group in groups)
+    modal_size = modal([len(group.counting) for group in groups])
+    flags = Counter(name for g in groups for name in group_flags(g.members, g.counting, modal_size))
+    return {
+        "by": list(keys),
+        "count": len(groups),
+        "without_key": len(rows) - sum(len(group_rows) for group_rows in members.values()),
+        "sizes": {str(size): n for size, n in sorted(sizes.items())},
+        "modal_size": modal_size,
+        "flags": {name: flags.get(name, 0) for name in GROUP_FLAGS},
+    }
 
 
 def run_stats(run: RunLocation) -> RunStats:
@@ -98,7 +124,10 @@ def run_summary(dirs, as_json: bool = False) -> int:
     runs = discover_runs([Path(d) for d in dirs])
     if not runs:
         raise UsageError(f"no skycap records (*.json.zst) under {' '.join(map(str, dirs))}")
-    summaries = [(run, run_stats(run).as_dict()) for run in runs]
+    summaries = []
+    for run in runs:
+        stats = run_stats(run)
+        summaries.append((run, stats.as_dict(groups=group_summary(stats.rows))))
     if as_json:
         payload = [
             {"run": run.id, "project": run.project, "path": str(run.path), **summary}

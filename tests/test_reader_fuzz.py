@@ -25,6 +25,7 @@ from skycap_viewer.rollout import Rollout
 from skycap_viewer.show import header_lines, path_lines
 from skycap_viewer.sidecars import read_tokens
 from skycap_viewer.stats import RunStats
+from skycap_viewer.summary import group_summary
 from skycap_viewer.terminal import Painter
 from tests.conftest import FIXTURES
 
@@ -39,7 +40,7 @@ SEEDS = [
     ("real-like", "tr_1ea8573438194800"),
 ]
 ODD_VALUES = [
-    None, True, 0, -1, 7, 2**63, 10**30, -(10**30), 1e308, float("nan"), 0.5,
+    None, True, 0, -1, 7, 2**63, 10**30, -(10**30), 10**400, 1e308, float("nan"), 0.5,
     "", "x", "../x", "a/b", "\ud800", [], [1], {}, {"a": 1},
 ]
 settings.register_profile(
@@ -135,7 +136,9 @@ def exercise(folder: Path, record_id: str) -> None:
     for path in payload["paths"]:
         lines += path_lines(path, payload["nodes"], Painter(False))
     "\n".join(lines).encode("utf-8")
-    RunStats().add(document, rollout)
+    stats = RunStats()
+    stats.add(document, rollout)
+    json.dumps(stats.as_dict(groups=group_summary(stats.rows)))
 
 
 @settings(settings.get_profile("fuzz"))
