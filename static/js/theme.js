@@ -15,9 +15,8 @@ function systemTheme() {
 }
 
 function apply(theme, button) {
-  if (theme) document.documentElement.dataset.theme = theme;
-  else delete document.documentElement.dataset.theme;
   const shown = theme || systemTheme();
+  document.documentElement.dataset.theme = shown;
   button.textContent = shown === "dark" ? "☾ dark" : "☀ light";
   button.title = `${theme ? "your choice" : "following the system"}: ${shown}; click to switch`;
 }

@@ -52,9 +52,9 @@ def browser():
 class Page:
     """One browser tab on a server, with the page errors and dialogs it met."""
 
-    def __init__(self, browser, server):
+    def __init__(self, browser, server, **context_options):
         self.server = server
-        self.context = browser.new_context(viewport=VIEWPORT)
+        self.context = browser.new_context(viewport=VIEWPORT, **context_options)
         self.tab = self.context.new_page()
         self.tab.set_default_timeout(10_000)
         self.errors = []
@@ -82,11 +82,11 @@ class Page:
 
 @pytest.fixture
 def page_on(browser):
-    """`page_on(server)` opens a tab on that server; page errors fail the test."""
+    """`page_on(server, **context_options)` opens a tab on that server; page errors fail the test."""
     opened = []
 
-    def make(server):
-        page = Page(browser, server)
+    def make(server, **context_options):
+        page = Page(browser, server, **context_options)
         opened.append(page)
         return page
 

@@ -231,3 +231,13 @@ def test_paging_through_a_big_run(page_on, temp_server, tmp_path):
     tab.click("text=‹ prev")
     expect(tab.locator("tr.rollout-row")).to_have_count(len(first["data"]))
     assert table_ids(tab) == [r["id"] for r in first["data"]]
+
+
+def test_the_theme_follows_the_system(page_on, corpus_server):
+    dark = page_on(corpus_server, color_scheme="dark")
+    tab = dark.open("#/run/groups")
+    assert tab.evaluate("document.documentElement.dataset.theme") == "dark"
+    dark.shot("groups-dark")
+    light = page_on(corpus_server, color_scheme="light")
+    tab = light.open("#/run/groups")
+    assert tab.evaluate("document.documentElement.dataset.theme") == "light"
