@@ -4,7 +4,6 @@ One builder per API shape (see `notes/api-contract.md`), so the terminal and the
 never disagree about what a rollout's paths are. Node ids go on the wire as `"n<id>"`.
 """
 
-import math
 from datetime import datetime, timezone
 
 from skycap_viewer.blocks import Block, message_text, sampled_tokens, utf16_length
@@ -317,7 +316,7 @@ def exchanges_payload(document: dict) -> dict:
 
 
 def _is_time(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return is_finite_number(value)
 
 
 def _duration_ms(start, end):
