@@ -15,7 +15,7 @@ from pathlib import Path
 from skycap_viewer.cli import UsageError
 from skycap_viewer.discovery import record_directories
 from skycap_viewer.errors import RecordError
-from skycap_viewer.layout import EXPECTED_ARRAYS, layout_problems
+from skycap_viewer.layout import EXPECTED_ARRAYS, layout_problems, listed_kinds
 from skycap_viewer.reader import document_path, list_record_ids, read_document
 from skycap_viewer.sidecars import TokenData, decode_arrays, mask_problems, read_payload
 from skycap_viewer.terminal import Progress, plural, print_out
@@ -68,8 +68,9 @@ def check_record(directory: Path, record_id: str, present: set[str]) -> RecordRe
         return RecordReport(record_id, [error.problem], [])
     problems = layout_problems(document, record_id)
     consistent = not problems
-    absent = []
-    for kind, manifest in (document.get("sidecars") or {}).items():
+    sidecars = document.get("sidecars") or {}
+    absent = sorted(listed_kinds(document) - set(sidecars))  # a mirror's `omitted_sidecars`
+    for kind, manifest in sidecars.items():
         if manifest["file"] not in present:
             absent.append(kind)
         else:

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from skycap_viewer.frames import decompress_one_frame
+from skycap_viewer.frames import compress, decompress_one_frame
 from skycap_viewer.terminal import Progress
 from tests.conftest import ORACLE, RECORD_DIRS, run_cli
 from tests.test_oracle import DAMAGED, NOTES
@@ -220,3 +220,17 @@ def test_a_fifo_where_a_sidecar_should_be_is_reported_not_waited_for(corpus, tmp
     result = run_cli("check", tmp_path, timeout=60)
     assert result.returncode == 1
     assert "not a regular file" in problem_lines(result.stdout, tmp_path)["tr_ok"]
+
+
+def test_a_mirror_that_dropped_kinds_from_the_manifest(corpus, tmp_path):
+    """The other mirror design lists left-out kinds in `omitted_sidecars`: absent, not a problem."""
+    document = json.loads(decompress_one_frame((corpus / "broken" / "tr_ok.json.zst").read_bytes()))
+    document["omitted_sidecars"] = ["experts", "sampling_mask"]
+    for kind in document["omitted_sidecars"]:
+        del document["sidecars"][kind]
+    # nodes keep their offsets into the omitted kinds, as that design writes them
+    (tmp_path / "tr_ok.json.zst").write_bytes(compress(json.dumps(document).encode()))
+    shutil.copy(corpus / "broken" / "tr_ok.tokens.zst", tmp_path / "tr_ok.tokens.zst")
+    result = run_cli("check", tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.strip().endswith("(read as absent): experts 1, sampling_mask 1")
