@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from skycap_viewer.flags import FLAGS, GROUP_FLAGS
+from skycap_viewer.index import scalar_text
 from skycap_viewer.payloads import step_of, task_id
 from skycap_viewer.rollout import ABSENT, Rollout
 from skycap_viewer.structure import is_finite_number
@@ -34,14 +35,13 @@ def reward_summary(rewards: list, missing: int) -> dict | None:
         summary["values"] = [[value, n] for value, n in sorted(counts.items())]
         return summary
     low, high = summary["min"], summary["max"]
-    width = (high - low) / REWARD_BUCKETS
+    half_span = high / 2 - low / 2  # halves, so that rewards near ±1e308 cannot overflow
     buckets = [0] * REWARD_BUCKETS
     for value in rewards:
-        buckets[min(int((value - low) / width), REWARD_BUCKETS - 1)] += 1
-    summary["histogram"] = [
-        {"from": low + i * width, "to": high if i == REWARD_BUCKETS - 1 else low + (i + 1) * width, "n": n}
-        for i, n in enumerate(buckets)
-    ]
+        fraction = (value / 2 - low / 2) / half_span
+        buckets[min(int(fraction * REWARD_BUCKETS), REWARD_BUCKETS - 1)] += 1
+    edges = [2 * (low / 2 + half_span * i / REWARD_BUCKETS) for i in range(REWARD_BUCKETS)] + [high]
+    summary["histogram"] = [{"from": edges[i], "to": edges[i + 1], "n": n} for i, n in enumerate(buckets)]
     return summary
 
 
@@ -97,18 +97,19 @@ class RunStats:
         self.unreadable.append({"id": record_id, "error": error})
         self.flags["malformed-record"] += 1
 
-    def add(self, document: dict, rollout: Rollout) -> None:
+    def add(self, record_id: str, document: dict, rollout: Rollout) -> None:
+        """Count one readable record; `record_id` is its file's id, the one `show` takes."""
         self.records += 1
         meta = document.get("meta") or {}
         self.statuses[document["status"]] += 1
         self.modes[rollout.mode] += 1
         step = step_of(meta)
-        self.steps["none" if step is None else str(step)] += 1
+        self.steps["none" if step is None else scalar_text(step)] += 1
         self.tasks[task_id(meta) or "none"] += 1
         paths = len(rollout.graph.paths)
         self.paths[paths] += 1
         if self.most_paths is None or paths > self.most_paths[0]:
-            self.most_paths = (paths, document["id"])
+            self.most_paths = (paths, record_id)
         self.forked += paths > 1
         self.branch_points += len(rollout.graph.branch_points)
         self.nodes += len(rollout.nodes)
@@ -126,7 +127,7 @@ class RunStats:
             self.rewards.append(reward)
         created = document.get("created_at")
         self.rows.append({
-            "id": document["id"],
+            "id": record_id,
             "meta": meta,
             "annotations": document.get("annotations") or {},
             "created_ts": created if is_finite_number(created) else None,

@@ -60,7 +60,7 @@ def run_stats(run: RunLocation) -> RunStats:
         except RecordError as error:
             stats.add_unreadable(record_id, error.problem)
         else:
-            stats.add(document, Rollout(document, present, record_id))
+            stats.add(record_id, document, Rollout(document, present, record_id))
         progress.update(done)
     progress.close()
     return stats

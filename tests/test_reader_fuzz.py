@@ -137,7 +137,7 @@ def exercise(folder: Path, record_id: str) -> None:
         lines += path_lines(path, payload["nodes"], Painter(False))
     "\n".join(lines).encode("utf-8")
     stats = RunStats()
-    stats.add(document, rollout)
+    stats.add(record_id, document, rollout)
     json.dumps(stats.as_dict(groups=group_summary(stats.rows)))
 
 
