@@ -40,7 +40,7 @@ def reward_summary(rewards: list, missing: int) -> dict | None:
     for value in rewards:
         fraction = (value / 2 - low / 2) / half_span
         buckets[min(int(fraction * REWARD_BUCKETS), REWARD_BUCKETS - 1)] += 1
-    edges = [2 * (low / 2 + half_span * i / REWARD_BUCKETS) for i in range(REWARD_BUCKETS)] + [high]
+    edges = [2 * (low / 2 + half_span * (i / REWARD_BUCKETS)) for i in range(REWARD_BUCKETS)] + [high]
     summary["histogram"] = [{"from": edges[i], "to": edges[i + 1], "n": n} for i, n in enumerate(buckets)]
     return summary
 

@@ -10,6 +10,7 @@ import pytest
 from skycap_viewer.errors import RecordError
 from skycap_viewer.frames import compress, decompress_one_frame
 from skycap_viewer.reader import document_path, read_document
+from skycap_viewer.stats import reward_summary
 from tests.conftest import ORACLE, RECORD_DIRS, run_cli
 
 
@@ -184,3 +185,10 @@ def test_no_runs_is_a_usage_error(tmp_path, make):
     result = run_cli("summary", target)
     assert result.returncode == 2 and result.stdout == ""
     assert "Traceback" not in result.stderr and str(target) in result.stderr
+
+
+def test_a_histogram_of_extreme_rewards_stays_finite():
+    summary = reward_summary([-1e308, 1e308] + list(range(12)), 0)
+    edges = [bucket["from"] for bucket in summary["histogram"]] + [summary["histogram"][-1]["to"]]
+    assert all(math.isfinite(edge) for edge in edges) and edges == sorted(edges)
+    assert [bucket["n"] for bucket in summary["histogram"]] == [1, 0, 0, 0, 0, 12, 0, 0, 0, 1]
