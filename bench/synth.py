@@ -124,7 +124,7 @@ def rollout_builders(seed: int, number: int) -> list[RecordBuilder]:
     step, prompt = divmod(group, PROMPTS_PER_STEP)
     prompt_rng = random.Random(seed * 7_919 + group)
     success = prompt_rng.random()  # the prompt's difficulty: some groups all pass or all fail
-    task = f"task-{prompt_rng.randrange(10_000):04d}"
+    task = f"task-{group * 7919 % 100_000:05d}"  # one name per group (7919 is prime to 100000)
     attempts = 2 if rng.random() < 0.01 else 1
     builders = []
     for attempt in range(attempts):

@@ -1,5 +1,10 @@
 """The example writer: records it writes match skycap's own writer and read back exactly."""
 
+import importlib.util
+import json
+from collections import defaultdict
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -10,7 +15,7 @@ from skycap_viewer.reader import read_document
 from skycap_viewer.rollout import Rollout
 from skycap_viewer.sidecars import read_present_sidecar, read_tokens
 from skycap_viewer.writer import GENERATION_PROMPT, RecordBuilder, render
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, run_cli
 
 DOCUMENT_KEYS = [
     "id", "status", "meta", "capture", "ended", "annotations", "created_at", "finished_at", "tools",
@@ -197,3 +202,34 @@ def test_any_text_round_trips_through_the_tokens_sidecar(tmp_path_factory, texts
             assert logprobs[:11] == [0.0] * 11 and all(v is not None and v <= 0 for v in logprobs[11:])
         else:
             assert all(v is None for v in logprobs)
+
+
+def load_bench_synth():
+    """`bench/synth.py` (the benchmark is not a package)."""
+    path = Path(__file__).parent.parent / "bench" / "synth.py"
+    spec = importlib.util.spec_from_file_location("bench_synth", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_run_is_valid_and_shaped_as_asked(tmp_path):
+    synth = load_bench_synth()
+    records, _ = synth.write_chunk((str(tmp_path), 3, 0, 24))  # three groups of 8, in this process
+    synth.huge_rollout(3).write(tmp_path)
+    result = run_cli("check", "--json", tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert json.loads(result.stdout)["directories"][0]["documents"] == records + 1
+
+    repetitions = defaultdict(set)
+    for path in tmp_path.glob("*.json.zst"):
+        document = read_document(path)
+        rollout = Rollout(document, None, document["id"])
+        if document["id"] == synth.HUGE_ID:
+            assert (len(document["nodes"]), len(rollout.paths)) == (153, 21)
+            assert 60_000 <= rollout.tokens <= 72_000
+            assert synth.HUGE_MARKER in document["nodes"][0]["message"]["content"]
+        else:
+            meta = document["meta"]
+            repetitions[meta["step"], meta["instance_id"]].add(meta["repetition_id"])
+    assert list(map(len, repetitions.values())) == [synth.GROUP_SIZE] * 3
