@@ -263,31 +263,55 @@ def listing_under_load(server: Server, listing: str, huge_paths: str, count: int
 # -- the page ----------------------------------------------------------------------------------
 
 def first_paint(server: Server, run_id: str, tries: int) -> dict:
-    """Seconds from navigation to the huge rollout's first block on screen (Path tab)."""
+    """Seconds from navigation to the huge rollout's first block on screen (Path tab), then how
+    smooth scrolling through its 21 paths' text is (frame intervals while the wheel turns)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         return {"status": "playwright missing"}
     executable = CHROMIUM if Path(CHROMIUM).exists() else None
     url = f"{server.url}/#/run/{urllib.parse.quote(run_id)}/t/{synth.HUGE_ID}?tab=path"
-    times = []
+    times, frames = [], []
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=executable, headless=True,
                                                  args=CHROMIUM_ARGS)
             try:
-                for _ in range(tries):
-                    page = browser.new_context().new_page()
+                for attempt in range(tries):
+                    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
                     started = time.perf_counter()
                     page.goto(url, wait_until="commit")
-                    page.get_by_text(synth.HUGE_MARKER).first.wait_for(state="visible", timeout=60_000)
+                    first_block = page.get_by_text(synth.HUGE_MARKER).first
+                    first_block.wait_for(state="visible", timeout=60_000)
                     times.append(time.perf_counter() - started)
+                    if attempt == tries - 1:
+                        frames = scroll_frames(page, first_block)
                     page.context.close()
             finally:
                 browser.close()
     except Exception as error:  # no browser, or the page never showed the block: report, don't crash
         return {"status": f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"}
-    return {"status": "ok", "median_s": statistics.median(times), "tries": times}
+    result = {"status": "ok", "median_s": statistics.median(times), "tries": times}
+    if frames:
+        result |= {"scroll_frame_p95_ms": percentile(frames, 0.95), "scroll_frame_max_ms": max(frames),
+                   "scroll_frames": len(frames)}
+    return result
+
+
+def scroll_frames(page, block) -> list[float]:
+    """Milliseconds between animation frames while the wheel scrolls down over the text (bounded)."""
+    box = block.bounding_box()
+    if box is None:
+        return []
+    page.mouse.move(box["x"] + min(box["width"] / 2, 200), box["y"] + min(box["height"] / 2, 100))
+    page.evaluate("""() => { window.__frames = []; let last = performance.now();
+        const tick = (now) => { window.__frames.push(now - last); last = now;
+            if (window.__frames.length < 600) requestAnimationFrame(tick); };
+        requestAnimationFrame(tick); }""")
+    for _ in range(60):
+        page.mouse.wheel(0, 600)
+        page.wait_for_timeout(16)
+    return page.evaluate("() => window.__frames.slice(1)")
 
 
 # -- the suite ---------------------------------------------------------------------------------
@@ -299,7 +323,7 @@ def document_paths(directory: Path) -> list[Path]:
 def measure(directory: Path, work: Path, args) -> dict:
     paths = document_paths(directory)
     workers = os.cpu_count() or 1
-    results = {"records": len(paths), "workers": workers,
+    results = {"records": len(paths), "workers": workers, "load_average_before": os.getloadavg()[0],
                "documents_mib": sum(p.stat().st_size for p in paths) / 2**20}
     env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache")}  # never the user's own cache
 
@@ -328,21 +352,21 @@ def measure(directory: Path, work: Path, args) -> dict:
         results["rss_per_rollout_kib"] = (server.rss() - idle_rss) / 1024 / len(paths)
         run_id = (server.json("/v1/runs")["data"] or [{}])[0].get("id", "")
         results["run_id"] = run_id
-        latency = {}
-        for name, path in routes(server, run_id).items():
+        latency, requests = {}, routes(server, run_id)
+        for name, path in requests.items():
             heavy = name.startswith("huge")
             latency[name] = timed_requests(server, path, args.requests // 3 if heavy else args.requests)
         results["latency"] = latency
-        listing = routes(server, run_id)["rollouts (default)"]
-        huge_paths = routes(server, run_id)["huge: paths"]
         if latency["huge: paths"].get("status") == 200 and latency["rollouts (default)"].get("status") == 200:
-            loaded = listing_under_load(server, listing, huge_paths, args.requests)
+            loaded = listing_under_load(server, requests["rollouts (default)"], requests["huge: paths"],
+                                        args.requests)
             loaded["slowdown"] = loaded["p50_ms"] / latency["rollouts (default)"]["p50_ms"]
             results["listing_under_load"] = loaded
         results["first_paint"] = first_paint(server, run_id, tries=3) if not args.no_browser else {
             "status": "skipped"}
         results["rss_after_suite_mib"] = server.rss() / 2**20
         results["rss_peak_mib"] = server.peak_rss / 2**20
+        results["load_average_after"] = os.getloadavg()[0]
 
     with Server(directory, cache=True, env=env) as first:
         results["first_open_with_cache_s"] = first.wait_listed(len(paths))
@@ -380,6 +404,9 @@ def table(results: dict) -> list[tuple[str, str]]:
     rows = [
         ("records (documents)", f"{results['records']} ({results['documents_mib']:.0f} MiB of documents)"),
         ("generation", seconds(results.get("generation_s"))),
+        ("load average (1 min) before / after", (
+            f"{results['load_average_before']:.1f} / {results['load_average_after']:.1f}"
+            f" on {results['workers']} cores (other work skews every figure)")),
         ("floor, 1 process", seconds(results["floor_one_process_s"])),
         (f"floor, {results['workers']} processes", seconds(floor_all)),
         ("cold index (--no-cache)", seconds(results["cold_index_s"])),
@@ -408,6 +435,10 @@ def table(results: dict) -> list[tuple[str, str]]:
     if paint.get("status") == "ok":
         shown = f"{paint['median_s'] * 1000:.0f} ms"
     rows.append(("huge Path tab, first paint (Chromium)", shown))
+    if "scroll_frames" in paint:
+        rows.append(("huge Path tab, scrolling: frame p95 / longest", (
+            f"{paint['scroll_frame_p95_ms']:.0f} ms / {paint['scroll_frame_max_ms']:.0f} ms"
+            f" over {paint['scroll_frames']} frames")))
     return rows
 
 
