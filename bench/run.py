@@ -451,6 +451,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rollouts", type=int, default=10_000, help="rollouts in the run (default 10000)")
     parser.add_argument("--huge", action="store_true", help="a 100k-rollout run (same as --rollouts 100000)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table (README)")
     parser.add_argument("--keep", metavar="DIR", help="write the run to DIR and keep it (reused when there)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the floor and the cold index (median)")
     parser.add_argument("--requests", type=int, default=30, help="timed requests per route")
@@ -474,6 +475,10 @@ def main(argv=None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps(results, indent=1))
+    elif args.markdown:
+        print("| Figure | Measured |\n| --- | --- |")
+        for name, value in table(results):
+            print(f"| {name} | {value} |")
     else:
         rows = table(results)
         width = max(len(name) for name, _ in rows)
