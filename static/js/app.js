@@ -106,7 +106,8 @@ async function poll() {
 
 async function boot() {
   setupTheme(document.getElementById("theme-toggle"));
-  setupKeys({main, help: document.getElementById("help"), drawer, open: openRollout, close: closeDrawer,
+  setupKeys({main, help: document.getElementById("help"), helpButton: document.getElementById("keys-button"),
+    drawer, open: openRollout, close: closeDrawer,
     search: () => document.getElementById("search")});
   const follow = () => {
     const next = parse(location.hash);

@@ -21,6 +21,12 @@ export class GroupsTable {
     this.tbodies = new Map();
   }
 
+  /** Forget what was loaded for another run (group keys repeat across runs). */
+  reset() {
+    this.details.clear();
+    this.tbodies.clear();
+  }
+
   params(state) {
     return {...filterParams(state), sort: state.sort, order: state.order};
   }

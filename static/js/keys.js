@@ -18,12 +18,13 @@ function typing(target) {
     && (target.isContentEditable || ["INPUT", "SELECT", "TEXTAREA"].includes(target.tagName));
 }
 
-export function setupKeys({main, help, drawer, open, close, search}) {
+export function setupKeys({main, help, helpButton, drawer, open, close, search}) {
   replace(help, el("div", {className: "help-card"},
     el("h2", {}, "Keys"),
     el("dl", {}, KEYS.flatMap(([key, what]) => [el("dt", {}, el("kbd", {}, key)), el("dd", {}, what)])),
     el("p", {className: "muted small"}, "Keys are ignored while you type in a box. Esc closes this.")));
   help.addEventListener("click", () => { help.hidden = true; });
+  helpButton.addEventListener("click", () => { help.hidden = !help.hidden; });
 
   const rows = () => [...main.querySelectorAll("tr.nav")];
   const move = (step) => {

@@ -56,6 +56,7 @@ export class RunPage {
     this.runId = runId;
     this.listing = null;
     this.listingKey = null;
+    this.groups.reset();
     this.cursors = new Map([[1, null]]);
     this.searchBox = el("input", {type: "search", id: "search", placeholder: "search id, meta, annotations",
       "aria-label": "search", autocomplete: "off"});

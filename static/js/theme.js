@@ -17,8 +17,9 @@ function systemTheme() {
 function apply(theme, button) {
   const shown = theme || systemTheme();
   document.documentElement.dataset.theme = shown;
-  button.textContent = shown === "dark" ? "☾ dark" : "☀ light";
-  button.title = `${theme ? "your choice" : "following the system"}: ${shown}; click to switch`;
+  button.textContent = shown === "dark" ? "☾" : "☀";
+  button.title = `${shown} theme (${theme ? "your choice" : "following the system"}); click to switch`;
+  button.setAttribute("aria-label", button.title);
 }
 
 export function setupTheme(button) {

@@ -8,6 +8,7 @@ import {kindWhy} from "./viewer.js";
 
 const CHUNK_TOKENS = 1500;
 const CHUNK_CHARS = 20000;
+const LONG_GIVEN = 600;  // characters: longer prompts and tool results start folded
 const chunkInfo = new WeakMap();  // chunk element -> {block, node, from, to, options}
 
 /** Text with line breaks and tabs made visible, when asked. */
@@ -164,9 +165,19 @@ export function blockElement(block, node, lazy, options) {
     copy,
     el("span", {className: "size muted"}, `${num(size)} ${unit}`)),
   lazy.text(block, node, options));
+  const text = blockText(block, node) ?? "";
+  if (block.kind === "given" && text.length > LONG_GIVEN) {
+    section.classList.add("collapsed");
+    section.querySelector(".gutter").append(el("button", {type: "button", className: "ghost fold",
+      onclick: (event) => {
+        const folded = section.classList.toggle("collapsed");
+        event.currentTarget.textContent = folded ? "show all" : "collapse";
+      }}, "show all"));
+  }
   // Off-screen blocks skip layout (content-visibility); a fair guess of their height keeps
   // the scrollbar steady until they are drawn.
-  const lines = (blockText(block, node) ?? "").split("\n").reduce((sum, line) => sum + 1 + Math.floor(line.length / 90), 0);
+  const lines = section.classList.contains("collapsed") ? 6
+    : text.split("\n").reduce((sum, line) => sum + 1 + Math.floor(line.length / 90), 0);
   section.style.containIntrinsicBlockSize = `auto ${Math.max(90, 10 + lines * 18)}px`;
   return section;
 }

@@ -52,7 +52,7 @@ def test_enter_expands_a_group(page, corpus_server):
     tab.locator("tr.group-row").first.wait_for()
     tab.keyboard.press("j")
     tab.keyboard.press("Enter")
-    expect(tab.locator(f'tbody.group[data-key="{first}"] tr.sub').first).to_be_visible()
+    expect(tab.locator(f'tbody.group[data-key="{first}"] tr.sub.rollout-row').first).to_be_visible()
     tab.keyboard.press("j")  # into the group's rollouts
     tab.keyboard.press("Enter")
     expect(tab.locator("#drawer")).to_be_visible()

@@ -79,7 +79,7 @@ def test_sorting_asks_the_server_and_keeps_open_groups(page, corpus_server):
     expected = [g["key"] for g in corpus_server.get("/v1/groups?run_id=groups&sort=tokens&order=asc")["data"]]
     expect(tab.locator("tr.group-row").first).to_have_attribute("data-key", expected[0])
     assert group_keys(tab) == expected
-    expect(tab.locator(f'tbody.group[data-key="{first}"] tr.sub').first).to_be_visible()
+    expect(tab.locator(f'tbody.group[data-key="{first}"] tr.sub.rollout-row').first).to_be_visible()
     assert "sort=tokens" in page.hash() and "order=asc" in page.hash()
 
     tab.click(".view-toggle [data-view=rollouts]")
