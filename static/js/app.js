@@ -41,11 +41,11 @@ function closeDrawer() {
 }
 
 const sidebar = new Sidebar(document.getElementById("runs"), document.getElementById("run-filter"));
-const runPage = new RunPage(main, {go, open: openRollout});
+const runPage = new RunPage(main, {go, open: openRollout, runs: () => runs});
 const drawer = new Drawer(document.getElementById("drawer"), document.getElementById("drawer-body"),
   document.getElementById("drawer-grip"), {go, close: closeDrawer});
 
-function emptyState() {
+function noRecords() {
   const roots = viewer?.roots || [];
   replace(main, el("section", {className: "empty-state"},
     el("h1", {}, "No skycap records found yet."),
@@ -63,7 +63,7 @@ async function render() {
       return;
     }
     drawer.hide();
-    emptyState();
+    noRecords();
     return;
   }
   document.title = `${state.run} · skycap-viewer`;

@@ -2,6 +2,13 @@
 
 import {el} from "./dom.js";
 import {num} from "./format.js";
+import {flagInfo} from "./viewer.js";
+
+/** A call's badge, levelled and explained by the flag it feeds. */
+function callBadge(flag, label, detail = "") {
+  const info = flagInfo(flag);
+  return el("span", {className: `badge level-${info.level}`, title: detail || info.why}, label);
+}
 
 export function renderCalls(bundle) {
   const rows = bundle.exchanges?.data || [];
@@ -20,14 +27,14 @@ function callRow(row) {
     return el("tr", {className: "failure"},
       el("td", {className: "num"}, num(row.sequence)), el("td", {}, "failure"), el("td", {}, row.node_id ?? "-"),
       el("td", {colSpan: 6}, row.started_at ?? ""),
-      el("td", {}, el("span", {className: "badge level-error", title: row.error ?? ""},
-        `failed ${row.http_status ?? "-"}: ${String(row.error ?? "").slice(0, 160)}`)));
+      el("td", {}, callBadge("failed-calls", `failed ${row.http_status ?? "-"}: ${String(row.error ?? "").slice(0, 160)}`,
+        String(row.error ?? ""))));
   }
   const usage = row.usage || {};
   const flags = [];
-  if (row.bridged === false) flags.push(el("span", {className: "badge level-warn"}, "unbridged: prompt re-rendered"));
-  if (row.bridged === "absent") flags.push(el("span", {className: "badge level-info"}, "bridged unknown"));
-  if (row.completion_reason === "length") flags.push(el("span", {className: "badge level-warn"}, "truncated"));
+  if (row.bridged === false) flags.push(callBadge("unbridged", "unbridged: prompt re-rendered"));
+  if (row.bridged === "absent") flags.push(callBadge("bridged-unknown", "bridged unknown"));
+  if (row.completion_reason === "length") flags.push(callBadge("truncated", "truncated"));
   const model = String(row.model ?? "-");
   return el("tr", {className: "call", title: `sampling ${JSON.stringify(row.sampling || {})}`},
     el("td", {className: "num"}, num(row.sequence)),

@@ -9,7 +9,7 @@ import {num, plural} from "./format.js";
 import {GroupsTable} from "./groups.js";
 import {rewardLegend} from "./reward.js";
 import {rolloutsTable} from "./rollouts.js";
-import {filterParams, hasFilters} from "./route.js";
+import {emptyState, filterParams, hasFilters} from "./route.js";
 import {kindLegend} from "./strip.js";
 
 const LIMIT = 100;
@@ -19,8 +19,9 @@ export function defaultView(run) {
 }
 
 export class RunPage {
-  constructor(main, {go, open}) {
+  constructor(main, {go, open, runs}) {
     this.main = main;
+    this.runs = runs;
     this.go = go;
     this.open = open;
     this.runId = null;
@@ -98,6 +99,8 @@ export class RunPage {
       el("p", {className: "facts"}, facts.join(" · ")),
       run.path ? el("p", {className: "path muted small", title: "record directory"}, run.path) : null);
     if (!this.run) this.headBox.append(el("p", {className: "notice warn"}, `No run named ${this.state.run} (yet).`));
+    this.headBox.prepend(select(this.runs().map((r) => [r.id, `${r.project ? `${r.project} / ` : ""}${r.id}`]), run.id,
+      (id) => this.go({...emptyState(), run: id}), {className: "run-switch", "aria-label": "run"}));
     const view = this.view();
     replace(this.toggleBox, !run.groupable ? null : ["groups", "rollouts"].map((name) => el("button", {
       type: "button", role: "tab", className: `toggle${view === name ? " active" : ""}`, dataset: {view: name},

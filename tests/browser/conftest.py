@@ -54,7 +54,7 @@ class Page:
 
     def __init__(self, browser, server, **context_options):
         self.server = server
-        self.context = browser.new_context(viewport=VIEWPORT, **context_options)
+        self.context = browser.new_context(**{"viewport": VIEWPORT, **context_options})
         self.tab = self.context.new_page()
         self.tab.set_default_timeout(10_000)
         self.errors = []

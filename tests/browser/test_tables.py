@@ -241,3 +241,14 @@ def test_the_theme_follows_the_system(page_on, corpus_server):
     light = page_on(corpus_server, color_scheme="light")
     tab = light.open("#/run/groups")
     assert tab.evaluate("document.documentElement.dataset.theme") == "light"
+
+
+def test_a_narrow_window_hides_the_sidebar_and_offers_a_run_picker(page_on, corpus_server):
+    narrow = page_on(corpus_server, viewport={"width": 760, "height": 900})
+    tab = narrow.open("#/run/groups")
+    expect(tab.locator("#sidebar")).to_be_hidden()
+    tab.select_option("select.run-switch", "spec")
+    expect(tab.locator(".run-head h1")).to_contain_text("spec")
+    expect(tab.locator("table.rollouts tr.rollout-row")).to_have_count(
+        corpus_server.get("/v1/trajectories?run_id=spec")["total"])
+    narrow.shot("narrow")
