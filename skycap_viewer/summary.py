@@ -108,7 +108,8 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
         ("forks", f"{summary['forks']['forked_records']} forked records, "
                   f"{plural(summary['forks']['branch_points'], 'branch point')}"),
         ("calls", f"{calls['total']}; bridged {bridged}"),
-        ("tokens", f"{summary['tokens']} in {plural(summary['nodes'], 'node')}"),
+        ("nodes", str(summary["nodes"])),
+        ("tokens", f"{summary['tokens']} stored (each node once)"),
         ("failures", f"{summary['failures']['total']} in {plural(summary['failures']['records'], 'record')}"),
         ("flags", counts({k: n for k, n in summary["flags"].items() if n})),
         ("rewards", reward_line(summary["rewards"], summary["records"])),

@@ -92,6 +92,10 @@ def test_counts_match_the_oracle(summaries, corpus, name):
     assert run["flags"]["incomplete"] == len(incomplete)
     steps = Counter(str(e["meta"]["step"]) if "step" in e["meta"] else "none" for e in values)
     assert run["steps"] == dict(steps)
+    on_disk = [set(e["sidecars"]["manifest"]) <= set(e["sidecars"]["on_disk"]) for e in values]
+    if name != "broken" and all(on_disk):  # skycap counted every token it stored
+        assert run["nodes"] == sum(e["nodes"] for e in values)
+        assert run["tokens"] == sum(n["tokens"] or 0 for e in values for n in e["node_summary"])
 
 
 @pytest.mark.parametrize("name", RECORD_DIRS)
