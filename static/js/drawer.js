@@ -110,10 +110,15 @@ export class Drawer {
     const key = `${run}|${id}`;
     const base = `/trajectories/${encodeURIComponent(id)}`;
     const params = {run_id: run};
-    const [trajectory, paths, graph, exchanges] = await Promise.all([
-      get(base, params), get(`${base}/paths`, params), get(`${base}/graph`, params), get(`${base}/exchanges`, params)]);
+    const trajectory = await get(base, params);
+    let bundle = {trajectory};
+    if (!trajectory.unreadable) {
+      const [paths, graph, exchanges] = await Promise.all([
+        get(`${base}/paths`, params), get(`${base}/graph`, params), get(`${base}/exchanges`, params)]);
+      bundle = {trajectory, paths, graph, exchanges};
+    }
     this.cache.delete(key);
-    this.cache.set(key, {trajectory, paths, graph, exchanges});
+    this.cache.set(key, bundle);
     while (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value);
   }
 
@@ -136,6 +141,11 @@ export class Drawer {
     this.lazy?.disconnect();
     this.content = el("div", {className: "drawer-content", tabindex: "-1"});
     this.lazy = new LazyText(this.content);
+    if (bundle.trajectory.unreadable) {
+      this.content.append(el("p", {className: "notice error"}, `This record cannot be read: ${bundle.trajectory.error}`));
+      replace(this.body, this.header(bundle), this.content);
+      return;
+    }
     this.content.append(this.tab(bundle, state));
     replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
     if (keepScroll) this.content.scrollTop = scroll;
@@ -147,20 +157,20 @@ export class Drawer {
 
   header(bundle) {
     const t = bundle.trajectory;
-    const paths = bundle.paths.paths || [];
+    const paths = bundle.paths?.paths || [];
     const tokens = Math.max(0, ...paths.map((p) => p.token_count || 0));
     const trainable = Math.max(0, ...paths.map((p) => p.trainable_count || 0));
     const bridged = t.skycap?.bridged || {};
     const facts = [
-      ["mode", t.mode], ["status", `${t.status}${t.ended === false ? " (not ended)" : ""}`], ["task", t.task_id ?? "-"],
+      ["mode", t.mode ?? "-"], ["status", `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`], ["task", t.task_id ?? "-"],
       ["step", num(t.step)], ["trainable", tokens ? `${num(trainable)}/${num(tokens)} ${pct(trainable, tokens)}` : "-"],
       ["tokenizer", t.tokenizer ?? "-"],
       ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
       ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],
     ];
     const notes = [];
-    if (bundle.paths.text_only === "tokens-missing") notes.push(el("p", {className: "notice warn"}, "tokens sidecar missing: showing message text only."));
-    for (const problem of t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));
+    if (bundle.paths?.text_only === "tokens-missing") notes.push(el("p", {className: "notice warn"}, "tokens sidecar missing: showing message text only."));
+    for (const problem of t.unreadable ? [] : t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));
     return el("header", {className: "drawer-head"},
       el("div", {className: "drawer-title"},
         el("h2", {className: "traj-id"}, t.id),

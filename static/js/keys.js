@@ -59,7 +59,7 @@ export function setupKeys({main, help, helpButton, drawer, open, close, search})
       move(key === "j" ? 1 : -1);
     } else if (key === "Enter") {
       const row = main.querySelector("tr.nav.current");
-      if (!row) return;
+      if (!row || event.target.closest?.("button, a, [role=treeitem]")) return;  // their own Enter
       row.click();
     } else if (key === "[" || key === "]") {
       if (drawer.isOpen) neighbour(key === "]" ? 1 : -1);

@@ -202,6 +202,8 @@ def test_unreadable_records_are_listed_with_their_error(page, corpus_server):
     expect(tab.locator("tr.rollout-row.unreadable")).to_have_count(len(unreadable))
     cell = tab.locator(f'tr[data-traj="{unreadable[0]["id"]}"] td.id')
     assert unreadable[0]["error"] in cell.get_attribute("title")
+    cell.click()
+    expect(tab.locator("#drawer .notice.error")).to_contain_text(f'cannot be read: {unreadable[0]["error"]}')
 
 
 def test_paging_through_a_big_run(page_on, temp_server, tmp_path):
