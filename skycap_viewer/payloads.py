@@ -209,7 +209,8 @@ def paths_payload(directory, document: dict, present_names, file_id: str | None,
         payload["tokens_error"] = tokens_error
     if text:
         payload["nodes"] = {wire_id(n["id"]): node_payload(n, tokens) for n in rollout.nodes}
-    payload["paths"] = [path_payload(document["id"], path, rollout.nodes) for path in shown.paths]
+    record_id = file_id or document["id"]  # the id the record is looked up by
+    payload["paths"] = [path_payload(record_id, path, rollout.nodes) for path in shown.paths]
     return payload
 
 
