@@ -25,10 +25,10 @@ export function shortId(id) {
 export function age(seconds) {
   if (!seconds) return "-";
   const delta = Math.max(0, Date.now() / 1000 - seconds);
-  if (delta < 60) return `${Math.round(delta)} s ago`;
-  if (delta < 3600) return `${Math.round(delta / 60)} m ago`;
-  if (delta < 86400) return `${Math.round(delta / 3600)} h ago`;
-  return `${Math.round(delta / 86400)} d ago`;
+  if (delta < 60) return `${Math.floor(delta)} s ago`;
+  if (delta < 3600) return `${Math.floor(delta / 60)} m ago`;
+  if (delta < 86400) return `${Math.floor(delta / 3600)} h ago`;
+  return `${Math.floor(delta / 86400)} d ago`;
 }
 
 export function isoOf(seconds) {

@@ -30,14 +30,16 @@ export function rolloutsTable(listing, sort, {onSort, onOpen, openId}) {
 
 function rolloutRow(row, range, onOpen, openId) {
   const summary = row.summary || {};
-  const unit = row.mode === "text" || summary.strip?.some((b) => b.token_count === undefined) ? "chars" : "tokens";
+  const unit = row.mode === "text" || summary.strip?.some((b) => b.token_count === null || b.token_count === undefined)
+    ? "chars" : "tokens";
   return el("tr", {className: `nav rollout-row${row.id === openId ? " open" : ""}${row.unreadable ? " unreadable" : ""}`,
     dataset: {traj: row.id}, tabindex: "-1", onclick: () => onOpen(row.id)},
   el("td", {className: "id", title: row.error ? `${row.id}: ${row.error}` : row.id}, shortId(row.id)),
   el("td", {className: "task", title: row.task_id ?? ""}, row.task_id ?? "-"),
   el("td", {className: "num"}, num(row.step)),
   el("td", {className: "mask"}, strip(summary.strip, {unit})),
-  el("td", {className: "num"}, num(summary.tokens)),
+  el("td", {className: "num", title: unit === "chars" ? "no tokens: characters" : "tokens (largest path)"},
+    unit === "chars" ? `${num(summary.tokens)} ch` : num(summary.tokens)),
   el("td", {className: "num", title: "tokens in the loss (largest path)"},
     summary.trainable ? `${num(summary.trainable)} ${pct(summary.trainable, summary.tokens)}` : "-"),
   el("td", {className: "num", title: "model calls"}, num(row.capture?.exchange_count)),
