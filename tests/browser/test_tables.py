@@ -69,16 +69,11 @@ def test_sorting_asks_the_server_and_keeps_open_groups(page, corpus_server):
     tab = page.open("#/run/groups")
     first = group_keys(tab)[0]
     tab.click(f'tr.group-row[data-key="{first}"]')
-    tab.click("th button[data-sort=tokens]")
-    expect(tab.locator("th:has(button[data-sort=tokens])")).to_have_attribute("aria-sort", "descending")
-    expected = [g["key"] for g in corpus_server.get("/v1/groups?run_id=groups&sort=tokens")["data"]]
-    expect(tab.locator("tr.group-row").first).to_have_attribute("data-key", expected[0])
-    assert group_keys(tab) == expected
-    tab.click("th button[data-sort=tokens]")
-    expect(tab.locator("th:has(button[data-sort=tokens])")).to_have_attribute("aria-sort", "ascending")
-    expected = [g["key"] for g in corpus_server.get("/v1/groups?run_id=groups&sort=tokens&order=asc")["data"]]
-    expect(tab.locator("tr.group-row").first).to_have_attribute("data-key", expected[0])
-    assert group_keys(tab) == expected
+    for order, aria in [("desc", "descending"), ("asc", "ascending")]:  # a second click reverses
+        tab.click("th button[data-sort=tokens]")
+        expect(tab.locator("th:has(button[data-sort=tokens])")).to_have_attribute("aria-sort", aria)
+        listed = corpus_server.get(f"/v1/groups?run_id=groups&sort=tokens&order={order}")["data"]
+        assert group_keys(tab) == [g["key"] for g in listed]
     expect(tab.locator(f'tbody.group[data-key="{first}"] tr.sub.rollout-row').first).to_be_visible()
     assert "sort=tokens" in page.hash() and "order=asc" in page.hash()
 
