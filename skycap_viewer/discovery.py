@@ -50,7 +50,8 @@ def record_directories(root: Path) -> list[tuple[Path, str]]:
         if is_record_directory(child):
             found.append((child, root.name))
         else:
-            found.extend((grandchild, root.name) for grandchild in _subdirectories(child) if is_record_directory(grandchild))
+            grandchildren = _subdirectories(child)
+            found.extend((path, root.name) for path in grandchildren if is_record_directory(path))
     return found
 
 

@@ -25,7 +25,7 @@ FLAGS = (
     Flag("failed-calls", "error", "some model calls failed and produced no node"),
     Flag("incomplete", "error", "the trajectory never ended (written at shutdown, or still open)"),
     Flag("no-logprobs", "error", "some trained tokens have no rollout logprobs"),
-    Flag("unbridged", "warn", "a call's prompt was re-rendered from messages instead of extending the last call's tokens"),
+    Flag("unbridged", "warn", "a call's prompt was re-rendered from messages, not extended from earlier tokens"),
     Flag("unbridged-inferred", "warn", "an old record whose history passes a re-tokenized copy: a re-rendered prompt"),
     Flag("replayed", "warn", "an assistant message the model did not sample here is in the context"),
     Flag("no-train", "warn", "a path trains no token"),

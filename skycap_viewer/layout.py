@@ -38,7 +38,7 @@ def layout_problems(document: dict, file_id: str | None = None) -> list[str]:
         expected_name = f"{file_id or document['id']}.{kind}.zst"
         if manifest["file"] != expected_name:
             problems.append(f"{kind} sidecar is named {manifest['file']!r}, not {expected_name!r}")
-    problems += _slice_problems(document, sidecars)
+    problems += _token_slice_problems(document, sidecars) + _side_channel_problems(document, sidecars)
     return problems
 
 
@@ -69,7 +69,8 @@ def _manifest_problems(kind: str, manifest: dict) -> list[str]:
         elif spec["offset"] % 8:
             problems.append(f"{kind}.{name} starts at byte {spec['offset']}, not a multiple of 8")
     if kind == "tokens" and not problems:
-        lengths = {arrays[n]["shape"][0] if arrays[n]["shape"] else None for n in ("token_ids", "logprobs", "text_offsets")}
+        per_token = ("token_ids", "logprobs", "text_offsets")
+        lengths = {arrays[n]["shape"][0] if arrays[n]["shape"] else None for n in per_token}
         if len(lengths) != 1:
             problems.append("tokens arrays token_ids, logprobs and text_offsets differ in length")
     return problems
@@ -83,29 +84,48 @@ def array_rows(sidecars: dict, kind: str, name: str) -> int | None:
     return spec["shape"][0]
 
 
-def _slice_problems(document: dict, sidecars: dict) -> list[str]:
-    listed = listed_kinds(document)
+def token_layout_problems(document: dict) -> list[str]:
+    """The problems that make the tokens sidecar unsafe to show: its manifest and the token slices."""
+    sidecars = document.get("sidecars") or {}
+    problems = _manifest_problems("tokens", sidecars["tokens"]) if "tokens" in sidecars else []
+    return problems + _token_slice_problems(document, sidecars)
+
+
+def _token_slice_problems(document: dict, sidecars: dict) -> list[str]:
     token_count = array_rows(sidecars, "tokens", "token_ids")
     text_size = array_rows(sidecars, "tokens", "text")
+    problems, expected_offset = [], 0
+    for node in token_nodes(document):
+        t, nid = node["tokens"], node["id"]
+        start, end = t["offset"], t["offset"] + t["length"]
+        if start != expected_offset:
+            problems.append(f"node {nid} tokens start at {start}, expected {expected_offset} (nodes tile the arrays)")
+        expected_offset = end
+        if token_count is not None and end > token_count:
+            problems.append(f"node {nid} tokens [{start}, {end}) run past the {token_count} tokens")
+        text_start, text_bytes = t.get("text_offset"), t.get("text_bytes", 0)
+        if text_start is not None and text_size is not None and text_start + text_bytes > text_size:
+            problems.append(
+                f"node {nid} text [{text_start}, {text_start + text_bytes}) runs past the {text_size} text bytes"
+            )
+        if text_start is None and text_bytes:
+            problems.append(f"node {nid} has {text_bytes} text bytes but no text_offset")
+    if token_count is not None and "tokens" in sidecars and expected_offset != token_count and not problems:
+        problems.append(f"token nodes cover {expected_offset} tokens, the tokens sidecar has {token_count}")
+    return problems
+
+
+def _side_channel_problems(document: dict, sidecars: dict) -> list[str]:
+    """Experts and sampling-mask rows past their arrays, and slices into kinds nobody listed."""
+    listed = listed_kinds(document)
     expert_rows = array_rows(sidecars, "experts", "routed_experts")
     mask_offsets = array_rows(sidecars, "sampling_mask", "offsets")
     mask_rows = None if mask_offsets is None else max(mask_offsets - 1, 0)
-    problems = []
-    expected_offset = 0
-    unlisted = set()
+    problems, unlisted = [], set()
     for node in token_nodes(document):
         t, nid = node["tokens"], node["id"]
         if "tokens" not in listed:
             unlisted.add("tokens")
-        if t["offset"] != expected_offset:
-            problems.append(f"node {nid} tokens start at {t['offset']}, expected {expected_offset} (nodes tile the arrays)")
-        expected_offset = t["offset"] + t["length"]
-        if token_count is not None and t["offset"] + t["length"] > token_count:
-            problems.append(f"node {nid} tokens [{t['offset']}, {t['offset'] + t['length']}) run past the {token_count} tokens")
-        if t.get("text_offset") is not None and text_size is not None and t["text_offset"] + t.get("text_bytes", 0) > text_size:
-            problems.append(f"node {nid} text [{t['text_offset']}, {t['text_offset'] + t['text_bytes']}) runs past the {text_size} text bytes")
-        if t.get("text_offset") is None and t.get("text_bytes", 0):
-            problems.append(f"node {nid} has {t['text_bytes']} text bytes but no text_offset")
         if t.get("experts_offset") is not None:
             if "experts" not in listed:
                 unlisted.add("experts")
@@ -116,7 +136,4 @@ def _slice_problems(document: dict, sidecars: dict) -> list[str]:
                 unlisted.add("sampling_mask")
             elif mask_rows is not None and t["mask_offset"] + t["mask_rows"] > mask_rows:
                 problems.append(f"node {nid} sampling-mask rows run past the {mask_rows} rows of the mask")
-    if token_count is not None and "tokens" in sidecars and expected_offset != token_count and not problems:
-        problems.append(f"token nodes cover {expected_offset} tokens, the tokens sidecar has {token_count}")
-    problems += [f"nodes slice the {kind} sidecar, which the manifest does not list" for kind in sorted(unlisted)]
-    return problems
+    return problems + [f"nodes slice the {kind} sidecar, which the manifest does not list" for kind in sorted(unlisted)]

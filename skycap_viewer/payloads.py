@@ -194,7 +194,7 @@ def paths_payload(directory, document: dict, present_names, file_id: str | None,
     tokens, tokens_error, shown = None, None, rollout
     if text and rollout.text_only is None:
         try:
-            tokens = read_tokens(directory, document, file_id)
+            tokens = read_tokens(directory, document)
         except RecordError as error:
             tokens_error = str(error)
             shown = Rollout(document, present, file_id)

@@ -103,7 +103,8 @@ class Rollout:
         """Client nodes shadowed by a model sibling: the same reply, tokenized another way."""
         def is_copy(node):
             by = node.get("shadowed_by")
-            return node["author"] == "client" and by is not None and 0 <= by < len(self.nodes) and self.graph.is_model(by)
+            is_node = by is not None and 0 <= by < len(self.nodes)
+            return node["author"] == "client" and is_node and self.graph.is_model(by)
         return self.nodes_where(is_copy)
 
     @cached_property

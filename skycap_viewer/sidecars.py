@@ -12,7 +12,7 @@ from pathlib import Path
 
 from skycap_viewer.errors import RecordError
 from skycap_viewer.frames import FrameError, decompress_one_frame
-from skycap_viewer.layout import DTYPE_SIZES, layout_problems, token_nodes
+from skycap_viewer.layout import DTYPE_SIZES, token_layout_problems, token_nodes
 from skycap_viewer.reader import read_regular_file
 from skycap_viewer.structure import is_plain_file_name
 
@@ -110,7 +110,7 @@ class TokenData:
             return None
         starts = self.text_offsets[tokens["offset"] : tokens["offset"] + tokens["length"]].tolist()
         ends = starts[1:] + [len(raw)]
-        return [raw[a:b].decode("utf-8") for a, b in zip(starts, ends)]
+        return [raw[a:b].decode("utf-8") for a, b in zip(starts, ends, strict=True)]
 
     def problems(self, document: dict) -> list[str]:
         """Token slices that fall outside the arrays or split a UTF-8 character."""
@@ -135,7 +135,7 @@ class TokenData:
             bounds = starts + [t.get("text_bytes", 0)]
             if starts and starts[0] < 0:
                 problems.append(f"node {nid} text_offsets start below 0")
-            elif any(b < a for a, b in zip(starts, starts[1:])):
+            elif any(b < a for a, b in zip(starts, starts[1:], strict=False)):
                 problems.append(f"node {nid} text_offsets decrease")
             elif bounds[-2 if starts else -1] > bounds[-1]:
                 problems.append(f"node {nid} text_offsets run past the node's {bounds[-1]} text bytes")
@@ -147,16 +147,17 @@ class TokenData:
         return problems
 
 
-def read_tokens(directory, document: dict, file_id: str | None = None) -> TokenData | None:
+def read_tokens(directory, document: dict) -> TokenData | None:
     """The record's tokens, or None when not captured or not copied; `RecordError` if damaged.
 
-    `file_id` (the document's file stem) is what sidecar names are checked against when given.
+    Only damage that makes the tokens unsafe to show refuses them: a bad experts row still
+    leaves the text readable (the record is flagged `malformed-record` all the same).
     """
     arrays = read_present_sidecar(directory, document, "tokens")
     if arrays is None:
         return None
     path = sidecar_file(directory, document, "tokens")
-    problems = layout_problems(document, file_id)
+    problems = token_layout_problems(document)
     if problems:
         raise RecordError(path, "; ".join(problems))
     data = TokenData(arrays, path)
@@ -170,6 +171,6 @@ def mask_problems(arrays: dict) -> list[str]:
     offsets, ids = arrays["offsets"].tolist(), arrays["ids"]
     if not offsets or offsets[0] != 0:
         return ["sampling_mask offsets do not start at 0"]
-    if any(b < a for a, b in zip(offsets, offsets[1:])) or offsets[-1] > len(ids):
+    if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)) or offsets[-1] > len(ids):
         return ["sampling_mask offsets decrease or run past the ids"]
     return []

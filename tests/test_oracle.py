@@ -43,7 +43,7 @@ def reader_problems(directory: Path, record_id: str) -> list[str]:
     present = set(os.listdir(directory))
     problems = list(Rollout(document, present, record_id).record_problems)
     try:
-        read_tokens(directory, document, record_id)
+        read_tokens(directory, document)
     except RecordError as error:
         problems.append(f"tokens: {error.problem}")
     for kind, manifest in document["sidecars"].items():
@@ -107,7 +107,7 @@ def test_valid_records_match_skycap(directory, record_id, oracle):
     shadowed = {str(n["id"]): n["shadowed_by"] for n in rollout.nodes if n.get("shadowed_by") is not None}
     assert shadowed == oracle["shadowed_by"]
 
-    tokens = None if rollout.text_only else read_tokens(folder, document, record_id)
+    tokens = None if rollout.text_only else read_tokens(folder, document)
     read_token_nodes = token_nodes(document) if tokens is not None else []
     assert len(read_token_nodes) == oracle["token_nodes"]
 

@@ -127,7 +127,7 @@ def exercise(folder: Path, record_id: str) -> None:
         assert [b.end for b in path.blocks[:-1]] == [b.start for b in path.blocks[1:]]
     assert isinstance(rollout.flags, list)
     try:
-        read_tokens(folder, document, record_id)
+        read_tokens(folder, document)
     except RecordError:
         pass
     payload = paths_payload(folder, document, present, record_id)
