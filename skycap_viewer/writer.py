@@ -23,6 +23,7 @@ from skycap_viewer import frames
 from skycap_viewer.graph import Graph
 
 FORMAT_VERSION = 1
+MODEL = "policy"
 SPECIALS = {"<s>": 1, "</s>": 2, "\n": 3}
 GENERATION_PROMPT = "<s>assistant\n"
 TOKEN_CAPTURE = {
@@ -80,7 +81,8 @@ def tokenize_pieces(pieces) -> tuple[array, array, str]:
 
 
 def message_text(message: dict) -> str:
-    """What the fake renderer prints for a message: its content, then `CALL:name:args` per tool call."""
+    """What the fake renderer prints for a message: its content (text parts; this writer records no
+    images), then `CALL:name:args` per tool call."""
     content = message.get("content")
     if isinstance(content, list):
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
@@ -153,22 +155,18 @@ class RecordBuilder:
 
     def __init__(self, record_id: str, mode: str = "tokens", *, meta=None, annotations=None,
                  status: str = "finished", ended: bool = True, created_at: float = 1_790_000_000.0,
-                 model: str = "policy", tools: list | None = None, experts: tuple[int, int] | None = None,
-                 sampling_mask: bool = False, retries: dict | None = None, capture: dict | None = None):
+                 tools: list | None = None, experts: tuple[int, int] | None = None, sampling_mask: bool = False):
         if mode not in ("tokens", "text"):
             raise ValueError(f"mode must be 'tokens' or 'text', not {mode!r}")
         self.id, self.mode, self.status, self.ended = record_id, mode, status, ended
         self.meta, self.annotations = dict(meta or {}), dict(annotations or {})
-        if capture is None:
-            capture = TOKEN_CAPTURE if mode == "tokens" else {"mode": "text"}
-        self.capture = capture
+        self.capture = TOKEN_CAPTURE if mode == "tokens" else {"mode": "text"}
         self.created_at = self.clock = created_at
-        self.model = model
         self.tools_hash = digest(tools) if tools else None
         self.tools = {self.tools_hash: tools} if tools else {}
         self.experts_shape = experts
         self.with_mask = sampling_mask
-        self.retries = retries or {"replayed": 0, "coalesced": 0}
+        self.retries = {"replayed": 0, "coalesced": 0}
         self.nodes: list[dict] = []
         self.failures: list[dict] = []
         self._lead_in: list[str] = []  # per node: the template text the next client node starts with
@@ -225,7 +223,7 @@ class RecordBuilder:
         t_start = self.clock
         t_end = round(t_start + (duration if duration is not None else 0.3 + 0.004 * completion), 6)
         call = {
-            "t_start": t_start, "t_end": t_end, "model": self.model, "sampling": sampling, "usage": usage,
+            "t_start": t_start, "t_end": t_end, "model": MODEL, "sampling": sampling, "usage": usage,
             "finish_reason": finish_reason, "tools": self.tools_hash,
             "bridged": self._auto_bridged(parent) if bridged == "auto" else bridged,
         }
@@ -286,7 +284,7 @@ class RecordBuilder:
         fields = _stripped(message)
         if self.mode == "tokens":
             fields = {k: v for k, v in fields.items() if k in RENDERED_FIELDS}
-        return digest([digest(fields), self.tools_hash or "", self.model])
+        return digest([digest(fields), self.tools_hash or "", MODEL])
 
     def _ids_digest(self, tokens: dict) -> str:
         chunk = self._ids[tokens["offset"] : tokens["offset"] + tokens["length"]]
