@@ -90,11 +90,18 @@ def test_a_forked_rollout_picks_paths_and_says_where_they_part(page, corpus_serv
     expect(pick).to_have_attribute("aria-selected", "true")
     expect(tab.locator("#drawer")).to_contain_text(f"leaves the earlier ones after {later['fork_from']}")
     assert f"path={later['index']}" in page.hash()
-    elsewhere = next((p for p in paths if any(b["kind"] == "sampled-elsewhere" for b in p["blocks"])), None)
-    if elsewhere:
-        tab.click(f'.picker .pick[data-path="{elsewhere["index"]}"]')
-        expect(tab.locator("#drawer")).to_contain_text("Train-once")
-        expect(tab.locator(".block.kind-sampled-elsewhere").first).to_contain_text("trained in path")
+
+
+def test_tokens_trained_on_another_path_are_marked_sampled_elsewhere(page, corpus_server):
+    paths = corpus_server.get("/v1/trajectories/tr_shared_reply/paths?run_id=spec&text=false")["paths"]
+    path = next(p for p in paths if any(b["kind"] == "sampled-elsewhere" for b in p["blocks"]))
+    block = next(b for b in path["blocks"] if b["kind"] == "sampled-elsewhere")
+    tab = page.open(f"#/run/spec/rollouts/t/tr_shared_reply?path={path['index']}")
+    shown = tab.locator(f'.block.kind-sampled-elsewhere[data-start="{block["start"]}"]')
+    expect(shown).to_contain_text(f"trained in path {block['trained_in']}")
+    expect(tab.locator("#drawer .notice", has_text="Train-once")).to_contain_text(f"path {block['trained_in']}")
+    shown.locator("span.t").first.hover()
+    expect(tab.locator("#readout")).to_contain_text(f"masked (trained in path {block['trained_in']})")
 
 
 def test_tree_opens_a_branch_point_side_by_side(page, corpus_server):
