@@ -187,6 +187,13 @@ def percentile(values: list[float], share: float) -> float:
 
 def timed_requests(server: Server, path: str, count: int, budget: float = 30.0) -> dict:
     """p50/p95 over `count` gzip-accepting GETs on one keep-alive connection (bounded by `budget` s)."""
+    try:
+        return _timed_requests(server, path, count, budget)
+    except (OSError, http.client.HTTPException) as error:  # the server died or hung up: say so, go on
+        return {"status": f"failed: {type(error).__name__}"}
+
+
+def _timed_requests(server: Server, path: str, count: int, budget: float) -> dict:
     connection = server.connection()
     try:
         started = time.perf_counter()
@@ -383,8 +390,9 @@ def measure(directory: Path, work: Path, args) -> dict:
 # -- report ------------------------------------------------------------------------------------
 
 def ms(entry: dict, key: str = "p50_ms") -> str:
-    if entry.get("status") != 200:
-        return f"{NA} (HTTP {entry.get('status')})"
+    status = entry.get("status")
+    if status != 200:
+        return f"{NA} (HTTP {status})" if isinstance(status, int) else f"{NA} ({status})"
     return f"{entry[key]:.1f} ms"
 
 
