@@ -224,7 +224,7 @@ export class Drawer {
     if (key === this.key) this.draw(true);
   }
 
-  /** Number keys and [ ] call these. */
+  /** The number keys switch tabs. */
   selectTab(index) {
     if (this.isOpen && TABS[index]) this.go({tab: TABS[index]}, {replace: true});
   }

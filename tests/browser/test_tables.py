@@ -117,6 +117,11 @@ def test_every_filter(page, corpus_server):
     tab.select_option("select[data-filter=step]", step)
     expect_rows(f"step={step}")
     assert f"step={step}" in page.hash()
+    tab.go_back()  # Back undoes the filter, Forward brings it again
+    expect_rows("")
+    expect(tab.locator("select[data-filter=step]")).to_have_value("")
+    tab.go_forward()
+    expect_rows(f"step={step}")
     tab.select_option("select[data-filter=step]", "")
 
     task = run["tasks"][1]["id"]
