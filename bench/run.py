@@ -463,6 +463,12 @@ def table(results: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def markdown(results: dict) -> str:
+    lines = ["| Figure | Measured | Target (issue 5) |", "| --- | --- | --- |"]
+    lines += [f"| {name} | {value} | {TARGETS.get(name, '')} |" for name, value in table(results)]
+    return "\n".join(lines)
+
+
 def ratio(value) -> str:
     return f"{value:.2f}x" if isinstance(value, (int, float)) else NA
 
@@ -497,9 +503,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(results, indent=1))
     elif args.markdown:
-        print("| Figure | Measured | Target |\n| --- | --- | --- |")
-        for name, value in table(results):
-            print(f"| {name} | {value} | {TARGETS.get(name, '')} |")
+        print(markdown(results))
     else:
         rows = table(results)
         width = max(len(name) for name, _ in rows)
