@@ -27,10 +27,13 @@ import urllib.parse
 from multiprocessing import Pool
 from pathlib import Path
 
-import synth
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(1, str(REPO))  # a clean clone works without installing the package
 
-from skycap_viewer.frames import decompress_one_frame
-from skycap_viewer.reader import is_document_name
+import synth  # noqa: E402
+
+from skycap_viewer.frames import decompress_one_frame  # noqa: E402
+from skycap_viewer.reader import is_document_name  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -109,7 +112,7 @@ class Server:
     def __enter__(self):
         self.started = time.perf_counter()
         self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        env=self.env)
+                                        env=self.env, cwd=REPO)
         said = []
         for line in self.process.stdout:  # the URL comes first; a warning may come before it
             said.append(line)
