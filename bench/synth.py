@@ -96,14 +96,15 @@ def tool_result(builder: RecordBuilder, rng: random.Random, parent: int, chars: 
 
 
 def episode(builder, rng, parent, turns: int, budget: int, *, first_turn=0, truncate_at=None,
-            fail_at=None) -> int:
-    """`turns` model calls after `parent` (tool call + result each, a final answer last)."""
+            fail_at=None, final=True) -> int:
+    """`turns` model calls after `parent`: a tool call and its result each, and a final answer
+    last (unless not `final`: then the episode ends on a tool result, for a fork to answer)."""
     per_turn = max(40, budget // max(turns, 1))
     for turn in range(first_turn, first_turn + turns):
         if turn == fail_at:
             builder.add_failure(rng.choice([500, 502, 503, None]), "upstream error: the engine is gone")
         model_chars = int(per_turn * rng.uniform(0.2, 0.5))
-        last = turn == first_turn + turns - 1
+        last = final and turn == first_turn + turns - 1
         if turn == truncate_at:
             parent = reply(builder, rng, parent, model_chars, finish_reason="length")
             if last:
@@ -121,19 +122,16 @@ def rollout_builders(seed: int, number: int) -> list[RecordBuilder]:
     """Rollout `number` of the run (and its superseded attempt, when it was retried)."""
     rng = random.Random(seed * 1_000_003 + number)
     group, repetition = divmod(number, GROUP_SIZE)
-    step, prompt = divmod(group, PROMPTS_PER_STEP)
+    step = group // PROMPTS_PER_STEP
     prompt_rng = random.Random(seed * 7_919 + group)
     success = prompt_rng.random()  # the prompt's difficulty: some groups all pass or all fail
     task = f"task-{group * 7919 % 100_000:05d}"  # one name per group (7919 is prime to 100000)
     attempts = 2 if rng.random() < 0.01 else 1
-    builders = []
-    for attempt in range(attempts):
-        builders.append(one_rollout(rng, seed, number, step, task, repetition, attempt, success,
-                                    superseded=attempt < attempts - 1))
-    return builders
+    return [one_rollout(rng, number, step, task, repetition, attempt, success, superseded=attempt < attempts - 1)
+            for attempt in range(attempts)]
 
 
-def one_rollout(rng, seed, number, step, task, repetition, attempt, success, superseded) -> RecordBuilder:
+def one_rollout(rng, number, step, task, repetition, attempt, success, superseded) -> RecordBuilder:
     tokens = int(lognormal(rng, 8200, 0.564, 800, 60_000))
     turns = int(round(lognormal(rng, 15, 0.45, 1, 60)))
     reward = 1.0 if rng.random() < success else 0.0
@@ -163,7 +161,8 @@ def one_rollout(rng, seed, number, step, task, repetition, attempt, success, sup
     if rng.random() < 0.10 and turns >= 3:
         fork_point = rng.randrange(1, turns - 1)
         before = budget * fork_point // turns
-        trunk = episode(builder, rng, user, fork_point, before, truncate_at=truncate_at, fail_at=fail_at)
+        trunk = episode(builder, rng, user, fork_point, before, truncate_at=truncate_at, fail_at=fail_at,
+                        final=False)
         fork(builder, rng, trunk, turns - fork_point, budget - before, first_turn=fork_point)
     else:
         episode(builder, rng, user, turns, budget, truncate_at=truncate_at, fail_at=fail_at)
