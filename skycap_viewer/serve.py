@@ -12,10 +12,12 @@ from importlib.resources import files
 from pathlib import Path
 
 from skycap_viewer.api import Api
+from skycap_viewer.cache import PersistedIndex, cache_directory
 from skycap_viewer.cli import UsageError
 from skycap_viewer.discovery import discover_runs
 from skycap_viewer.http import ViewerServer
 from skycap_viewer.index import Catalog
+from skycap_viewer.pool import RowPool
 from skycap_viewer.watcher import Watcher
 
 
@@ -86,7 +88,9 @@ def run_serve(args) -> int:
     if not is_loopback(host):
         print(f"skycap-viewer: warning: listening on {args.host}, reachable from other machines; "
               "the viewer has no authentication", file=sys.stderr, flush=True)
-    watcher = Watcher(catalog)
+    pool = RowPool()
+    cache = None if args.no_cache else PersistedIndex(cache_directory())
+    watcher = Watcher(catalog, compute_rows=pool.compute_rows, cache=cache)
     watcher.start()
     if args.open:
         webbrowser.open(url)
@@ -96,5 +100,6 @@ def run_serve(args) -> int:
         pass
     finally:
         watcher.stop()
+        pool.close()
         server.server_close()
     return 0

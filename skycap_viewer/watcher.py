@@ -13,24 +13,20 @@ import time
 from skycap_viewer.discovery import discover_runs
 from skycap_viewer.index import Catalog, RunIndex, scan_directory
 from skycap_viewer.payloads import iso_time
-from skycap_viewer.rows import compute_row
+from skycap_viewer.pool import compute_rows_here
 
 POLL_SECONDS = 2.0
 PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often
 
 
-def compute_rows_here(directory, names):
-    """(name, row) for each document, computed in this process (issue 5 may use a pool)."""
-    for name in names:
-        yield name, compute_row(str(directory), name)
-
-
 class Watcher(threading.Thread):
-    def __init__(self, catalog: Catalog, interval: float = POLL_SECONDS, compute_rows=compute_rows_here):
+    def __init__(self, catalog: Catalog, interval: float = POLL_SECONDS, compute_rows=compute_rows_here,
+                 cache=None):
         super().__init__(name="skycap-viewer-watcher", daemon=True)
         self.catalog = catalog
         self.interval = interval
-        self.compute_rows = compute_rows
+        self.compute_rows = compute_rows  # e.g. pool.RowPool.compute_rows
+        self.cache = cache  # a cache.PersistedIndex, or None (--no-cache)
         self.stopped = threading.Event()
         self.polls = 0
 
@@ -52,7 +48,10 @@ class Watcher(threading.Thread):
         catalog = self.catalog
         locations = discover_runs(catalog.roots, catalog.known_ids())
         previous = set(catalog.runs)
-        catalog.set_runs(locations)
+        fresh = catalog.set_runs(locations)
+        if self.cache is not None:
+            for run in fresh:  # a restart then reads only what changed
+                self.cache.seed(run)
         runs = list(catalog.runs.values())
         work, touched = [], []
         for run in runs:
@@ -69,6 +68,7 @@ class Watcher(threading.Thread):
             self.index_run(run, changes, pending)
         for run in runs:
             run.indexed_once = True
+            self.save(run)
         self.polls += 1
 
     def list_run(self, run: RunIndex):
@@ -93,8 +93,14 @@ class Watcher(threading.Thread):
             run.store(name, run.listing[name], row)
             if time.monotonic() - last_publish > PUBLISH_SECONDS:
                 self.catalog.publish([run], pending)
+                self.save(run)
                 last_publish = time.monotonic()
             if self.stopped.is_set():
                 return
+        self.save(run, settled=run.location.id in pending)  # saved before the run shows as indexed
         pending.discard(run.location.id)
         self.catalog.publish([run], pending)
+
+    def save(self, run: RunIndex, settled: bool = False):
+        if self.cache is not None:
+            self.cache.save_due(run, settled)

@@ -1,0 +1,192 @@
+"""The persisted index: each run's rows saved in the user's cache, so a restart reads only what changed.
+
+One file per record directory under `$XDG_CACHE_HOME/skycap-viewer/` (or `~/.cache/skycap-viewer/`),
+named by a hash of the directory's absolute path; never inside a record directory. It maps each
+document's file name to the (size, mtime_ns) it was read at and the row computed from it.
+
+A cache is only a hint, never trusted: its header must name this format, schema, viewer version
+and the exact code that computed the rows (a hash of the package's sources, so a changed row
+computation never serves stale rows), and a digest must match the payload. Anything else
+(truncated, damaged, foreign) is ignored and rewritten. Files are written whole to a temporary
+name and renamed into place, so a reader never sees half a file.
+
+The payload is one zstd frame of `marshal` data (plain values only; nothing in it is executed):
+loading it is several times faster than JSON, which is what makes reopening a big run instant.
+"""
+
+import gc
+import hashlib
+import json
+import marshal
+import os
+import sys
+import tempfile
+import time
+from contextlib import suppress
+from functools import lru_cache
+from pathlib import Path
+
+from skycap_viewer import __version__
+from skycap_viewer.frames import compress, decompress_one_frame
+from skycap_viewer.index import FileVersion, RunIndex
+from skycap_viewer.reader import is_document_name
+
+MAGIC = b"skycap-viewer-index\n"
+SCHEMA = 1
+SUFFIX = ".index"
+MIN_SAVE_SECONDS = 5.0  # while rows keep changing, save at most this often...
+SAVE_COST_FACTOR = 10  # ...and never spend more than a tenth of the time saving
+INDEX_FIELDS = ("_run", "revision")  # added by RunIndex.store from the run and version: not saved
+
+
+def cache_directory() -> Path:
+    """`$XDG_CACHE_HOME/skycap-viewer`, else `~/.cache/skycap-viewer` (a relative XDG path is ignored)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "skycap-viewer"
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of the package's Python sources: rows computed by other code are not reused."""
+    digest = hashlib.blake2b(digest_size=16)
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()
+
+
+def expected_header(directory: Path) -> dict:
+    return {"schema": SCHEMA, "viewer": __version__, "code": code_fingerprint(),
+            "marshal": marshal.version, "directory": str(directory)}
+
+
+class DamagedCache(ValueError):
+    """The file is not a cache this code wrote for this directory."""
+
+
+def encode(directory: Path, entries: dict) -> bytes:
+    payload = compress(marshal.dumps(entries), level=1)
+    header = {**expected_header(directory), "entries": len(entries),
+              "digest": hashlib.blake2b(payload, digest_size=16).hexdigest()}
+    return MAGIC + json.dumps(header).encode() + b"\n" + payload
+
+
+def decode(directory: Path, data: bytes) -> dict:
+    """name -> (size, mtime_ns, row); raises DamagedCache unless every check passes."""
+    if not data.startswith(MAGIC):
+        raise DamagedCache("not a skycap-viewer index")
+    line, newline, payload = data[len(MAGIC):].partition(b"\n")
+    try:
+        header = json.loads(line) if newline else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict):
+        raise DamagedCache("unreadable header")
+    expected = expected_header(directory)
+    differing = [key for key in expected if header.get(key) != expected[key]]
+    if differing:
+        raise DamagedCache(f"written for another {', '.join(differing)}")
+    if header.get("digest") != hashlib.blake2b(payload, digest_size=16).hexdigest():
+        raise DamagedCache("payload does not match its digest (truncated or damaged)")
+    collecting = gc.isenabled()
+    gc.disable()  # a million small new objects would trigger many useless collections
+    try:
+        entries = marshal.loads(decompress_one_frame(payload))
+    except (ValueError, EOFError, TypeError) as error:
+        raise DamagedCache(f"unreadable payload ({error})") from None
+    finally:
+        if collecting:
+            gc.enable()
+    if not (isinstance(entries, dict) and len(entries) == header.get("entries")
+            and all(is_entry(name, entry) for name, entry in entries.items())):
+        raise DamagedCache("unexpected content")
+    return entries
+
+
+def is_entry(name, entry) -> bool:
+    return (isinstance(name, str) and is_document_name(name) and type(entry) is tuple and len(entry) == 3
+            and type(entry[0]) is int and type(entry[1]) is int and type(entry[2]) is dict)
+
+
+class PersistedIndex:
+    """Seeds each run's index from its cache file and saves it back after indexing (see module doc)."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.saved: dict[Path, dict] = {}  # run directory -> versions as last loaded or saved
+        self.next_save: dict[Path, float] = {}
+        self.disabled = None
+
+    def disable(self, reason: str):
+        self.disabled = reason
+        print(f"skycap-viewer: not using the persisted index: {reason}", file=sys.stderr, flush=True)
+
+    def file_for(self, run_directory: Path) -> Path:
+        key = hashlib.sha256(str(Path(run_directory).absolute()).encode()).hexdigest()[:32]
+        return self.directory / (key + SUFFIX)
+
+    def load(self, run_directory: Path) -> dict:
+        """name -> (size, mtime_ns, row) from the run's cache file; empty when missing or not trusted."""
+        if self.disabled:
+            return {}
+        path = self.file_for(run_directory)
+        try:
+            return decode(Path(run_directory).absolute(), path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        except (OSError, DamagedCache) as error:
+            print(f"skycap-viewer: ignoring the persisted index {path} ({error}); rebuilding it",
+                  file=sys.stderr, flush=True)
+            return {}
+
+    def seed(self, run: RunIndex) -> int:
+        """Fill a new run's index from its cache, so its first listing only computes what changed.
+
+        Every served run is seeded before it is saved: this is where a cache directory placed inside
+        a record directory (say XDG_CACHE_HOME pointing into a run) is refused."""
+        if not self.disabled and self.directory.resolve().is_relative_to(Path(run.directory).resolve()):
+            self.disable(f"{self.directory} is inside the record directory {run.directory}, "
+                         "which the viewer never writes")
+        entries = self.load(run.directory)
+        for name, (size, mtime_ns, row) in entries.items():
+            run.store(name, FileVersion(size, mtime_ns), row)
+        self.saved[run.directory] = dict(run.versions)
+        self.next_save[run.directory] = time.monotonic() + MIN_SAVE_SECONDS  # not a few rows right away
+        return len(entries)
+
+    def save_due(self, run: RunIndex, settled: bool = False):
+        """Save the run if its rows changed: at once when its indexing just settled, else when due."""
+        if self.disabled or self.saved.get(run.directory) == run.versions:  # same FileVersion objects: fast
+            return
+        if settled or time.monotonic() >= self.next_save.get(run.directory, 0.0):
+            self.save(run)
+
+    def save(self, run: RunIndex):
+        started = time.monotonic()
+        versions = dict(run.versions)
+        entries = {
+            name: (version.size, version.mtime_ns,
+                   {key: value for key, value in run.rows[name].items() if key not in INDEX_FIELDS})
+            for name, version in versions.items()
+        }
+        try:
+            self.write(self.file_for(run.directory), encode(Path(run.directory).absolute(), entries))
+        except (OSError, ValueError) as error:  # read-only home, full disk, a value marshal refuses
+            self.disable(f"cannot write {self.directory} ({error})")
+            return
+        self.saved[run.directory] = versions
+        spent = time.monotonic() - started
+        self.next_save[run.directory] = time.monotonic() + max(MIN_SAVE_SECONDS, SAVE_COST_FACTOR * spent)
+
+    def write(self, path: Path, data: bytes):
+        """Write `data` to `path` atomically: a temporary file in the same directory, then a rename."""
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(temporary)
+            raise

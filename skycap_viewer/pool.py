@@ -1,0 +1,150 @@
+"""Index rows on every core: `RowPool.compute_rows` spreads documents over worker processes.
+
+Reading a document is CPU-bound (zstd, JSON, the graph), so one process is bound by the GIL;
+worker processes make a cold index as fast as the disk and the cores allow, and leave the
+server's own process free to answer requests. Rows come back chunk by chunk as they finish,
+so a listing fills in while a big run is indexed. Small batches (a live run's few new records)
+stay in this process, where starting workers would cost more than it saves.
+
+The server has threads, and `fork` after threads may copy a held lock into the child, so workers
+start from a `forkserver` (Linux) or are spawned. A worker ignores Ctrl-C (the server shuts the
+pool down) and exits by itself when the server disappears, so a killed server leaves no orphans.
+"""
+
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from skycap_viewer.rows import compute_row
+
+SMALL_BATCH = 64  # fewer documents than this are computed in this process
+MAX_CHUNK = 256  # documents per task: large enough to amortise the round trip, small enough to stream rows
+ORPHAN_CHECK_SECONDS = 1.0
+
+
+def core_count() -> int:
+    """Cores this process may run on (its affinity, not the machine's total)."""
+    if hasattr(os, "process_cpu_count"):  # Python 3.13+
+        return os.process_cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def compute_chunk(directory: str, names: list[str]) -> list[tuple[str, dict]]:
+    """Worker task: the rows of some documents of one directory."""
+    return [(name, compute_row(directory, name)) for name in names]
+
+
+def compute_rows_here(directory, names):
+    """(name, row) for each document, computed in this process."""
+    for name in names:
+        yield name, compute_row(str(directory), name)
+
+
+def chunked(names: list[str], workers: int) -> list[list[str]]:
+    """Split into about 8 chunks per worker (capped), so every core stays busy to the end."""
+    size = max(1, min(MAX_CHUNK, -(-len(names) // (workers * 8))))
+    return [names[i : i + size] for i in range(0, len(names), size)]
+
+
+def start_method() -> str:
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def _start_worker(server_pid: int):
+    """Worker initializer: leave Ctrl-C to the server, and exit once the server is gone.
+
+    Not "once the parent is gone": a forkserver's children keep it alive, so it never goes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def exit_when_orphaned():
+        while True:
+            time.sleep(ORPHAN_CHECK_SECONDS)
+            try:
+                os.kill(server_pid, 0)
+            except OSError:  # no such process (or another user's, which took over the number)
+                os._exit(0)
+
+    threading.Thread(target=exit_when_orphaned, name="orphan-check", daemon=True).start()
+
+
+class RowPool:
+    """Worker processes, one per core, started on the first big batch and stopped by `close()`."""
+
+    def __init__(self, workers: int | None = None, small_batch: int = SMALL_BATCH):
+        self.workers = workers or core_count()
+        self.small_batch = small_batch
+        self.lock = threading.Lock()
+        self.executor: ProcessPoolExecutor | None = None
+        self.closed = False
+
+    def compute_rows(self, directory, names):
+        """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants)."""
+        names = list(names)
+        if len(names) < self.small_batch or self.workers < 2:
+            yield from compute_rows_here(directory, names)
+            return
+        futures = self._submit(str(directory), chunked(names, self.workers))
+        if futures is None:  # closed: the server is stopping
+            return
+        # done callbacks, not as_completed(): they also fire for futures that close() cancels
+        finished = queue.SimpleQueue()
+        for future in futures:
+            future.add_done_callback(finished.put)
+        try:
+            for _ in range(len(futures)):
+                future = finished.get()
+                if future.cancelled():  # close() dropped what was queued
+                    return
+                try:
+                    rows = future.result()
+                except BrokenProcessPool:  # a worker died (killed, out of memory): finish here
+                    self._discard_broken()
+                    yield from compute_rows_here(directory, [n for chunk in futures.values() for n in chunk])
+                    return
+                del futures[future]
+                yield from rows
+        finally:
+            for future in futures:  # the caller stopped early: drop what has not started
+                future.cancel()
+
+    def _submit(self, directory: str, chunks: list[list[str]]):
+        """{future: names} for every chunk, or None once closed."""
+        with self.lock:
+            if self.closed:
+                return None
+            try:
+                return self._submit_all(directory, chunks)
+            except BrokenProcessPool:  # a worker died while the pool was idle: start afresh
+                self.executor.shutdown(wait=False, cancel_futures=True)
+                self.executor = None
+                return self._submit_all(directory, chunks)
+
+    def _submit_all(self, directory: str, chunks: list[list[str]]) -> dict:
+        if self.executor is None:
+            context = multiprocessing.get_context(start_method())
+            if context.get_start_method() == "forkserver":
+                context.set_forkserver_preload(["skycap_viewer.rows"])  # workers start with it imported
+            self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker,
+                                                initargs=(os.getpid(),))
+        return {self.executor.submit(compute_chunk, directory, chunk): chunk for chunk in chunks}
+
+    def _discard_broken(self):
+        with self.lock:
+            executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    def close(self):
+        """Stop the workers: queued chunks are dropped, running ones finish first."""
+        with self.lock:
+            self.closed = True
+            executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,158 @@
+"""The row pool: worker processes give exactly the rows this process computes, and never linger."""
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from skycap_viewer.pool import MAX_CHUNK, RowPool, chunked, compute_rows_here
+from skycap_viewer.reader import is_document_name
+from skycap_viewer.rows import public
+from tests.conftest import FIXTURES, RECORD_DIRS
+from tests.server_process import ServerProcess
+
+
+def document_names(directory: Path) -> list[str]:
+    return sorted(name for name in os.listdir(directory) if is_document_name(name))
+
+
+@pytest.fixture
+def pool():
+    rows = RowPool(workers=2, small_batch=0)  # every batch goes to the workers, even on one core
+    yield rows
+    rows.close()
+
+
+def test_pool_rows_equal_in_process_rows_over_the_whole_corpus(pool):
+    unreadable = 0
+    for name in RECORD_DIRS:
+        directory = FIXTURES / name
+        names = document_names(directory)
+        pooled = list(pool.compute_rows(directory, names))
+        assert pool.executor is not None, "the batch must have gone to the worker processes"
+        assert sorted(n for n, _ in pooled) == names, f"{name}: every document exactly once"
+        assert dict(pooled) == dict(compute_rows_here(directory, names)), name
+        unreadable += sum(1 for _, row in pooled if row.get("unreadable"))
+    assert unreadable > 0, "the corpus's unreadable records must be part of the comparison"
+
+
+def test_small_batches_stay_in_this_process():
+    pool = RowPool(workers=2)
+    try:
+        directory = FIXTURES / "spec"
+        names = document_names(directory)
+        assert dict(pool.compute_rows(directory, names)) == dict(compute_rows_here(directory, names))
+        assert pool.executor is None, "no worker process for a handful of documents"
+    finally:
+        pool.close()
+
+
+def test_chunks_cover_every_name_once_in_order():
+    names = [f"r{i}.json.zst" for i in range(5000)]
+    chunks = chunked(names, 2)
+    assert [n for chunk in chunks for n in chunk] == names
+    assert max(map(len, chunks)) <= MAX_CHUNK
+    assert len(chunks) >= 16, "enough chunks per worker to keep both busy to the end"
+    assert chunked(names[:3], 8) == [[n] for n in names[:3]]
+
+
+def many_names(repeat: int):
+    """A long batch (names repeat: each is computed again), so work remains after the first chunk."""
+    directory = FIXTURES / "groups"
+    return directory, document_names(directory) * repeat
+
+
+def test_a_killed_worker_loses_no_rows(pool):
+    directory, names = many_names(20)
+    expected = dict(compute_rows_here(directory, set(names)))
+    rows = pool.compute_rows(directory, names)
+    got = [next(rows)]
+    workers = multiprocessing.active_children()
+    assert workers, "the pool's worker processes"
+    for worker in workers:
+        os.kill(worker.pid, signal.SIGKILL)
+    got.extend(rows)
+    assert pool.executor is None, "the broken pool was dropped"
+    assert len(got) == len(names), "the rest is computed in this process"
+    assert all(row == expected[name] for name, row in got)
+    assert dict(pool.compute_rows(directory, names[:100])) == {n: expected[n] for n in names[:100]}
+
+
+def test_closing_mid_batch_stops_quietly(pool):
+    directory, names = many_names(100)
+    rows = pool.compute_rows(directory, names)
+    next(rows)
+    pool.close()
+    rest = list(rows)  # finished chunks may still arrive; queued ones are dropped without an error
+    assert len(rest) < len(names) - 1
+    assert multiprocessing.active_children() == []
+    assert list(pool.compute_rows(directory, names)) == [], "a closed pool starts no workers"
+
+
+ORPHAN_SCRIPT = """
+import sys
+from skycap_viewer.pool import RowPool
+import multiprocessing
+if __name__ == "__main__":
+    pool = RowPool(workers=2, small_batch=0)
+    directory = sys.argv[1]
+    names = sorted(n for n in __import__("os").listdir(directory) if n.endswith(".json.zst"))
+    list(pool.compute_rows(directory, names))
+    print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+    sys.stdin.read()
+"""
+
+
+def is_running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_workers_exit_when_the_server_is_killed(tmp_path):
+    script = tmp_path / "orphans.py"
+    script.write_text(ORPHAN_SCRIPT)
+    parent = subprocess.Popen([sys.executable, str(script), str(FIXTURES / "groups")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    workers = [int(pid) for pid in parent.stdout.readline().split()]
+    assert len(workers) == 2 and all(map(is_running, workers))
+    parent.kill()  # no chance to shut the pool down
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while any(map(is_running, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(is_running, workers)), "orphaned workers must exit by themselves"
+
+
+def test_the_server_lists_a_run_indexed_by_the_pool(tmp_path):
+    """A run big enough for the pool: the server lists every record, with the rows computed here."""
+    run = tmp_path / "big"
+    run.mkdir()
+    for name in ("groups", "real-like", "spec"):
+        for source in (FIXTURES / name).iterdir():
+            if not source.name.startswith("tr_"):
+                continue
+            # sidecars as they are, documents three times (a copy's id disagrees with its name: still listed)
+            document = is_document_name(source.name)
+            copies = [f"c{i}{source.name}" for i in range(3)] if document else [source.name]
+            for copy in copies:
+                (run / copy).write_bytes(source.read_bytes())
+    names = document_names(run)
+    assert len(names) >= 2 * 64
+    expected = {row["id"]: row for _, row in compute_rows_here(run, names)}
+    with ServerProcess([run]) as server:
+        server.wait_indexed()
+        listed = server.get("/v1/trajectories?run_id=big&limit=1000")["data"]
+        assert "Traceback" not in server.output()
+    assert {row["id"] for row in listed} == set(expected)
+    for row in listed:
+        computed = expected[row["id"]]
+        assert {key: row[key] for key in computed if not key.startswith("_")} == public(computed)
