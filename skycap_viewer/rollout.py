@@ -5,7 +5,6 @@ record. `present` is the set of file names in the record directory; it tells a l
 sidecar that a mirror left out (absent) from one that is there.
 """
 
-from collections import Counter
 from functools import cached_property
 
 from skycap_viewer.blocks import Block, path_has_tokens, sampled_tokens, text_blocks, token_blocks
@@ -19,6 +18,15 @@ ABSENT = "absent"
 def bridged_value(call: dict):
     """`true`/`false`/`null`, or "absent" for records older than the field."""
     return call["bridged"] if "bridged" in call else ABSENT
+
+
+def bridged_key(value) -> str:
+    """The count a `bridged` value falls under; anything but true/false/null counts as absent."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return "null" if value is None else ABSENT
 
 
 class PathView:
@@ -83,20 +91,38 @@ class Rollout:
         return [PathView(self, info) for info in self.graph.paths]
 
     @cached_property
+    def call_signs(self) -> tuple[dict, list[int], list[int]]:
+        """(bridged counts, unbridged nodes, truncated nodes) in one pass over every call."""
+        bridged = {"true": 0, "false": 0, "null": 0, ABSENT: 0}
+        unbridged, truncated = [], []
+        for node in self.nodes:
+            calls = node.get("calls")
+            if not calls:
+                continue
+            for call in calls:
+                value = bridged_value(call)
+                bridged[bridged_key(value)] += 1
+                if value is False and (not unbridged or unbridged[-1] != node["id"]):
+                    unbridged.append(node["id"])
+                if call.get("finish_reason") == "length" and (not truncated or truncated[-1] != node["id"]):
+                    truncated.append(node["id"])
+        return bridged, unbridged, truncated
+
+    @property
     def bridged(self) -> dict:
-        counts = Counter(str(bridged_value(c)).lower() if bridged_value(c) is not None else "null" for c in self.calls)
-        return {key: counts.get(key, 0) for key in ("true", "false", "null", ABSENT)}
+        """How many calls had `bridged` true, false, null, or no such field."""
+        return self.call_signs[0]
+
+    @property
+    def unbridged_nodes(self) -> list[int]:
+        return self.call_signs[1]
+
+    @property
+    def truncated_nodes(self) -> list[int]:
+        return self.call_signs[2]
 
     def nodes_where(self, predicate) -> list[int]:
         return [n["id"] for n in self.nodes if predicate(n)]
-
-    @cached_property
-    def unbridged_nodes(self) -> list[int]:
-        return self.nodes_where(lambda n: any(bridged_value(c) is False for c in n.get("calls") or []))
-
-    @cached_property
-    def truncated_nodes(self) -> list[int]:
-        return self.nodes_where(lambda n: any(c.get("finish_reason") == "length" for c in n.get("calls") or []))
 
     @cached_property
     def retokenized_nodes(self) -> list[int]:

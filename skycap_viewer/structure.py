@@ -77,36 +77,40 @@ def _check_sidecar_manifest(sidecars: dict) -> str | None:
 
 
 def _check_node(index: int, node) -> str | None:
-    if not isinstance(node, dict):
+    """Runs for every node of every record at index time, hence the inlined type checks."""
+    if type(node) is not dict:
         return "is not an object"
-    if node.get("id") != index or not is_int(node.get("id")):
-        return f"id is {node.get('id')!r}; nodes must be stored in creation order (nodes[i].id == i)"
+    node_id = node.get("id")
+    if type(node_id) is not int or node_id != index:
+        return f"id is {node_id!r}; nodes must be stored in creation order (nodes[i].id == i)"
     parent = node.get("parent")
-    if parent is not None and not (is_int(parent) and 0 <= parent < index):
+    if parent is not None and not (type(parent) is int and 0 <= parent < index):
         return f"parent {parent!r} is not an earlier node"
     if node.get("author") not in ("client", "model"):
         return f"author {node.get('author')!r} is neither client nor model"
-    if node.get("role") is not None and not isinstance(node["role"], str):
+    role = node.get("role")
+    if role is not None and type(role) is not str:
         return "role is not a string"
     calls = node.get("calls", [])
-    if not (isinstance(calls, list) and all(isinstance(c, dict) for c in calls)):
+    if type(calls) is not list or any(type(call) is not dict for call in calls):
         return "calls is not a list of objects"
-    if node.get("shadowed_by") is not None and not is_int(node["shadowed_by"]):
+    shadowed_by = node.get("shadowed_by")
+    if shadowed_by is not None and type(shadowed_by) is not int:
         return "shadowed_by is not a node id"
     tokens = node.get("tokens")
     if tokens is None:
         return None
-    if not isinstance(tokens, dict):
+    if type(tokens) is not dict:
         return "tokens is not an object"
     if "offset" not in tokens or "length" not in tokens:
         return "tokens has no offset/length"
     for field in TOKEN_INT_FIELDS:
         value = tokens.get(field, 0)
-        if not (is_int(value) and value >= 0):
+        if type(value) is not int or value < 0:
             return f"tokens.{field} {value!r} is not a count"
     for field in TOKEN_OPTIONAL_INT_FIELDS:
         value = tokens.get(field)
-        if value is not None and not (is_int(value) and value >= 0):
+        if value is not None and (type(value) is not int or value < 0):
             return f"tokens.{field} {value!r} is not a count"
     start = tokens.get("sampled_start")
     if start is not None and start > tokens["length"]:
