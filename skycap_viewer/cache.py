@@ -55,6 +55,12 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+HEADER_MISMATCH = {
+    "schema": "in another schema", "viewer": "by another viewer version", "code": "by changed viewer code",
+    "marshal": "in another marshal format", "directory": "for another directory",
+}
+
+
 def expected_header(directory: Path) -> dict:
     return {"schema": SCHEMA, "viewer": __version__, "code": code_fingerprint(),
             "marshal": marshal.version, "directory": str(directory)}
@@ -85,7 +91,7 @@ def decode(directory: Path, data: bytes) -> dict:
     expected = expected_header(directory)
     differing = [key for key in expected if header.get(key) != expected[key]]
     if differing:
-        raise DamagedCache(f"written for another {', '.join(differing)}")
+        raise DamagedCache("written " + ", ".join(HEADER_MISMATCH[key] for key in differing))
     if header.get("digest") != hashlib.blake2b(payload, digest_size=16).hexdigest():
         raise DamagedCache("payload does not match its digest (truncated or damaged)")
     collecting = gc.isenabled()

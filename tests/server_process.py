@@ -12,12 +12,18 @@ import urllib.request
 
 
 class ServerProcess:
-    """`with ServerProcess([dir, ...]) as server:` gives `server.url` and `server.get(path)`."""
+    """`with ServerProcess([dir, ...]) as server:` gives `server.url` and `server.get(path)`.
 
-    def __init__(self, dirs, *extra_args, env=None):
+    It runs with `--no-cache` unless `cache_home` is given: then the persisted index lives under
+    that directory (as `$XDG_CACHE_HOME`), never in the user's own cache."""
+
+    def __init__(self, dirs, *extra_args, env=None, cache_home=None):
+        cache = ["--no-cache"] if cache_home is None else []
         self.args = [sys.executable, "-m", "skycap_viewer", *map(str, dirs), "--port", "0", "--quiet",
-                     "--no-cache", *extra_args]
+                     *cache, *extra_args]
         self.env = {**os.environ, **(env or {})}
+        if cache_home is not None:
+            self.env["XDG_CACHE_HOME"] = str(cache_home)
         self.process = None
         self.url = None
         self.lines = []  # everything the server printed after its URL line (stdout and stderr)
