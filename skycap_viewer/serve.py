@@ -92,6 +92,7 @@ def run_serve(args) -> int:
     cache = None if args.no_cache else PersistedIndex(cache_directory())
     watcher = Watcher(catalog, compute_rows=pool.compute_rows, cache=cache)
     watcher.start()
+    watcher.discovered.wait(timeout=10)  # so the first request already lists every run
     if args.open:
         webbrowser.open(url)
     try:

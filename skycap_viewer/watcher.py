@@ -28,6 +28,7 @@ class Watcher(threading.Thread):
         self.compute_rows = compute_rows  # e.g. pool.RowPool.compute_rows
         self.cache = cache  # a cache.PersistedIndex, or None (--no-cache)
         self.stopped = threading.Event()
+        self.discovered = threading.Event()  # set once the first poll has published the runs it found
         self.polls = 0
 
     def run(self):
@@ -52,6 +53,9 @@ class Watcher(threading.Thread):
         if self.cache is not None:
             for run in fresh:  # a restart then reads only what changed
                 self.cache.seed(run)
+        if fresh:  # listed at once, as indexing, before their directories are even listed
+            catalog.publish(fresh, {run.location.id for run in fresh})
+        self.discovered.set()
         runs = list(catalog.runs.values())
         work, touched = [], []
         for run in runs:
