@@ -13,7 +13,7 @@ from pathlib import Path
 
 from skycap_viewer.api import Api
 from skycap_viewer.cache import PersistedIndex, cache_directory
-from skycap_viewer.cli import UsageError
+from skycap_viewer.cli import UsageError, existing_directories
 from skycap_viewer.discovery import discover_runs
 from skycap_viewer.http import ViewerServer
 from skycap_viewer.index import Catalog
@@ -27,17 +27,14 @@ def demo_directory() -> Path:
 
 
 def readable_directories(values) -> list[Path]:
-    paths = []
-    for value in values:
-        path = Path(value)
-        if not path.is_dir():
-            raise UsageError(f"not a directory: {value}")
+    """The directories given, each one existing and listable."""
+    paths = existing_directories(values)
+    for value, path in zip(values, paths, strict=True):
         try:
             with os.scandir(path):
                 pass
         except OSError as error:
             raise UsageError(f"cannot read directory {value}: {error.strerror or error}") from None
-        paths.append(path)
     return paths
 
 

@@ -97,3 +97,14 @@ class ServerProcess:
                 return runs
             time.sleep(0.1)
         raise TimeoutError("indexing did not finish")
+
+
+def wait_for(check, what: str, timeout: float = 15):
+    """Poll `check()` until it returns something true, and return that; fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(0.2)
+    raise AssertionError(f"after {timeout} s, still waiting for: {what}")

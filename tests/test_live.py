@@ -2,22 +2,9 @@
 
 import os
 import shutil
-import time
 
 from tests.conftest import FIXTURES
-from tests.server_process import ServerProcess
-
-POLLS = 6  # the watcher polls every ~2 s; allow a few polls for each change
-
-
-def wait_for(check, what, timeout=POLLS * 2.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.2)
-    raise AssertionError(f"the server did not notice: {what}")
+from tests.server_process import ServerProcess, wait_for
 
 
 def copy_record(source_dir, record_id, target_dir, as_name=None):
