@@ -2,13 +2,16 @@
 
 Records are found through the catalog's in-memory index by id, never by a path taken from
 the request. Listings read only snapshots; the detail routes read one document (cached by
-path, size and mtime) and `/paths` with text also reads the tokens sidecar.
+the file's version) and `/paths` with text also reads the tokens sidecar, checking afterwards
+that a writer did not replace the record's files in between.
 """
 
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
+from functools import partial
 from pathlib import Path
 
 from skycap_viewer import __version__
@@ -36,6 +39,9 @@ from skycap_viewer.rows import present_sidecars, public
 
 RECORD_ID = re.compile(r"^[A-Za-z0-9_.~-]+$")
 DOCUMENT_CACHE_SIZE = 16
+SETTLE_TRIES = 30  # reads of a record whose files keep being replaced (about 1.4 s), then 409
+SETTLE_PAUSE = 0.01  # seconds, times the attempt number, at most 0.05
+SETTLE_WINDOW_NS = 500_000_000  # a sidecar newer than its document for longer was copied, not written
 
 
 class Api:
@@ -112,9 +118,19 @@ class Api:
         limit, offset = parse_page(params)
         ordered = rows_in_order(snapshots, key, order)
         matching = [row for row in ordered if filters.matches(row)] if filters else ordered
-        band = health(matching, "rollouts", *coverage(snapshots))
+
+        def band():
+            return health((row["summary"]["flags"] for row in matching), "rollouts", *coverage(snapshots))
+
         if flag is not None:
             matching = [row for row in matching if flag in row["summary"]["flags"]]
+
+        def rewards():
+            return reward_range(row["_keys"]["reward"] for row in matching)
+
+        if not filters and len(snapshots) == 1:  # what every poll of an unfiltered listing asks again
+            band = partial(snapshots[0].memoized, ("health",), band)
+            rewards = partial(snapshots[0].memoized, ("reward_range", flag), rewards)
         runs = {s.id: s.location for s in snapshots}
         listing = page(matching, limit, offset)
         listing["data"] = [with_run(row, runs) for row in listing["data"]]
@@ -123,9 +139,9 @@ class Api:
             "total": len(matching),
             "indexing": any(s.indexing for s in snapshots),
             "indexed_trajectories": sum(len(s.rows) for s in snapshots),
-            "health": band,
+            "health": band(),
             "sort": {"key": key, "order": order},
-            "reward_range": reward_range(row["_keys"]["reward"] for row in matching),
+            "reward_range": rewards(),
         }
 
     def find(self, record_id: str, params) -> tuple[Snapshot, dict]:
@@ -161,11 +177,37 @@ class Api:
         return snapshot, row, directory, document
 
     def paths(self, record_id: str, params):
-        snapshot, row, directory, document = self.load(record_id, params)
         text = one(params, "text") != "false"
-        present = present_sidecars(directory, document)
-        payload = paths_payload(directory, document, present, record_id, text=text, **context(snapshot, row))
-        return 200, payload
+        for attempt in range(1, SETTLE_TRIES + 1):
+            snapshot, row, directory, document = self.load(record_id, params)
+            present = present_sidecars(directory, document)
+            payload = paths_payload(directory, document, present, record_id, text=text,
+                                    **context(snapshot, row))
+            if not text or self.settled(directory, record_id, document):
+                return 200, payload
+            time.sleep(min(SETTLE_PAUSE * attempt, 0.05))  # a rewrite is under way: read it once it lands
+        raise ApiError(409, f"trajectory {record_id} is being rewritten; its files keep changing, try again")
+
+    def settled(self, directory, record_id: str, document: dict) -> bool:
+        """Whether `document` is still the one on disk and no sidecar of it is newer.
+
+        skycap replaces the sidecars first and the document last, so a sidecar newer than the
+        document (and only just written) belongs to a rewrite in progress: the tokens just read
+        may not be this document's. A copy that left sidecars newer for good is settled after a while.
+        """
+        path = document_path(directory, record_id)
+        try:
+            version = self.documents.version(path)
+            if not self.documents.holds(version, document):
+                return False
+            written = version[3]
+            for name in present_sidecars(directory, document):
+                changed = os.stat(Path(directory) / name).st_mtime_ns
+                if changed > written and time.time_ns() - changed < SETTLE_WINDOW_NS:
+                    return False
+        except (RecordError, OSError):
+            return False
+        return True
 
     def graph(self, record_id: str, params):
         snapshot, row, directory, document = self.load(record_id, params)
@@ -205,7 +247,7 @@ class Api:
                 matched = [row for row in group.members if filters.matches(row)] if filters else group.members
                 if matched:
                     listed.append((snapshot.id, group, matched))
-        band = health(listed, "groups", *group_coverage(snapshots, keys), flags_of=group_band_flags)
+        band = health(map(group_band_flags, listed), "groups", *group_coverage(snapshots, keys))
         if flag is not None:
             listed = [(run_id, group, kept) for run_id, group, matched in listed
                       if (kept := flagged_members(group, matched, flag))]
@@ -288,24 +330,36 @@ def with_run(row: dict, runs: dict) -> dict:
 
 
 class DocumentCache:
-    """A few parsed documents, keyed by path, size and mtime, so a rewritten record is reread."""
+    """A few parsed documents, keyed by the file's version, so a rewritten record is reread."""
 
     def __init__(self, size: int):
         self.size = size
         self.entries: OrderedDict = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, path: Path) -> dict:
+    @staticmethod
+    def version(path: Path) -> tuple:
+        """Path, inode, size and times: a rename over the file changes at least the inode."""
         try:
             stat = os.stat(path)
         except OSError as error:
             raise RecordError(path, f"cannot read the file ({error.strerror or error})") from None
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        return str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns  # [3]: mtime
+
+    def holds(self, version: tuple, document: dict) -> bool:
+        """Whether `document` is the cached parse of that version of its file."""
+        with self.lock:
+            return self.entries.get(version) is document
+
+    def get(self, path: Path) -> dict:
+        key = self.version(path)
         with self.lock:
             if key in self.entries:
                 self.entries.move_to_end(key)
                 return self.entries[key]
         document = read_document(path)
+        if self.version(path) != key:  # replaced while being read: not the version the key names
+            return document
         with self.lock:
             self.entries[key] = document
             while len(self.entries) > self.size:

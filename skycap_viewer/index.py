@@ -155,6 +155,9 @@ class RunIndex:
         return Changes(compute, removed)
 
     def store(self, name: str, version: FileVersion, row: dict):
+        if row.get("unreadable") and not os.path.lexists(self.directory / name):
+            self.remove(name)  # deleted between the listing and the read: gone, not unreadable
+            return
         row["revision"] = version.mtime_ns // 1_000_000
         row["_run"] = self.location.id
         self.versions[name] = version
