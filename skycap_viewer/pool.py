@@ -4,7 +4,8 @@ Reading a document is CPU-bound (zstd, JSON, the graph), so one process is bound
 worker processes make a cold index as fast as the disk and the cores allow, and leave the
 server's own process free to answer requests. Rows come back chunk by chunk as they finish,
 so a listing fills in while a big run is indexed. Small batches (a live run's few new records)
-stay in this process, where starting workers would cost more than it saves.
+stay in this process, where starting workers would cost more than it saves; workers left idle
+exit after a while, so a viewer left open on a finished run gives their memory back.
 
 The server has threads, and `fork` after threads may copy a held lock into the child, so workers
 start from a `forkserver` (Linux) or are spawned. A worker ignores Ctrl-C (the server shuts the
@@ -15,6 +16,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -24,6 +26,7 @@ from skycap_viewer.rows import compute_row
 
 SMALL_BATCH = 64  # fewer documents than this are computed in this process
 MAX_CHUNK = 256  # documents per task: large enough to amortise the round trip, small enough to stream rows
+IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
 ORPHAN_CHECK_SECONDS = 1.0
 
 
@@ -75,13 +78,16 @@ def _start_worker(server_pid: int):
 
 
 class RowPool:
-    """Worker processes, one per core, started on the first big batch and stopped by `close()`."""
+    """Worker processes, one per core: started by a big batch, stopped after a while idle and by `close()`."""
 
-    def __init__(self, workers: int | None = None, small_batch: int = SMALL_BATCH):
+    def __init__(self, workers: int | None = None, small_batch: int = SMALL_BATCH, idle_seconds: float = IDLE_SECONDS):
         self.workers = workers or core_count()
         self.small_batch = small_batch
+        self.idle_seconds = idle_seconds
         self.lock = threading.Lock()
         self.executor: ProcessPoolExecutor | None = None
+        self.batches = 0  # batches in flight: the workers are not idle
+        self.idle_timer: threading.Timer | None = None
         self.closed = False
 
     def compute_rows(self, directory, names):
@@ -90,7 +96,13 @@ class RowPool:
         if len(names) < self.small_batch or self.workers < 2:
             yield from compute_rows_here(directory, names)
             return
-        futures = self._submit(str(directory), chunked(names, self.workers))
+        try:
+            futures = self._submit(str(directory), chunked(names, self.workers))
+        except (OSError, RuntimeError) as error:  # cannot start processes here (a sandbox, a limit)
+            print(f"skycap-viewer: indexing in one process: {type(error).__name__}: {error}", file=sys.stderr)
+            self.workers = 1
+            yield from compute_rows_here(directory, names)
+            return
         if futures is None:  # closed: the server is stopping
             return
         # done callbacks, not as_completed(): they also fire for futures that close() cancels
@@ -105,7 +117,7 @@ class RowPool:
                 try:
                     rows = future.result()
                 except BrokenProcessPool:  # a worker died (killed, out of memory): finish here
-                    self._discard_broken()
+                    self._discard(self.executor)
                     yield from compute_rows_here(directory, [n for chunk in futures.values() for n in chunk])
                     return
                 del futures[future]
@@ -113,18 +125,23 @@ class RowPool:
         finally:
             for future in futures:  # the caller stopped early: drop what has not started
                 future.cancel()
+            self._batch_done()
 
     def _submit(self, directory: str, chunks: list[list[str]]):
         """{future: names} for every chunk, or None once closed."""
         with self.lock:
             if self.closed:
                 return None
+            if self.idle_timer is not None:
+                self.idle_timer.cancel()
             try:
-                return self._submit_all(directory, chunks)
+                futures = self._submit_all(directory, chunks)
             except BrokenProcessPool:  # a worker died while the pool was idle: start afresh
                 self.executor.shutdown(wait=False, cancel_futures=True)
                 self.executor = None
-                return self._submit_all(directory, chunks)
+                futures = self._submit_all(directory, chunks)
+            self.batches += 1
+            return futures
 
     def _submit_all(self, directory: str, chunks: list[list[str]]) -> dict:
         if self.executor is None:
@@ -135,16 +152,30 @@ class RowPool:
                                                 initargs=(os.getpid(),))
         return {self.executor.submit(compute_chunk, directory, chunk): chunk for chunk in chunks}
 
-    def _discard_broken(self):
+    def _batch_done(self):
+        """Once no batch is left, stop the workers after `idle_seconds`: their memory goes back."""
         with self.lock:
-            executor, self.executor = self.executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+            self.batches -= 1
+            if self.batches or self.closed or self.executor is None:
+                return
+            self.idle_timer = threading.Timer(self.idle_seconds, self._discard, args=(self.executor, True))
+            self.idle_timer.daemon = True
+            self.idle_timer.start()
+
+    def _discard(self, executor, only_if_idle: bool = False):
+        """Stop `executor` if it is still the pool's (and, when asked, still idle)."""
+        with self.lock:
+            if executor is not self.executor or (only_if_idle and self.batches):
+                return
+            self.executor = None
+        executor.shutdown(wait=False, cancel_futures=True)
 
     def close(self):
         """Stop the workers: queued chunks are dropped, running ones finish first."""
         with self.lock:
             self.closed = True
             executor, self.executor = self.executor, None
+            if self.idle_timer is not None:
+                self.idle_timer.cancel()
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)

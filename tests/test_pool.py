@@ -94,6 +94,22 @@ def test_closing_mid_batch_stops_quietly(pool):
     assert list(pool.compute_rows(directory, names)) == [], "a closed pool starts no workers"
 
 
+def test_idle_workers_exit_and_start_again():
+    pool = RowPool(workers=2, small_batch=0, idle_seconds=0.2)
+    try:
+        directory = FIXTURES / "groups"
+        names = document_names(directory)
+        first = dict(pool.compute_rows(directory, names))
+        deadline = time.monotonic() + 30
+        while (pool.executor is not None or multiprocessing.active_children()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pool.executor is None and multiprocessing.active_children() == [], "idle workers must exit"
+        assert dict(pool.compute_rows(directory, names)) == first
+        assert pool.executor is not None, "the next big batch starts them again"
+    finally:
+        pool.close()
+
+
 ORPHAN_SCRIPT = """
 import sys
 from skycap_viewer.pool import RowPool
