@@ -8,26 +8,12 @@ back. A port already in use is tested with the command line in `test_serve_cli.p
 
 import os
 import shutil
-import time
 from urllib.parse import quote
 
 import pytest
 
 from tests.conftest import FIXTURES
-from tests.server_process import ServerProcess
-
-SETTLE_SECONDS = 30
-
-
-def wait_for(check, what: str):
-    """Poll `check()` until it returns something true; fail after SETTLE_SECONDS."""
-    deadline = time.monotonic() + SETTLE_SECONDS
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.2)
-    pytest.fail(f"after {SETTLE_SECONDS} s: {what}")
+from tests.server_process import ServerProcess, wait_for
 
 
 def runs_of(server) -> dict:
