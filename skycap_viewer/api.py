@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from functools import partial
+from operator import itemgetter
 from pathlib import Path
 
 from skycap_viewer import __version__
@@ -38,6 +38,7 @@ from skycap_viewer.reader import document_path, read_document
 from skycap_viewer.rows import present_sidecars, public
 
 RECORD_ID = re.compile(r"^[A-Za-z0-9_.~-]+$")
+FLAG_KEY = itemgetter("_flagkey")
 DOCUMENT_CACHE_SIZE = 16
 SETTLE_TRIES = 30  # reads of a record whose files keep being replaced (about 1.4 s), then 409
 SETTLE_PAUSE = 0.01  # seconds, times the attempt number, at most 0.05
@@ -116,21 +117,14 @@ class Api:
         flag = parse_flag(params)
         key, order, _ = parse_sort(params)
         limit, offset = parse_page(params)
+        # an unfiltered listing of one run is what every poll asks again: keep its answers per snapshot
+        memo = snapshots[0].memoized if not filters and len(snapshots) == 1 else computed
         ordered = rows_in_order(snapshots, key, order)
         matching = [row for row in ordered if filters.matches(row)] if filters else ordered
-
-        def band():
-            return health((row["summary"]["flags"] for row in matching), "rollouts", *coverage(snapshots))
-
+        band = memo(("health",), lambda: health(map(FLAG_KEY, matching), "rollouts", *coverage(snapshots)))
         if flag is not None:
             matching = [row for row in matching if flag in row["summary"]["flags"]]
-
-        def rewards():
-            return reward_range(row["_keys"]["reward"] for row in matching)
-
-        if not filters and len(snapshots) == 1:  # what every poll of an unfiltered listing asks again
-            band = partial(snapshots[0].memoized, ("health",), band)
-            rewards = partial(snapshots[0].memoized, ("reward_range", flag), rewards)
+        rewards = memo(("reward_range", flag), lambda: reward_range(row["_keys"]["reward"] for row in matching))
         runs = {s.id: s.location for s in snapshots}
         listing = page(matching, limit, offset)
         listing["data"] = [with_run(row, runs) for row in listing["data"]]
@@ -139,9 +133,9 @@ class Api:
             "total": len(matching),
             "indexing": any(s.indexing for s in snapshots),
             "indexed_trajectories": sum(len(s.rows) for s in snapshots),
-            "health": band(),
+            "health": band,
             "sort": {"key": key, "order": order},
-            "reward_range": rewards(),
+            "reward_range": rewards,
         }
 
     def find(self, record_id: str, params) -> tuple[Snapshot, dict]:
@@ -247,7 +241,7 @@ class Api:
                 matched = [row for row in group.members if filters.matches(row)] if filters else group.members
                 if matched:
                     listed.append((snapshot.id, group, matched))
-        band = health(map(group_band_flags, listed), "groups", *group_coverage(snapshots, keys))
+        band = health(map(group_band_key, listed), "groups", *group_coverage(snapshots, keys))
         if flag is not None:
             listed = [(run_id, group, kept) for run_id, group, matched in listed
                       if (kept := flagged_members(group, matched, flag))]
@@ -301,6 +295,11 @@ class Api:
             "rollouts": [shown(row) for row in rollouts],
             "superseded": [shown(row, superseded_by=by) for row, by in group.superseded],
         }
+
+
+def computed(_key, compute):
+    """`Snapshot.memoized` for answers that are not worth keeping."""
+    return compute()
 
 
 def context(snapshot: Snapshot, row: dict) -> dict:
@@ -367,10 +366,12 @@ class DocumentCache:
         return document
 
 
-def group_band_flags(item) -> set:
+def group_band_key(item) -> str:
     """A listed group counts once per group flag and once per rollout flag of a matching member."""
     _, group, matched = item
-    return set(group.flags) | {flag for row in matched for flag in row["summary"]["flags"]}
+    if matched is group.members:
+        return " ".join(set(group.flags) | group.member_flags)
+    return " ".join(set(group.flags) | {flag for row in matched for flag in row["summary"]["flags"]})
 
 
 def flagged_members(group, matched: list, flag: str | None) -> list:

@@ -57,9 +57,14 @@ class Group:
     modal_n: int | None = None
     flags: list = field(default_factory=list)
 
-    @property
+    @cached_property
     def members(self) -> list:
         return self.counting + [row for row, _ in self.superseded]
+
+    @cached_property
+    def member_flags(self) -> set:
+        """Every rollout flag any member carries (the band of an unfiltered listing)."""
+        return {flag for row in self.members for flag in row["summary"]["flags"]}
 
     @cached_property
     def rewards(self) -> list:

@@ -103,7 +103,7 @@ def unreadable_row(file_id: str, error: str) -> dict:
 
 
 def with_keys(row: dict) -> dict:
-    """Add the precomputed sort keys and search text (`_keys`, `_text`)."""
+    """Add the precomputed sort keys, search text and flags as one string (`_keys`, `_text`, `_flagkey`)."""
     row["_keys"] = {
         "step": row["step"],
         "task": row["task_id"],
@@ -116,6 +116,7 @@ def with_keys(row: dict) -> dict:
     row["_text"] = " ".join(
         [row["id"], json.dumps(row["meta"], sort_keys=True), json.dumps(row["annotations"], sort_keys=True)]
     ).lower()
+    row["_flagkey"] = " ".join(row["summary"]["flags"])  # rows with the same flags are counted together
     return row
 
 
