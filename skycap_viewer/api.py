@@ -18,7 +18,7 @@ from skycap_viewer import __version__
 from skycap_viewer.blocks import BLOCK_KIND_WHY
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import flag_catalogue
-from skycap_viewer.groups import GROUP_SORT_KEYS, grouping_of, is_rollout_flag, repetition_of
+from skycap_viewer.groups import GROUP_SORT_KEYS, build_grouping, grouping_of, is_rollout_flag, repetition_of
 from skycap_viewer.index import Catalog, Snapshot
 from skycap_viewer.payloads import exchanges_payload, forks_payload, graph_payload, paths_payload
 from skycap_viewer.query import (
@@ -228,20 +228,33 @@ class Api:
         keys = tuple(k.strip() for k in (one(params, "group_by") or "").split(",") if k.strip())
         return keys or self.group_by
 
-    def groups(self, params):
-        snapshots = self.scope(params)
+    def groupings(self, params) -> tuple[tuple, list]:
+        """(group keys, [(snapshot, its grouping)]) for the runs a group request covers.
+
+        Groupings by the server's own keys are kept per snapshot; others (a request's `group_by`)
+        are computed for the request alone, so no client can make the server hoard them."""
         keys = self.group_keys(params)
+        pairs = []
+        for snapshot in self.scope(params):
+            kept = keys == self.group_by
+            pairs.append((snapshot, grouping_of(snapshot, keys) if kept else build_grouping(snapshot.rows, keys)))
+        return keys, pairs
+
+    def groups(self, params):
+        keys, groupings = self.groupings(params)
+        snapshots = [snapshot for snapshot, _ in groupings]
         filters = Filters.parse(params)
         flag = parse_flag(params)
         key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("step", "desc"))
         limit, offset = parse_page(params)
         listed = []  # (run id, group, members matching the filters)
-        for snapshot in snapshots:
-            for group in grouping_of(snapshot, keys).groups:
+        for snapshot, grouping in groupings:
+            for group in grouping.groups:
                 matched = [row for row in group.members if filters.matches(row)] if filters else group.members
                 if matched:
                     listed.append((snapshot.id, group, matched))
-        band = health(map(group_band_key, listed), "groups", *group_coverage(snapshots, keys))
+        count = sum(len(grouping.groups) for _, grouping in groupings)
+        band = health(map(group_band_key, listed), "groups", count, count)
         if flag is not None:
             listed = [(run_id, group, kept) for run_id, group, matched in listed
                       if (kept := flagged_members(group, matched, flag))]
@@ -250,7 +263,7 @@ class Api:
         chunk = page(listed, limit, offset)
         chunk["data"] = [{**group.summary(run_id), "matching": len(matched)}
                          for run_id, group, matched in chunk["data"]]
-        modal_sizes = {grouping_of(s, keys).modal_n for s in snapshots}
+        modal_sizes = {grouping.modal_n for _, grouping in groupings}
         return 200, {
             **chunk,
             "group_by": list(keys),
@@ -263,9 +276,8 @@ class Api:
         }
 
     def group(self, group_key: str, params):
-        keys = self.group_keys(params)
-        found = [(s, grouping_of(s, keys).by_key[group_key]) for s in self.scope(params)
-                 if group_key in grouping_of(s, keys).by_key]
+        keys, groupings = self.groupings(params)
+        found = [(s, grouping.by_key[group_key]) for s, grouping in groupings if group_key in grouping.by_key]
         if not found:
             raise ApiError(404, f"no group {group_key} for {','.join(keys)}")
         if len(found) > 1:
@@ -381,8 +393,3 @@ def flagged_members(group, matched: list, flag: str | None) -> list:
     if not is_rollout_flag(flag):
         return matched if flag in group.flags else []
     return [row for row in matched if flag in row["summary"]["flags"]]
-
-
-def group_coverage(snapshots, keys) -> tuple[int, int]:
-    count = sum(len(grouping_of(s, keys).groups) for s in snapshots)
-    return count, count
