@@ -47,10 +47,6 @@ def atomic_write(path: Path, data: bytes) -> None:
     os.replace(temporary, path)
 
 
-def sidecar_payload(directory, document: dict, kind: str) -> bytes:
-    return decompress_one_frame((Path(directory) / document["sidecars"][kind]["file"]).read_bytes())
-
-
 def write_record(directory, document: dict, sidecars: dict[str, bytes]) -> Path:
     """Write sidecar files (file name → compressed bytes) then the document, each atomically."""
     directory = Path(directory)
@@ -205,17 +201,6 @@ def _raw_document(payload: bytes):
     return make
 
 
-def _token_node(index):
-    return lambda change: lambda document: change(document["nodes"][index]["tokens"])
-
-
-def _set(mapping_of, key, value):
-    def change(document):
-        mapping_of(document)[key] = value
-
-    return change
-
-
 def _tokens_array(name):
     return lambda document: document["sidecars"]["tokens"]["arrays"][name]
 
@@ -298,235 +283,131 @@ def _unknown_everywhere(document):
             add(spec)
 
 
+def _field(where, key, value):
+    """A maker: `tr_ok` with `where(document)[key] = value`."""
+
+    def change(document):
+        where(document)[key] = value
+
+    return _edited(change)
+
+
+def _top(document):
+    return document
+
+
+def _node(index):
+    return lambda document: document["nodes"][index]
+
+
+def _message(index):
+    return lambda document: document["nodes"][index]["message"]
+
+
+def _tokens(index):
+    return lambda document: document["nodes"][index]["tokens"]
+
+
+def _manifest(kind):
+    return lambda document: document["sidecars"][kind]
+
+
+# the corpus's broken/ records, copied as they are: (id, expect, problem)
+FIXTURE_CASES = [
+    ("tr_ok", "valid", ""),
+    ("tr_future_fields", "valid", ""),
+    ("tr_bad_call", "valid", ""),
+    ("tr_missing_experts", "valid", ""),
+    ("tr_bad_version", "unreadable", r"format_version 2"),
+    ("tr_no_version", "unreadable", r"format_version.*(missing|none|absent)"),
+    ("tr_truncated_doc", "unreadable", r"truncated"),
+    ("tr_not_zstd", "unreadable", r"zstd"),
+    ("tr_not_json", "unreadable", r"JSON"),
+    ("tr_json_list", "unreadable", r"JSON (list|array)"),
+    ("tr_empty_file", "unreadable", r"empty|0 bytes"),
+    ("tr_two_frames_split", "unreadable", r"frame"),
+    ("tr_two_frames_appended", "unreadable", r"frame"),
+    ("tr_ids_mismatch", "unreadable", r"creation order|node 1"),
+    ("tr_nodes_swapped", "unreadable", r"creation order|parent|node 0"),
+    ("tr_parent_out_of_range", "unreadable", r"parent 7"),
+    ("tr_no_nodes", "unreadable", r"nodes"),
+    ("tr_no_status", "unreadable", r"status"),
+    ("tr_no_id", "unreadable", r"\bid\b"),
+    ("tr_id_mismatch", "malformed", r"tr_someone_else"),
+    ("tr_offsets_out_of_range", "malformed", r"node 1 tokens"),
+    ("tr_text_out_of_range", "malformed", r"node 1 text"),
+    ("tr_mask_out_of_range", "malformed", r"mask"),
+    ("tr_experts_out_of_range", "malformed", r"experts"),
+    ("tr_bad_dtype", "malformed", r"float32"),
+    ("tr_misaligned", "malformed", r"multiple of 8"),
+    ("tr_shape_too_big", "malformed", r"length|10000"),
+    ("tr_wrong_file", "malformed", r"tr_elsewhere\.tokens\.zst"),
+    ("tr_missing_tokens", "tokens-missing", r"tokens"),
+    ("tr_truncated_sidecar", "tokens-unreadable", r"truncated"),
+    ("tr_sidecar_two_frames", "tokens-unreadable", r"frame"),
+    ("tr_text_mid_char", "tokens-unreadable", r"UTF-8"),
+]
+# sidecar file names that try to leave the record directory: (case, kind, name, how the message quotes it)
+ESCAPING_NAMES = [
+    ("slash", "tokens", "sub/tr_gen_sidecar_slash.tokens.zst", r"sub/"),
+    ("dotdot", "tokens", "../good/tr_tokens.tokens.zst", r"\.\./"),
+    ("parent", "tokens", "..", r"'\.\.'"),
+    ("absolute", "tokens", "/etc/passwd", r"/etc/passwd"),
+    ("backslash", "experts", "..\\..\\x.experts.zst", r"plain file name"),
+    ("nul", "experts", "tr_gen_sidecar_nul.experts.zst\x00.png", r"plain file name"),
+]
+# values of the wrong type or size where the viewer shows or sorts them: listed, never a 5xx
+HOSTILE_VALUES = [
+    ("meta_list", _top, "meta", [1, 2]),
+    ("annotations_string", _top, "annotations", "x"),
+    ("status_number", _top, "status", 5),
+    ("samples_junk", _top, "samples", {"paths": 3, "rows": "x"}),
+    ("meta_step_junk", _top, "meta", {"step": "NaN", "task": {"a": 1}, "instance_id": [1], "attempt": "2"}),
+    ("message_string", _node(1), "message", "hi"),
+    ("message_null", _node(0), "message", None),
+    ("shadowed_far", _node(0), "shadowed_by", 99),
+    ("call_junk", _node(1), "calls", [{"t_start": "yesterday", "t_end": None, "finish_reason": 5,
+                                       "bridged": "yes", "usage": [], "sampling": 3}]),
+    ("content_number", _message(1), "content", 5),
+    ("content_parts", _message(0), "content", [{"type": "text", "text": 7}, "bare string", None,
+                                               {"type": "image_url", "image_url": None}]),
+    ("tool_calls_junk", _message(1), "tool_calls", [None, 3, {"function": None},
+                                                    {"function": {"name": 5, "arguments": {"not": "a string"}}}]),
+]
+
 BAD_CASES = [
-    # the corpus's broken/ records, copied as they are
-    BadCase("tr_ok", "valid", ""),
-    BadCase("tr_future_fields", "valid", ""),
-    BadCase("tr_bad_call", "valid", ""),
-    BadCase("tr_missing_experts", "valid", ""),
-    BadCase("tr_bad_version", "unreadable", r"format_version 2"),
-    BadCase("tr_no_version", "unreadable", r"format_version.*(missing|none|absent)"),
-    BadCase("tr_truncated_doc", "unreadable", r"truncated"),
-    BadCase("tr_not_zstd", "unreadable", r"zstd"),
-    BadCase("tr_not_json", "unreadable", r"JSON"),
-    BadCase("tr_json_list", "unreadable", r"JSON (list|array)"),
-    BadCase("tr_empty_file", "unreadable", r"empty|0 bytes"),
-    BadCase("tr_two_frames_split", "unreadable", r"frame"),
-    BadCase("tr_two_frames_appended", "unreadable", r"frame"),
-    BadCase("tr_ids_mismatch", "unreadable", r"creation order|node 1"),
-    BadCase("tr_nodes_swapped", "unreadable", r"creation order|parent|node 0"),
-    BadCase("tr_parent_out_of_range", "unreadable", r"parent 7"),
-    BadCase("tr_no_nodes", "unreadable", r"nodes"),
-    BadCase("tr_no_status", "unreadable", r"status"),
-    BadCase("tr_no_id", "unreadable", r"\bid\b"),
-    BadCase("tr_id_mismatch", "malformed", r"tr_someone_else"),
-    BadCase("tr_offsets_out_of_range", "malformed", r"node 1 tokens"),
-    BadCase("tr_text_out_of_range", "malformed", r"node 1 text"),
-    BadCase("tr_mask_out_of_range", "malformed", r"mask"),
-    BadCase("tr_experts_out_of_range", "malformed", r"experts"),
-    BadCase("tr_bad_dtype", "malformed", r"float32"),
-    BadCase("tr_misaligned", "malformed", r"multiple of 8"),
-    BadCase("tr_shape_too_big", "malformed", r"length|10000"),
-    BadCase("tr_wrong_file", "malformed", r"tr_elsewhere\.tokens\.zst"),
-    BadCase("tr_missing_tokens", "tokens-missing", r"tokens"),
-    BadCase("tr_truncated_sidecar", "tokens-unreadable", r"truncated"),
-    BadCase("tr_sidecar_two_frames", "tokens-unreadable", r"frame"),
-    BadCase("tr_text_mid_char", "tokens-unreadable", r"UTF-8"),
-    # generated from tr_ok
+    *(BadCase(record_id, expect, problem) for record_id, expect, problem in FIXTURE_CASES),
     BadCase("tr_gen_not_utf8", "unreadable", r"UTF-8", _not_utf8),
     BadCase("tr_gen_json_string", "unreadable", r"JSON str", _raw_document(b'"a string"')),
     BadCase("tr_gen_json_number", "unreadable", r"JSON (int|number)", _raw_document(b"42")),
     BadCase("tr_gen_json_null", "unreadable", r"JSON null", _raw_document(b"null")),
-    BadCase(
-        "tr_gen_deep_nesting",
-        "unreadable",
-        r"JSON|deep|nest|recursion",
-        _raw_document(b'{"id":' + b"[" * 200_000 + b"]" * 200_000 + b"}"),
-    ),
-    BadCase(
-        "tr_gen_version_string",
-        "unreadable",
-        r"format_version",
-        _edited(_set(lambda d: d, "format_version", "1")),
-    ),
-    BadCase("tr_gen_nodes_object", "unreadable", r"nodes", _edited(_set(lambda d: d, "nodes", {"0": {}}))),
-    BadCase(
-        "tr_gen_parent_self", "unreadable", r"parent 1", _edited(_set(lambda d: d["nodes"][1], "parent", 1))
-    ),
-    BadCase(
-        "tr_gen_parent_negative",
-        "unreadable",
-        r"parent -1",
-        _edited(_set(lambda d: d["nodes"][1], "parent", -1)),
-    ),
-    BadCase(
-        "tr_gen_node_id_string",
-        "unreadable",
-        r"creation order|node 0|id",
-        _edited(_set(lambda d: d["nodes"][0], "id", "0")),
-    ),
-    BadCase(
-        "tr_gen_sidecar_slash",
-        "unreadable",
-        r"sub/",
-        _edited(_set(lambda d: d["sidecars"]["tokens"], "file", "sub/tr_gen_sidecar_slash.tokens.zst")),
-    ),
-    BadCase(
-        "tr_gen_sidecar_dotdot",
-        "unreadable",
-        r"\.\./",
-        _edited(_set(lambda d: d["sidecars"]["tokens"], "file", "../good/tr_tokens.tokens.zst")),
-    ),
-    BadCase(
-        "tr_gen_sidecar_parent",
-        "unreadable",
-        r"'\.\.'|\"\.\.\"",
-        _edited(_set(lambda d: d["sidecars"]["tokens"], "file", "..")),
-    ),
-    BadCase(
-        "tr_gen_sidecar_absolute",
-        "unreadable",
-        r"/etc/passwd",
-        _edited(_set(lambda d: d["sidecars"]["tokens"], "file", "/etc/passwd")),
-    ),
-    BadCase(
-        "tr_gen_sidecar_backslash",
-        "unreadable",
-        r"plain|name|\\\\",
-        _edited(_set(lambda d: d["sidecars"]["experts"], "file", "..\\..\\x.experts.zst")),
-    ),
-    BadCase(
-        "tr_gen_sidecar_nul",
-        "unreadable",
-        r"plain|name|\\x00|\\0",
-        _edited(_set(lambda d: d["sidecars"]["experts"], "file", "tr_gen_sidecar_nul.experts.zst\x00.png")),
-    ),
-    BadCase(
-        "tr_gen_dtype_int8", "malformed", r"int8", _edited(_set(_tokens_array("token_ids"), "dtype", "int8"))
-    ),
-    BadCase(
-        "tr_gen_misaligned_text",
-        "malformed",
-        r"multiple of 8",
-        _edited(_set(_tokens_array("text"), "offset", 123)),
-    ),
-    BadCase(
-        "tr_gen_shape_not_list", "unreadable", r"shape", _edited(_set(_tokens_array("text"), "shape", "31"))
-    ),
-    BadCase(
-        "tr_gen_negative_offset",
-        "unreadable",
-        r"offset",
-        _edited(_token_node(1)(lambda t: t.update(offset=-1))),
-    ),
-    BadCase(
-        "tr_gen_sampled_start_past",
-        "unreadable",
-        r"sampled_start",
-        _edited(_token_node(1)(lambda t: t.update(sampled_start=99))),
-    ),
-    BadCase(
-        "tr_gen_unknown_sidecar_kind",
-        "malformed",
-        r"audio",
-        _edited(
-            _set(
-                lambda d: d["sidecars"],
-                "audio",
-                {"file": "tr_gen_unknown_sidecar_kind.audio.zst", "arrays": {}},
-            )
-        ),
-    ),
-    BadCase(
-        "tr_gen_sidecar_not_zstd", "tokens-unreadable", r"zstd", _damaged_sidecar(b"not a zstd frame at all")
-    ),
+    BadCase("tr_gen_deep_nesting", "unreadable", r"JSON|deep|nest|recursion",
+            _raw_document(b'{"id":' + b"[" * 200_000 + b"]" * 200_000 + b"}")),
+    BadCase("tr_gen_version_string", "unreadable", r"format_version", _field(_top, "format_version", "1")),
+    BadCase("tr_gen_nodes_object", "unreadable", r"nodes", _field(_top, "nodes", {"0": {}})),
+    BadCase("tr_gen_parent_self", "unreadable", r"parent 1", _field(_node(1), "parent", 1)),
+    BadCase("tr_gen_parent_negative", "unreadable", r"parent -1", _field(_node(1), "parent", -1)),
+    BadCase("tr_gen_node_id_string", "unreadable", r"creation order|node 0|id", _field(_node(0), "id", "0")),
+    *(BadCase(f"tr_gen_sidecar_{case}", "unreadable", problem, _field(_manifest(kind), "file", name))
+      for case, kind, name, problem in ESCAPING_NAMES),
+    BadCase("tr_gen_dtype_int8", "malformed", r"int8", _field(_tokens_array("token_ids"), "dtype", "int8")),
+    BadCase("tr_gen_misaligned_text", "malformed", r"multiple of 8", _field(_tokens_array("text"), "offset", 123)),
+    BadCase("tr_gen_shape_not_list", "unreadable", r"shape", _field(_tokens_array("text"), "shape", "31")),
+    BadCase("tr_gen_negative_offset", "unreadable", r"offset", _field(_tokens(1), "offset", -1)),
+    BadCase("tr_gen_sampled_start_past", "unreadable", r"sampled_start", _field(_tokens(1), "sampled_start", 99)),
+    BadCase("tr_gen_unknown_sidecar_kind", "malformed", r"audio",
+            _field(lambda d: d["sidecars"], "audio", {"file": "x.audio.zst", "arrays": {}})),
+    BadCase("tr_gen_sidecar_not_zstd", "tokens-unreadable", r"zstd", _damaged_sidecar(b"not a zstd frame")),
     BadCase("tr_gen_sidecar_empty", "tokens-unreadable", r"empty|0 bytes", _damaged_sidecar(b"")),
-    BadCase(
-        "tr_gen_sidecar_directory",
-        "tokens-unreadable|tokens-missing",
-        r"director|tokens",
-        _sidecar_is_directory,
-    ),
+    BadCase("tr_gen_sidecar_directory", "tokens-unreadable|tokens-missing", r"director|tokens",
+            _sidecar_is_directory),
     BadCase("tr_gen_document_directory", "unreadable", r"director", _document_is_directory),
-    BadCase(
-        "tr_gen_unreadable", "unreadable", r"permission|no such file|cannot read|denied", _unreadable_document
-    ),
+    BadCase("tr_gen_unreadable", "unreadable", r"permission|no such file|cannot read|denied", _unreadable_document),
     BadCase("tr_gen_unknown_everywhere", "valid", "", _edited(_unknown_everywhere)),
-    # hostile values in otherwise readable records: listed, never a 5xx
     BadCase("tr_gen_non_finite", "listed", "", _non_finite),
     BadCase("tr_gen_huge_int", "listed", "", _edited(_huge_numbers)),
-    BadCase("tr_gen_meta_list", "listed", "", _edited(_set(lambda d: d, "meta", [1, 2]))),
-    BadCase("tr_gen_annotations_string", "listed", "", _edited(_set(lambda d: d, "annotations", "x"))),
-    BadCase("tr_gen_message_string", "listed", "", _edited(_set(lambda d: d["nodes"][1], "message", "hi"))),
-    BadCase("tr_gen_message_null", "listed", "", _edited(_set(lambda d: d["nodes"][0], "message", None))),
-    BadCase(
-        "tr_gen_content_number", "listed", "", _edited(_set(lambda d: d["nodes"][1]["message"], "content", 5))
-    ),
-    BadCase(
-        "tr_gen_content_parts",
-        "listed",
-        "",
-        _edited(
-            _set(
-                lambda d: d["nodes"][0]["message"],
-                "content",
-                [{"type": "text", "text": 7}, "bare string", None, {"type": "image_url", "image_url": None}],
-            )
-        ),
-    ),
-    BadCase(
-        "tr_gen_tool_calls_junk",
-        "listed",
-        "",
-        _edited(
-            _set(
-                lambda d: d["nodes"][1]["message"],
-                "tool_calls",
-                [None, 3, {"function": None}, {"function": {"name": 5, "arguments": {"not": "a string"}}}],
-            )
-        ),
-    ),
-    BadCase(
-        "tr_gen_call_junk",
-        "listed",
-        "",
-        _edited(
-            _set(
-                lambda d: d["nodes"][1],
-                "calls",
-                [
-                    {
-                        "t_start": "yesterday",
-                        "t_end": None,
-                        "finish_reason": 5,
-                        "bridged": "yes",
-                        "usage": [],
-                        "sampling": 3,
-                    }
-                ],
-            )
-        ),
-    ),
-    BadCase("tr_gen_status_number", "listed", "", _edited(_set(lambda d: d, "status", 5))),
-    BadCase(
-        "tr_gen_times_strings", "listed", "", _edited(lambda d: d.update(created_at="now", finished_at=[]))
-    ),
-    BadCase("tr_gen_shadowed_far", "listed", "", _edited(_set(lambda d: d["nodes"][0], "shadowed_by", 99))),
-    BadCase(
-        "tr_gen_samples_junk", "listed", "", _edited(_set(lambda d: d, "samples", {"paths": 3, "rows": "x"}))
-    ),
-    BadCase(
-        "tr_gen_meta_step_junk",
-        "listed",
-        "",
-        _edited(
-            _set(
-                lambda d: d,
-                "meta",
-                {"step": "NaN", "task": {"a": 1}, "instance_id": [1], "repetition_id": None, "attempt": "2"},
-            )
-        ),
-    ),
+    BadCase("tr_gen_times_strings", "listed", "", _edited(lambda d: d.update(created_at="now", finished_at=[]))),
+    *(BadCase(f"tr_gen_{case}", "listed", "", _field(where, key, value)) for case, where, key, value in HOSTILE_VALUES),
 ]
 BAD_IDS = [case.record_id for case in BAD_CASES]
 

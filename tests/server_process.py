@@ -99,6 +99,14 @@ class ServerProcess:
         raise TimeoutError("indexing did not finish")
 
 
+def served(dirs, *extra_args, **options):
+    """For module fixtures (`yield from served([...])`): an indexed server that must not print a traceback."""
+    with ServerProcess(dirs, *extra_args, **options) as server:
+        server.wait_indexed()
+        yield server
+        assert "Traceback" not in server.output(), server.output()[-3000:]
+
+
 def wait_for(check, what: str, timeout: float = 15):
     """Poll `check()` until it returns something true, and return that; fail after `timeout` s."""
     deadline = time.monotonic() + timeout

@@ -32,7 +32,7 @@ from tests.badrecords import (
     write_bad_run,
 )
 from tests.conftest import run_cli
-from tests.server_process import ServerProcess
+from tests.server_process import ServerProcess, served
 
 RECORD_ROUTES = ("", "/paths", "/paths?text=false", "/graph", "/exchanges")
 
@@ -80,10 +80,7 @@ def bad_tree(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(bad_tree):
-    with ServerProcess([bad_tree]) as server:
-        server.wait_indexed()
-        yield server
-        assert "Traceback" not in server.output(), server.output()[-3000:]
+    yield from served([bad_tree])
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.server_process import ServerProcess
+from tests.server_process import served
 
 CLIENTS = 16
 LOAD_SECONDS = 15
@@ -24,10 +24,7 @@ HANG_LIMIT = 30  # seconds: only to turn a hung server into a failure instead of
 
 @pytest.fixture(scope="module")
 def server(corpus):
-    with ServerProcess([corpus]) as server:
-        server.wait_indexed()
-        yield server
-        assert "Traceback" not in server.output(), server.output()[-3000:]
+    yield from served([corpus])
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,11 @@
 
 A fingerprint of a tree is every entry's kind, permission bits, modification time, and content
 hash (or link target). One test takes a fresh copy of the corpus, fingerprints it, then does
-everything a user does (serves it with and without the persisted index, polls, opens every
-rollout in every view, runs `check`, `summary` and `show` on all of it) and fingerprints it
-again. A guard fixture checks at the very end of the test session that the copy every other
-server test used still equals the source fixtures, and that the source equals the commit.
+everything a user does (serves it without and with the persisted index, even with the cache
+directory pointed into a run; polls, opens every rollout in every view, runs `check`, `summary`
+and `show`) and fingerprints it again. A guard fixture checks at the very end of the test
+session that the copy every other server test used still equals the source fixtures, and that
+the source equals the commit.
 """
 
 import hashlib
@@ -73,11 +74,9 @@ def use_everything(server) -> int:
     return opened
 
 
-def serve_and_use(records: Path, home: Path, *, cache: bool) -> int:
-    server = ServerProcess([records], env={"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")})
-    if cache:
-        server.args.remove("--no-cache")
-    with server:
+def serve_and_use(records: Path, home: Path, cache_home: Path | None = None) -> int:
+    """One server session over `records`; `cache_home` None runs it with `--no-cache`."""
+    with ServerProcess([records], env={"HOME": str(home)}, cache_home=cache_home) as server:
         server.wait_indexed()
         opened = use_everything(server)
         assert "Traceback" not in server.output()
@@ -89,10 +88,12 @@ def test_a_full_session_leaves_every_record_file_untouched(tmp_path):
     shutil.copytree(FIXTURES, records, symlinks=True)
     home.mkdir()
     source_before, before = fingerprint(FIXTURES), fingerprint(records)
-    opened = serve_and_use(records, home, cache=False)
+    opened = serve_and_use(records, home)
     assert opened == len(list(records.rglob("*.json.zst")))
-    serve_and_use(records, home, cache=True)
-    serve_and_use(records, home, cache=True)  # a second start may read what the first one persisted
+    serve_and_use(records, home, cache_home=home / ".cache")
+    assert any((home / ".cache").rglob("*")), "the persisted index was not written where it belongs"
+    serve_and_use(records, home, cache_home=home / ".cache")  # a second start reads what the first persisted
+    serve_and_use(records, home, cache_home=records / "spec")  # a cache pointed into a run must not land there
     run_dirs = sorted({p.parent for p in records.rglob("*.json.zst")})
     for arguments in (["check", *run_dirs], ["check", "--json", *run_dirs], ["summary", *run_dirs],
                       ["summary", "--json", *run_dirs]):

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.server_process import ServerProcess
+from tests.server_process import served
 
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
@@ -41,10 +41,7 @@ TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_siz
 
 @pytest.fixture(scope="module")
 def server(corpus):
-    with ServerProcess([corpus / "spec", corpus / "broken"]) as server:
-        server.wait_indexed()
-        yield server
-        assert "Traceback" not in server.output(), server.output()[-3000:]
+    yield from served([corpus / "spec", corpus / "broken"])
 
 
 class Reply:
