@@ -28,6 +28,7 @@ class Watcher(threading.Thread):
         self.compute_rows = compute_rows  # e.g. pool.RowPool.compute_rows
         self.cache = cache  # a cache.PersistedIndex, or None (--no-cache)
         self.stopped = threading.Event()
+        self.missing_roots: set = set()  # roots found gone (said once)
         self.discovered = threading.Event()  # set once the first poll has published the runs it found
         self.polls = 0
 
@@ -47,6 +48,7 @@ class Watcher(threading.Thread):
     def poll(self):
         """One pass: rediscover runs, list each, read what changed, publish."""
         catalog = self.catalog
+        self.report_roots()
         locations = discover_runs(catalog.roots, catalog.known_ids())
         previous = set(catalog.runs)
         fresh = catalog.set_runs(locations)
@@ -74,6 +76,15 @@ class Watcher(threading.Thread):
             run.indexed_once = True
             self.save(run)
         self.polls += 1
+
+    def report_roots(self):
+        """Say once when a directory given on the command line goes away, and when it is back."""
+        for root in self.catalog.roots:
+            present = root.is_dir()
+            if present == (root in self.missing_roots):
+                self.missing_roots.symmetric_difference_update({root})
+                news = "is back" if present else "is gone; its runs are not listed until it is back"
+                print(f"skycap-viewer: {root}: the directory {news}", file=sys.stderr, flush=True)
 
     def list_run(self, run: RunIndex):
         """(changes, whether the run's own facts changed) after listing its directory."""
