@@ -25,7 +25,8 @@ from concurrent.futures.process import BrokenProcessPool
 from skycap_viewer.rows import compute_row
 
 SMALL_BATCH = 64  # fewer documents than this are computed in this process
-MAX_CHUNK = 256  # documents per task: large enough to amortise the round trip, small enough to stream rows
+MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few enough that rows stream in
+# and that the last (largest: the watcher sends smallest first) chunk does not leave a core idle for long
 IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
 ORPHAN_CHECK_SECONDS = 1.0
 
