@@ -168,12 +168,14 @@ class PersistedIndex:
             self.save(run)
 
     def save(self, run: RunIndex):
+        """Write the run's rows, except unreadable ones: those are read again at the next start, so a
+        record whose permissions or bytes were repaired without a new size or mtime shows at once."""
         started = time.monotonic()
         versions = dict(run.versions)
         entries = {
             name: (version.size, version.mtime_ns,
-                   {key: value for key, value in run.rows[name].items() if key not in INDEX_FIELDS})
-            for name, version in versions.items()
+                   {key: value for key, value in row.items() if key not in INDEX_FIELDS})
+            for name, version in versions.items() if not (row := run.rows[name]).get("unreadable")
         }
         try:
             self.write(self.file_for(run.directory), encode(Path(run.directory).absolute(), entries))

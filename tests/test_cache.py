@@ -59,19 +59,21 @@ def test_a_restart_computes_only_what_changed(runs, tmp_path):
     every = set(all_rows(cold))
     assert set(computed) == every and len(computed) == len(every) > 100
 
+    unreadable = {key for key, row in all_rows(cold).items() if row.get("unreadable")}
+    assert unreadable, "the corpus's unreadable records are part of the test"
     again, computed = index_once(runs, PersistedIndex(tmp_path / "cache"))
-    assert computed == [], "nothing changed: every row comes from the cache"
-    assert all_rows(again) == all_rows(cold), "rows (unreadable ones included) survive the cache exactly"
+    assert set(computed) == unreadable, "only unreadable records are read again: every other row is cached"
+    assert all_rows(again) == all_rows(cold), "rows survive the cache exactly"
 
     rewrite_and_delete(runs)
     changed, computed = index_once(runs, PersistedIndex(tmp_path / "cache"))
-    assert computed == [REWRITTEN]
+    assert set(computed) == unreadable | {REWRITTEN}
     fresh, _ = index_once(runs, None)
     assert all_rows(changed) == all_rows(fresh)
     assert DELETED not in all_rows(changed)
 
     _, computed = index_once(runs, PersistedIndex(tmp_path / "cache"))
-    assert computed == [], "the change was saved too"
+    assert set(computed) == unreadable, "the change was saved too"
     files = os.listdir(tmp_path / "cache")
     assert len(files) == len(RECORD_DIRS) and all(f.endswith(".index") for f in files), "one file a run, no leftovers"
 
