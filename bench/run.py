@@ -376,7 +376,7 @@ def measure(directory: Path, work: Path, args) -> dict:
         latency, requests = {}, routes(server, run_id)
         for name, path in requests.items():
             heavy = name.startswith("huge")
-            latency[name] = timed_requests(server, path, args.requests // 3 if heavy else args.requests)
+            latency[name] = timed_requests(server, path, max(1, args.requests // 3) if heavy else args.requests)
         results["latency"] = latency
         if latency["huge: paths"].get("status") == 200 and latency["rollouts (default)"].get("status") == 200:
             loaded = listing_under_load(server, requests["rollouts (default)"], requests["huge: paths"],

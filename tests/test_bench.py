@@ -1,0 +1,30 @@
+"""The benchmark harness runs end to end on a tiny run and reaches every route it times.
+
+Timing is the benchmark's business, not the tests': this only keeps `bench/run.py` working as
+the server changes (a renamed route would show here as a status other than 200).
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).parent.parent / "bench" / "run.py"
+
+
+def test_bench_runs_and_reaches_every_route(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(BENCH), "--rollouts", "16", "--repeat", "1", "--requests", "2", "--no-browser",
+         "--json", "--keep", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    figures = json.loads(result.stdout)
+    assert figures["records"] == len(list((tmp_path / "run").glob("*.json.zst"))) >= 17  # 16 + the huge one
+    assert figures["cold_index_s"] is not None and figures["floor_all_cores_s"] > 0
+    assert {name: entry["status"] for name, entry in figures["latency"].items()} == {
+        name: 200 for name in figures["latency"]
+    }
+    assert figures["latency"]["huge: paths"]["bytes"] > figures["latency"]["huge: paths"]["gzip_bytes"] > 0
+    assert figures["listing_under_load"]["huge_fetches"] >= 1
+    assert figures["first_paint"] == {"status": "skipped"}
