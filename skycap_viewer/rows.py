@@ -8,7 +8,6 @@ Fields starting with `_` are precomputed for filters and sorts and never sent.
 """
 
 import json
-import math
 import os
 
 from skycap_viewer.errors import RecordError
@@ -16,17 +15,9 @@ from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.payloads import trajectory_header
 from skycap_viewer.reader import read_document, record_id_of
 from skycap_viewer.rollout import Rollout
-from skycap_viewer.structure import is_plain_file_name
+from skycap_viewer.structure import is_finite_number, is_plain_file_name
 
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
-
-
-def is_number(value) -> bool:
-    """A finite int or float; an int too large for a float (JSON allows 1e400 digits) is not."""
-    try:
-        return type(value) in (int, float) and math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 def numeric_reward(annotations: dict):
@@ -34,7 +25,7 @@ def numeric_reward(annotations: dict):
     reward = (annotations or {}).get("reward")
     if isinstance(reward, bool):
         return int(reward)
-    return reward if is_number(reward) else None
+    return reward if is_finite_number(reward) else None
 
 
 def present_sidecars(directory, document: dict) -> set[str]:
@@ -85,7 +76,7 @@ def compute_row(directory: str, name: str) -> dict:
 
 def _created_ts(document: dict):
     created = document.get("created_at")
-    return created if is_number(created) else None
+    return created if is_finite_number(created) else None
 
 
 def unreadable_row(file_id: str, error: str) -> dict:

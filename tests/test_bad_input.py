@@ -102,6 +102,17 @@ def test_both_runs_are_served(server, bad_rows):
     assert not runs["good"]["unreadable"]
 
 
+@pytest.mark.parametrize("sort", ["step", "task", "reward", "turns", "tokens", "health", "created"])
+def test_hostile_values_sort_and_group(server, sort):
+    """Junk, huge and missing steps, tasks, rewards and times in one run: every order and grouping works."""
+    for order in ("asc", "desc"):
+        listed = get_json(server, f"/v1/trajectories?run_id=bad&sort={sort}&order={order}&limit=1000")
+        assert len(listed["data"]) == len(BAD_CASES)
+        groups = get_json(server, f"/v1/groups?run_id=bad&sort={sort}&order={order}&limit=1000")
+        for group in groups["data"]:
+            get_json(server, f"/v1/groups/{quote(group['key'], safe='')}?run_id=bad")
+
+
 def test_every_document_is_listed_once(bad_tree, bad_rows):
     on_disk = {
         name[: -len(".json.zst")] for name in os.listdir(bad_tree / "bad") if name.endswith(".json.zst")
