@@ -175,16 +175,20 @@ class Server:
         return json.loads(body)
 
     def wait_listed(self, records: int) -> float | None:
-        """Seconds from launch until every record is indexed; None when that never happens."""
+        """Seconds from launch until every record is indexed; None when that never happens.
+        On the way, `first_rows` notes when the first indexed rows were listed."""
         deadline = time.perf_counter() + INDEX_TIMEOUT
+        self.first_rows = None
         while time.perf_counter() < deadline:
             try:
                 runs = (self.json("/v1/runs") or {}).get("data") or []
             except OSError:
                 runs = []
-            if runs and not any(run.get("indexing") for run in runs):
-                if sum(run.get("indexed", run.get("trajectory_count")) or 0 for run in runs) >= records:
-                    return time.perf_counter() - self.started
+            indexed = sum(run.get("indexed", run.get("trajectory_count")) or 0 for run in runs)
+            if indexed and self.first_rows is None:
+                self.first_rows = time.perf_counter() - self.started
+            if runs and not any(run.get("indexing") for run in runs) and indexed >= records:
+                return time.perf_counter() - self.started
             if self.process.poll() is not None:
                 return None
             time.sleep(0.05)
@@ -354,12 +358,13 @@ def measure(directory: Path, work: Path, args) -> dict:
         idle_rss = idle.rss()
 
     # The floor and the index take turns, so a burst of other work on the machine hits both alike.
-    floor_one, floor_all, cold = [], [], []
+    floor_one, floor_all, cold, first_rows = [], [], [], []
     for attempt in range(args.repeat):
         floor_one.append(floor_one_process(paths))
         floor_all.append(floor_all_cores(paths, workers))
         server = Server(directory, cache=False, env=env).__enter__()
         cold.append(server.wait_listed(len(paths)))
+        first_rows.append(server.first_rows)
         if attempt < args.repeat - 1:
             server.__exit__()
     try:  # the last server serves the rest of the suite
@@ -368,6 +373,8 @@ def measure(directory: Path, work: Path, args) -> dict:
         done = [t for t in cold if t is not None]
         results["cold_index_s"] = statistics.median(done) if done else None
         results["cold_index_runs_s"] = cold
+        shown = [t for t in first_rows if t is not None]
+        results["first_rows_s"] = statistics.median(shown) if shown else None
         results["index_vs_floor"] = (results["cold_index_s"] / results["floor_all_cores_s"]) if done else None
         results["rss_indexed_mib"] = server.rss() / 2**20
         results["rss_per_rollout_kib"] = (server.rss() - idle_rss) / 1024 / len(paths)
@@ -446,6 +453,7 @@ def table(results: dict) -> list[tuple[str, str]]:
             f" ({results['workers']} cores)")),
         ("floor, 1 process", seconds(results["floor_one_process_s"])),
         (f"floor, {results['workers']} processes", seconds(floor_all)),
+        ("first rows listed while indexing", seconds(results.get("first_rows_s"))),
         ("cold index (--no-cache)", seconds(results["cold_index_s"])),
         ("cold index / all-core floor", ratio(results["index_vs_floor"])),
         ("first open writing the cache", seconds(results["first_open_with_cache_s"])),
