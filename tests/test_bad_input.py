@@ -30,6 +30,7 @@ from tests.badrecords import (
     load_document,
     restore_permissions,
     write_bad_run,
+    write_text_record,
 )
 from tests.conftest import run_cli
 from tests.server_process import ServerProcess, served
@@ -326,3 +327,19 @@ def test_concurrent_readers_of_bad_records_do_not_crash_the_server(server):
         thread.join()
     assert not failures
     assert get_json(server, "/healthz")["status"] == "ok"
+
+
+def test_one_id_in_two_runs_never_shows_the_other_record(tmp_path):
+    """Ids are unique per run only: each run shows its own record, and a bare id must say which."""
+    for run, reply in (("left", "left reply"), ("right", "right reply")):
+        (tmp_path / run).mkdir()
+        write_text_record(tmp_path / run, "tr_same", f"{run} question", reply)
+    with ServerProcess([tmp_path]) as server:
+        server.wait_indexed()
+        for run in ("left", "right"):
+            paths = get_json(server, record_url("tr_same", run, "/paths"))
+            texts = [node["text"] for node in paths["nodes"].values()]
+            assert texts == [f"{run} question", f"{run} reply"]
+            assert paths["trajectory"]["run_id"] == run
+        status, _, body = server.request("/v1/trajectories/tr_same/paths")
+        assert status == 400 and b"left" in body and b"right" in body
