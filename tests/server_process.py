@@ -96,7 +96,7 @@ class ServerProcess:
             if runs and not any(run.get("indexing") for run in runs):
                 return runs
             time.sleep(0.1)
-        raise TimeoutError("indexing did not finish")
+        raise TimeoutError(f"indexing did not finish; the server said: {self.output()[-2000:]!r}")
 
 
 def served(dirs, *extra_args, **options):
