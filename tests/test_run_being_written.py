@@ -1,13 +1,14 @@
 """A run being written: the server watches a directory while a writer adds, rewrites and deletes.
 
-The writer works as skycap does (sidecars first, document last, each to `.{name}.tmp` then
-`os.replace`). Every record it writes carries its own id, the corpus record it was copied from
-(its template) and a version number in `annotations.written_as`, so any answer can be checked:
-a row or rollout must describe the record asked for, with the node texts of the template its
-document names. The templates of the second test share one token layout and differ only in
-text, so a document read with another version's sidecar would pass every layout check: only
-the content shows it. A server that sees a record's files keep changing under it may say so
-(409) instead of answering; it may never answer with a mix.
+The writer is another process, as a training job is, and works as skycap does (sidecars
+first, document last, each to `.{name}.tmp` then `os.replace`). Every record it writes carries
+its own id, the corpus record it was copied from (its template) and a version number in
+`annotations.written_as`, so any answer can be checked: a row or rollout must describe the
+record asked for, with the node texts of the template its document names. The templates of the
+second test share one token layout and differ only in text, so a document read with another
+version's sidecar would pass every layout check: only the content shows it. A server that sees
+a record's files keep changing under it may say so (409) instead of answering; it may never
+answer with a mix.
 """
 
 import json
@@ -139,50 +140,63 @@ def converged(server, run: Path, versions: dict) -> tuple[bool, str]:
     return listed == expected, f"listed {listed}\nexpected {expected}"
 
 
+def churn(run: str, seconds: float) -> None:
+    """Add, rewrite and delete records for `seconds` (run in its own process, as a training job is).
+
+    Starts from the `tr_live_*` records on disk (all version 1) and prints, as JSON, each
+    record's last version and how many operations of each kind it did.
+    """
+    run, chooser = Path(run), random.Random(6)
+    versions = {p.name.split(".")[0]: 1 for p in run.glob("tr_live_*.json.zst")}
+    next_id, operations = len(versions), {"add": 0, "rewrite": 0, "delete": 0}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        live = sorted(versions.keys() & {p.name.split(".")[0] for p in run.glob("*.json.zst")})
+        operation = chooser.choice(["add", "rewrite", "rewrite", "delete"] if len(live) > 5 else ["add"])
+        if len(live) > 25:
+            operation = "delete"
+        if operation == "add":
+            record_id, next_id = f"tr_live_{next_id:04d}", next_id + 1
+            versions[record_id] = 1
+            write(run, record_id, chooser.choice(TEMPLATES), 1)
+        elif operation == "rewrite":
+            record_id = chooser.choice(live)
+            versions[record_id] += 1
+            write(run, record_id, chooser.choice(TEMPLATES), versions[record_id])
+        else:
+            delete(run, chooser.choice(live))
+        operations[operation] += 1
+        time.sleep(chooser.uniform(0.002, 0.03))
+    print(json.dumps({"versions": versions, "operations": operations}))
+
+
+def in_own_process(function: str, *args) -> str:
+    """Run one of this module's writers in another Python process; its standard output."""
+    code = f"from tests.test_run_being_written import {function}; {function}(*{args!r})"
+    writer = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1],
+                            capture_output=True, text=True, timeout=120)
+    assert writer.returncode == 0, writer.stderr
+    return writer.stdout
+
+
 def test_a_run_being_written(tmp_path):
     run = tmp_path / "live"
     run.mkdir()
-    chooser = random.Random(6)
-    versions, templates, next_id = {}, {}, 0
-
-    def add():
-        nonlocal next_id
-        record_id, next_id = f"tr_live_{next_id:04d}", next_id + 1
-        templates[record_id], versions[record_id] = chooser.choice(TEMPLATES), 1
-        write(run, record_id, templates[record_id], 1)
-
-    for _ in range(10):
-        add()
+    for number, template in enumerate(TEMPLATES * 2):
+        write(run, f"tr_live_{number:04d}", template, 1)
     with ServerProcess([run]) as server:
         server.wait_indexed()
         observer = Observer(server, "live")
         workers = observer.run(4)
-        operations = {"add": 0, "rewrite": 0, "delete": 0}
-        deadline = time.monotonic() + WRITE_SECONDS
-        while time.monotonic() < deadline:
-            live = sorted(set(versions) & {p.name.split(".")[0] for p in run.glob("*.json.zst")})
-            operation = chooser.choice(["add", "rewrite", "rewrite", "delete"] if len(live) > 5 else ["add"])
-            if len(live) > 25:
-                operation = "delete"
-            if operation == "add":
-                add()
-            elif operation == "rewrite":
-                record_id = chooser.choice(live)
-                templates[record_id] = chooser.choice([t for t in TEMPLATES if t != templates[record_id]])
-                versions[record_id] += 1
-                write(run, record_id, templates[record_id], versions[record_id])
-            else:
-                delete(run, chooser.choice(live))
-            operations[operation] += 1
-            time.sleep(chooser.uniform(0.002, 0.03))
+        written = json.loads(in_own_process("churn", str(run), WRITE_SECONDS))
         observer.finish(workers)
+        done, difference = converged(server, run, written["versions"])
         deadline = time.monotonic() + 30
-        done, difference = converged(server, run, versions)
         while not done and time.monotonic() < deadline:
             time.sleep(0.25)
-            done, difference = converged(server, run, versions)
+            done, difference = converged(server, run, written["versions"])
         assert "Traceback" not in server.output(), server.output()[-3000:]
-    print(f"writer: {operations}; clients: {observer.counts}")
+    print(f"writer: {written['operations']}; clients: {observer.counts}")
     assert not observer.problems, "\n".join(observer.problems)
     assert observer.counts["listings"] > 10 and observer.counts["rollouts"] > 10
     assert done, difference
@@ -199,11 +213,7 @@ def flip(run: str, seconds: float) -> None:
 
 
 def test_a_record_rewritten_while_its_sidecars_are_read(tmp_path):
-    """One record flips between templates of the same token layout while clients read its tokens.
-
-    The writer is another process, as a training job is, so its writes are not held up by the
-    clients' threads.
-    """
+    """One record flips between templates of the same token layout while clients read its tokens."""
     run = tmp_path / "flip"
     run.mkdir()
     write(run, "tr_flip", SAME_LAYOUT[0], 0)
@@ -216,12 +226,9 @@ def test_a_record_rewritten_while_its_sidecars_are_read(tmp_path):
                 observer.open_rollout("tr_flip", allow_gone=False)
 
         workers = observer.run(4, read_tokens)
-        code = f"from tests.test_run_being_written import flip; flip({str(run)!r}, {FLIP_SECONDS})"
-        writer = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1],
-                                capture_output=True, text=True, timeout=60)
+        rewrites = in_own_process("flip", str(run), FLIP_SECONDS).strip()
         observer.finish(workers)
-        assert writer.returncode == 0, writer.stderr
         assert "Traceback" not in server.output(), server.output()[-3000:]
-    print(f"{writer.stdout.strip()} rewrites; clients: {observer.counts}")
+    print(f"{rewrites} rewrites; clients: {observer.counts}")
     assert not observer.problems, "\n".join(observer.problems)
     assert observer.counts["rollouts"] > 20
