@@ -79,12 +79,21 @@ function settle() {
   drawer.setRewardRange(runPage.listing?.reward_range ?? null);
 }
 
+/** The line under the name: what is served, or why the server cannot be reached. */
+function showSource(error) {
+  document.getElementById("source").textContent = error
+    ? `cannot reach the viewer server (${error.message})`
+    : `skycap records · ${(viewer?.roots || []).join(" ")}`;
+}
+
 async function refreshRuns() {
   try {
     runs = (await get("/runs", {}, {poll: true})).body.data || [];
+    if (!viewer) viewer = await loadViewer();
+    showSource(null);
     return true;
   } catch (error) {
-    document.getElementById("source").textContent = `cannot reach the viewer server (${error.message})`;
+    showSource(error);
     return false;
   }
 }
@@ -117,12 +126,6 @@ async function boot() {
   };
   window.addEventListener("popstate", follow);
   window.addEventListener("hashchange", follow);
-  try {
-    viewer = await loadViewer();
-    document.getElementById("source").textContent = `skycap records · ${(viewer.roots || []).join(" ")}`;
-  } catch (error) {
-    document.getElementById("source").textContent = `cannot reach the viewer server (${error.message})`;
-  }
   await refreshRuns();
   await render();
   setTimeout(poll, POLL_MS);
