@@ -178,3 +178,38 @@ def test_the_drawer_resizes_and_esc_closes_it(page, corpus_server):
     assert "/t/" not in page.hash()
     tab.go_back()
     expect(drawer).to_be_visible()
+
+
+def test_tree_badges_a_re_tokenized_copy_and_an_inferred_unbridged_call(page_on, temp_server, tmp_path):
+    from skycap_viewer.writer import RecordBuilder
+
+    run = tmp_path / "signs"
+    run.mkdir()
+    builder = RecordBuilder("tr_signs", "tokens")
+    user = builder.add_client(None, "user", "say hi")
+    reply = builder.add_model(user, "hi there")
+    copy = builder.add_client(user, "assistant", "hi there")  # the reply as the harness re-sent it
+    later = builder.add_model(builder.add_client(copy, "user", "again"), "hi again")
+    builder.nodes[copy]["shadowed_by"] = reply
+    for node in builder.nodes:  # an old record: calls without `bridged`
+        for call in node["calls"]:
+            del call["bridged"]
+    builder.write(run)
+    server = temp_server(run)
+    server.wait_indexed()
+    page = page_on(server)
+    tab = page.open("#/run/signs/rollouts/t/tr_signs?tab=tree")
+    expect(tab.locator(f'.tree-row[data-node="n{copy}"]')).to_contain_text(f"re-tokenized copy of n{reply}")
+    expect(tab.locator(f'.tree-row[data-node="n{later}"]')).to_contain_text("unbridged (inferred)")
+    expect(tab.locator("#drawer .drawer-head .flags")).to_contain_text("unbridged-inferred")
+    expect(tab.locator("#drawer .drawer-head .flags")).to_contain_text("bridged-unknown")
+    tab.click("#drawer .tab[data-tab=calls]")
+    expect(tab.locator("table.calls tr.call").first).to_contain_text("bridged unknown")
+
+
+def test_tree_badges_a_shadowed_model_node(page, corpus_server):
+    graph = corpus_server.get("/v1/trajectories/tr_1ea8573438194800/graph?run_id=real-like")
+    shadowed = next(n for n in graph["nodes"] if n["shadowed_by"] and not n["signs"]["retokenized"])
+    tab = page.open("#/run/real-like/rollouts/t/tr_1ea8573438194800?tab=tree")
+    row = tab.locator(f'.tree-row[data-node="{shadowed["node_id"]}"]')
+    expect(row).to_contain_text(f"shadowed by {shadowed['shadowed_by']}")
