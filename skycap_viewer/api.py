@@ -120,7 +120,7 @@ class Api:
         # an unfiltered listing of one run is what every poll asks again: keep its answers per snapshot
         memo = snapshots[0].memoized if not filters and len(snapshots) == 1 else computed
         ordered = rows_in_order(snapshots, key, order)
-        matching = [row for row in ordered if filters.matches(row)] if filters else ordered
+        matching = filters.select(ordered) if filters else ordered
         band = memo(("health",), lambda: health(map(FLAG_KEY, matching), "rollouts", *coverage(snapshots)))
         if flag is not None:
             matching = [row for row in matching if flag in row["summary"]["flags"]]
@@ -249,8 +249,9 @@ class Api:
         limit, offset = parse_page(params)
         listed = []  # (run id, group, members matching the filters)
         for snapshot, grouping in groupings:
+            selected = {id(row) for row in filters.select(snapshot.rows)} if filters else None
             for group in grouping.groups:
-                matched = [row for row in group.members if filters.matches(row)] if filters else group.members
+                matched = [row for row in group.members if id(row) in selected] if filters else group.members
                 if matched:
                     listed.append((snapshot.id, group, matched))
         count = sum(len(grouping.groups) for _, grouping in groupings)
@@ -297,7 +298,7 @@ class Api:
                 match = filters.matches(row) and flagged
             return {**with_run(row, runs), "repetition_id": repetition_of(row), **extra, "match": match}
 
-        matched = [row for row in group.members if filters.matches(row)] if filters else group.members
+        matched = filters.select(group.members) if filters else group.members
         rollouts = ordered_by(group.counting, lambda row: row["_keys"][key], order)
         return 200, {
             "group": {**group.summary(snapshot.id), "matching": len(flagged_members(group, matched, flag))},

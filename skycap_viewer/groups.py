@@ -57,6 +57,15 @@ class Group:
     modal_n: int | None = None
     flags: list = field(default_factory=list)
 
+    @property
+    def step(self):
+        """The group's step and task: its first counting rollout's."""
+        return self.counting[0]["step"]
+
+    @property
+    def task(self):
+        return self.counting[0]["task_id"]
+
     @cached_property
     def members(self) -> list:
         return self.counting + [row for row, _ in self.superseded]
@@ -81,12 +90,11 @@ class Group:
     @cached_property
     def keys(self) -> dict:
         """Sort values: the mean counting reward is one, and only ever used to order groups."""
-        first = self.counting[0]
         numeric = [r for r in self.rewards if r is not None]
         created = [row["created_ts"] for row in self.members if row["created_ts"] is not None]
         return {
-            "step": first["step"],
-            "task": first["task_id"],
+            "step": self.step,
+            "task": self.task,
             "reward": sum(numeric) / len(numeric) if numeric else None,
             "turns": max(row["_keys"]["turns"] for row in self.counting),
             "tokens": max(row["_keys"]["tokens"] for row in self.counting),
@@ -95,14 +103,13 @@ class Group:
         }
 
     def summary(self, run_id: str) -> dict:
-        first = self.counting[0]
         raw_rewards = [row["annotations"].get("reward") for row in self.counting]
         return {
             "key": self.key,
             "run_id": run_id,
             "values": self.values,
-            "step": first["step"],
-            "task_id": first["task_id"],
+            "step": self.step,
+            "task_id": self.task,
             "n": len(self.counting),
             "modal_n": self.modal_n,
             "rewards": [
@@ -155,8 +162,8 @@ def build_grouping(rows, keys: tuple) -> Grouping:
     for group in groups:
         group.modal_n = modal_n
         group.flags = group_flags(group.members, group.counting, modal_n)
-    by_task = sorted(groups, key=lambda g: (g.keys["task"] is None, g.keys["task"] or "", g.key))
-    groups = ordered_by(by_task, lambda g: g.keys["step"], "desc")
+    by_task = sorted(groups, key=lambda g: (g.task is None, g.task or "", g.key))
+    groups = ordered_by(by_task, lambda g: g.step, "desc")
     return Grouping(keys, groups, {g.key: g for g in groups}, modal_n,
                     sum(len(g.members) for g in groups), len(rows))
 
@@ -168,10 +175,9 @@ def split_attempts(key: str, values: dict, rows: list) -> Group:
         by_repetition.setdefault(repetition_of(row), []).append(row)
     counting, superseded = [], []
     for repetition in sorted(by_repetition, key=repetition_order):
-        attempts = sorted(
-            by_repetition[repetition],
-            key=lambda r: (attempt_of(r["meta"]), r["created_ts"] or 0, r["id"]),
-        )
+        attempts = by_repetition[repetition]
+        if len(attempts) > 1:
+            attempts.sort(key=lambda r: (attempt_of(r["meta"]), r["created_ts"] or 0, r["id"]))
         winner = attempts[-1]
         counting.append(winner)
         superseded.extend((row, winner["id"]) for row in attempts[:-1])
