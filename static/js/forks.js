@@ -3,7 +3,7 @@
 
 import {get} from "./api.js";
 import {el, replace, select} from "./dom.js";
-import {num} from "./format.js";
+import {num, plural} from "./format.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 import {trainOnce} from "./trainonce.js";
@@ -38,9 +38,10 @@ function comparison(fork, bundle, pathA, pathB, lazy) {
   const unit = pathA.token_count ? "tokens" : "chars";
   const nodes = bundle.paths.nodes || {};
   const shared = fork.shared_nodes
-    ? `They agree on ${num(fork.shared_nodes)} nodes (${num(unit === "tokens" ? fork.shared_tokens : fork.shared_chars)} ${unit}), up to ${fork.last_shared_node_id}${fork.last_shared ? ` (${fork.last_shared.role ?? "-"}, ${fork.last_shared.author})` : ""}.`
+    ? `They agree on ${plural(fork.shared_nodes, "node")} (${num(unit === "tokens" ? fork.shared_tokens : fork.shared_chars)} ${unit}), up to ${fork.last_shared_node_id}${fork.last_shared ? ` (${fork.last_shared.role ?? "-"}, ${fork.last_shared.author})` : ""}.`
     : "They share nothing: they start from different roots.";
-  const then = `Then path ${fork.a} has ${num(fork.a_nodes_after)} nodes from ${fork.a_node_id_first ?? "-"} and path ${fork.b} has ${num(fork.b_nodes_after)} from ${fork.b_node_id_first ?? "-"}.`;
+  const then = `Then path ${fork.a} has ${plural(fork.a_nodes_after, "node")} from ${fork.a_node_id_first ?? "-"}`
+    + ` and path ${fork.b} has ${num(fork.b_nodes_after)} from ${fork.b_node_id_first ?? "-"}.`;
   const column = (label, path, blocks) => {
     const readout = el("p", {className: "readout small"}, "hover a token");
     const list = el("div", {className: "blocks"}, blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {controls: false})));
