@@ -208,8 +208,17 @@ export class Drawer {
 
   /** Re-read the open rollout; reload and redraw it only if the record changed. */
   async poll() {
-    if (!this.isOpen || !this.key || !this.bundle) return;
+    if (!this.isOpen || !this.key) return;
     const key = this.key;
+    if (!this.bundle) {  // it could not be read last time (e.g. rewritten while read): try again
+      try {
+        await this.load(this.state.run, this.state.traj);
+      } catch {
+        return;
+      }
+      if (key === this.key) this.draw(false);
+      return;
+    }
     const old = this.bundle.trajectory;
     const [run, id] = [this.state.run, this.state.traj];
     let fresh;
