@@ -215,3 +215,15 @@ def test_group_by_per_request_and_per_server(corpus_server, corpus):
         listing = server.get("/v1/groups")
         assert listing["group_by"] == ["instance_id"]
         assert sorted(g["key"] for g in listing["data"]) == ["a", "b", "c"]
+
+
+def test_groups_across_runs_and_key_collisions(corpus_server):
+    everything = corpus_server.get("/v1/groups?limit=1000")
+    per_run = {run_id: all_groups(corpus_server, run_id)["total"] for run_id in GROUP_RUNS}
+    assert everything["total"] == sum(per_run.values())  # other runs have no step/instance_id key
+    assert sorted({g["run_id"] for g in everything["data"]}) == sorted(GROUP_RUNS)
+    detail = corpus_server.get("/v1/groups/1~a", expect=400)["detail"]
+    assert "run_id" in detail and "groups" in detail and "groups-text" in detail
+    assert corpus_server.get("/v1/groups/1~a?run_id=groups")["group"]["run_id"] == "groups"
+    corpus_server.get("/v1/groups?run_id=nothing", expect=404)
+    assert corpus_server.get("/v1/runs?refresh=true") == corpus_server.get("/v1/runs")
