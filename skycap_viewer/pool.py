@@ -85,7 +85,7 @@ class RowPool:
         self.workers = workers or core_count()
         self.small_batch = small_batch
         self.idle_seconds = idle_seconds
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a generator finalised while the lock is held may take it again
         self.executor: ProcessPoolExecutor | None = None
         self.batches = 0  # batches in flight: the workers are not idle
         self.idle_timer: threading.Timer | None = None

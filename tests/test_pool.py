@@ -68,7 +68,7 @@ def many_names(repeat: int):
 
 
 def test_a_killed_worker_loses_no_rows(pool):
-    directory, names = many_names(20)
+    directory, names = many_names(60)
     expected = dict(compute_rows_here(directory, set(names)))
     rows = pool.compute_rows(directory, names)
     got = [next(rows)]
