@@ -132,3 +132,15 @@ def temp_server(tmp_path):
     yield start
     for server in started:
         server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def page_over(page_on, temp_server):
+    """`page_over(dir, ...)`: the real server over temporary runs, indexed, and a tab on it."""
+
+    def start(*dirs, **context_options):
+        server = temp_server(*dirs)
+        server.wait_indexed()
+        return page_on(server, **context_options)
+
+    return start

@@ -180,7 +180,7 @@ def test_the_drawer_resizes_and_esc_closes_it(page, corpus_server):
     expect(drawer).to_be_visible()
 
 
-def test_tree_badges_a_re_tokenized_copy_and_an_inferred_unbridged_call(page_on, temp_server, tmp_path):
+def test_tree_badges_a_re_tokenized_copy_and_an_inferred_unbridged_call(page_over, tmp_path):
     from skycap_viewer.writer import RecordBuilder
 
     run = tmp_path / "signs"
@@ -195,10 +195,7 @@ def test_tree_badges_a_re_tokenized_copy_and_an_inferred_unbridged_call(page_on,
         for call in node["calls"]:
             del call["bridged"]
     builder.write(run)
-    server = temp_server(run)
-    server.wait_indexed()
-    page = page_on(server)
-    tab = page.open("#/run/signs/rollouts/t/tr_signs?tab=tree")
+    tab = page_over(run).open("#/run/signs/rollouts/t/tr_signs?tab=tree")
     expect(tab.locator(f'.tree-row[data-node="n{copy}"]')).to_contain_text(f"re-tokenized copy of n{reply}")
     expect(tab.locator(f'.tree-row[data-node="n{later}"]')).to_contain_text("unbridged (inferred)")
     expect(tab.locator("#drawer .drawer-head .flags")).to_contain_text("unbridged-inferred")

@@ -11,8 +11,7 @@ GROUPS_TEXT = FIXTURES / "groups-text"
 MARKUP = "<img src=x onerror=alert(1)>"
 
 
-def test_new_records_appear_without_a_reload_keeping_the_open_group_and_drawer(page_on, temp_server,
-                                                                               tmp_path):
+def test_new_records_appear_without_a_reload_keeping_the_open_group_and_drawer(page_over, tmp_path):
     run = tmp_path / "live"
     run.mkdir()
     first = ["tr_g1a0a0", "tr_g1a1a0", "tr_g1a2a0", "tr_g1a2a1",
@@ -21,10 +20,7 @@ def test_new_records_appear_without_a_reload_keeping_the_open_group_and_drawer(p
     later = [record for record in every if record not in first]
     for record in first:
         copy_record(GROUPS_TEXT, record, run)
-    server = temp_server(run)
-    server.wait_indexed()
-    page = page_on(server)
-    page.context.pages[0].set_viewport_size({"width": 1500, "height": 420})
+    page = page_over(run, viewport={"width": 1500, "height": 420})  # short, so the table scrolls
     tab = page.open("#/run/live/groups/t/tr_g1a0a0?open=1~a")
     group = tab.locator('tbody.group[data-key="1~a"]')
     expect(group.locator("tr.sub.rollout-row:not(.superseded)")).to_have_count(3)
@@ -49,7 +45,7 @@ def test_new_records_appear_without_a_reload_keeping_the_open_group_and_drawer(p
     page.shot("live-after")
 
 
-def test_markup_in_a_record_shows_as_text_and_never_runs(page_on, temp_server, tmp_path):
+def test_markup_in_a_record_shows_as_text_and_never_runs(page_over, tmp_path):
     run = tmp_path / "markup"
     run.mkdir()
     document = read_record(GROUPS_TEXT / "tr_g1a0a0.json.zst")
@@ -58,9 +54,7 @@ def test_markup_in_a_record_shows_as_text_and_never_runs(page_on, temp_server, t
     document["nodes"][1]["message"]["content"] = f"reply {MARKUP}"
     document["meta"]["task"] = f"/tasks/{MARKUP}"
     write_record(run, document)
-    server = temp_server(run)
-    server.wait_indexed()
-    page = page_on(server)
+    page = page_over(run)
     tab = page.open("#/run/markup/rollouts/t/tr_markup")
     expect(tab.locator(".block.kind-given .text")).to_have_text(MARKUP)
     expect(tab.locator(".block.kind-sampled .text")).to_have_text(f"reply {MARKUP}")
@@ -75,16 +69,14 @@ def test_markup_in_a_record_shows_as_text_and_never_runs(page_on, temp_server, t
     page.shot("markup")
 
 
-def test_a_huge_rollout_opens_and_renders_its_tokens_as_they_come_into_view(page_on, temp_server, tmp_path):
+def test_a_huge_rollout_opens_and_renders_its_tokens_as_they_come_into_view(page_over, tmp_path):
     from bench.synth import HUGE_ID, huge_rollout
 
     run = tmp_path / "huge"
     run.mkdir()
     huge_rollout(1).write(run)
-    server = temp_server(run)
-    server.wait_indexed()
-    paths = server.get(f"/v1/trajectories/{HUGE_ID}/paths?run_id=huge&text=false")["paths"]
-    page = page_on(server)
+    page = page_over(run)
+    paths = page.server.get(f"/v1/trajectories/{HUGE_ID}/paths?run_id=huge&text=false")["paths"]
     tab = page.open(f"#/run/huge/rollouts/t/{HUGE_ID}")
     expect(tab.locator(".picker .pick")).to_have_count(len(paths))
     last = max(paths, key=lambda p: p["token_count"])

@@ -206,7 +206,7 @@ def test_unreadable_records_are_listed_with_their_error(page, corpus_server):
     expect(tab.locator("#drawer .notice.error")).to_contain_text(f'cannot be read: {unreadable[0]["error"]}')
 
 
-def test_paging_through_a_big_run(page_on, temp_server, tmp_path):
+def test_paging_through_a_big_run(page_over, tmp_path):
     from skycap_viewer.writer import RecordBuilder
 
     run = tmp_path / "big"
@@ -216,9 +216,8 @@ def test_paging_through_a_big_run(page_on, temp_server, tmp_path):
                                 annotations={"reward": number % 3}, created_at=1_790_000_000.0 + number)
         builder.add_model(builder.add_client(None, "user", f"question {number}"), f"answer {number}")
         builder.write(run)
-    server = temp_server(run)
-    server.wait_indexed()
-    page = page_on(server)
+    page = page_over(run)
+    server = page.server
     tab = page.open("#/run/big")
     first = server.get("/v1/trajectories?run_id=big")
     expect(tab.locator("tr.rollout-row")).to_have_count(len(first["data"]))
