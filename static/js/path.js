@@ -62,7 +62,7 @@ function picker(paths, index, go) {
       "aria-selected": i === index ? "true" : "false", dataset: {path: i},
       onclick: () => go({path: i}, {replace: true})},
     el("span", {className: "pick-name"}, `path ${i}`),
-    path.fork_from ? el("span", {className: "muted small"}, ` from ${path.fork_from}`) : null,
+    el("span", {className: "muted small"}, path.fork_from ? `from ${path.fork_from}` : ""),
     strip(path.blocks, {unit: unitOf(path)}),
     el("span", {className: "muted small"}, path.token_count
       ? `${num(path.trainable_count)}/${num(path.token_count)} ${pct(path.trainable_count, path.token_count)}`
