@@ -44,6 +44,11 @@ def test_new_records_appear_without_a_reload_keeping_the_open_group_and_drawer(p
     assert page.hash() == hash_before
     page.shot("live-after")
 
+    document = read_record(run / "tr_g1a0a0.json.zst")  # the open rollout is rewritten
+    document["nodes"][1]["message"]["content"] = "answer 0, revised"
+    write_record(run, document)
+    expect(tab.locator(".block.kind-sampled .text")).to_have_text("answer 0, revised", timeout=20_000)
+
 
 def test_markup_in_a_record_shows_as_text_and_never_runs(page_over, tmp_path):
     run = tmp_path / "markup"
