@@ -1,5 +1,6 @@
 """Records that arrive while the page is open, markup in record text, big rollouts, no records at all."""
 
+import re
 import shutil
 
 from playwright.sync_api import expect
@@ -90,6 +91,10 @@ def test_a_huge_rollout_opens_and_renders_its_tokens_as_they_come_into_view(page
     expect(blocks).to_have_count(len(last["blocks"]))
     spans = tab.locator("span.t").count()
     assert spans < last["token_count"], "tokens far from view are plain text until they come near"
+    folded = tab.locator(".block.kind-given.collapsed").first  # long prompts start folded
+    folded_start = folded.get_attribute("data-start")
+    folded.locator("button.fold").click()
+    expect(tab.locator(f'.block[data-start="{folded_start}"]')).not_to_have_class(re.compile(r"\bcollapsed\b"))
     characters = tab.locator(".blocks").evaluate("blocks => blocks.textContent.length")
     assert characters >= last["token_count"] // 2  # the text is in the page, so Ctrl+F finds it
     final = blocks.last
