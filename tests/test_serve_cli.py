@@ -119,7 +119,8 @@ def test_serving_starts_before_indexing_ends(tmp_path):
     with ServerProcess([run]) as server:
         first = server.get("/v1/runs")["data"]
         assert [r["id"] for r in first] == ["big"]
-        assert first[0]["indexed"] <= first[0]["trajectory_count"] == 300
+        assert first[0]["indexed"] <= 300
+        assert first[0]["indexing"] or first[0]["trajectory_count"] == 300  # counted once listed
         if first[0]["indexing"]:
             assert server.get("/v1/trajectories?run_id=big")["indexing"] is True
         (done,) = server.wait_indexed()
