@@ -95,9 +95,10 @@ def decode(directory: Path, data: bytes) -> dict:
     if header.get("digest") != hashlib.blake2b(payload, digest_size=16).hexdigest():
         raise DamagedCache("payload does not match its digest (truncated or damaged)")
     collecting = gc.isenabled()
-    gc.disable()  # a million small new objects would trigger many useless collections
+    gc.disable()  # a million small new objects would trigger many useless collections...
     try:
         entries = marshal.loads(decompress_one_frame(payload))
+        gc.freeze()  # ...and so would every later full one: plain acyclic rows, freed by refcount alone
     except (ValueError, EOFError, TypeError) as error:
         raise DamagedCache(f"unreadable payload ({error})") from None
     finally:
