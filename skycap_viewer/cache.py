@@ -11,7 +11,7 @@ computation never serves stale rows), and a digest must match the payload. Anyth
 name and renamed into place, so a reader never sees half a file.
 
 The payload is one zstd frame of `marshal` data (plain values only; nothing in it is executed):
-loading it is several times faster than JSON, which is what makes reopening a big run instant.
+loading it takes half the time JSON would, and it keeps tuples, ints and floats exactly as they were.
 """
 
 import gc
@@ -123,6 +123,7 @@ class PersistedIndex:
         self.saved: dict[Path, dict] = {}  # run directory -> versions as last loaded or saved
         self.next_save: dict[Path, float] = {}
         self.disabled = None
+        code_fingerprint()  # of the code as it was imported, not as it may be edited while the server runs
 
     def disable(self, reason: str):
         self.disabled = reason

@@ -64,8 +64,11 @@ def start_method() -> str:
 def _start_worker(server_pid: int):
     """Worker initializer: leave Ctrl-C to the server, and exit once the server is gone.
 
-    Not "once the parent is gone": a forkserver's children keep it alive, so it never goes."""
+    Not "once the parent is gone": a forkserver's children keep it alive, so it never goes.
+    (On Windows `os.kill(pid, 0)` would kill the server; there a dead server's pipes end the worker.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if os.name != "posix":
+        return
 
     def exit_when_orphaned():
         while True:
