@@ -18,9 +18,9 @@ import queue
 import signal
 import sys
 import threading
-import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import suppress
 
 from skycap_viewer.rows import compute_row
 
@@ -28,7 +28,6 @@ SMALL_BATCH = 64  # fewer documents than this are computed in this process
 MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few enough that rows stream in
 # and that the last (largest: the watcher sends smallest first) chunk does not leave a core idle for long
 IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
-ORPHAN_CHECK_SECONDS = 1.0
 
 
 def core_count() -> int:
@@ -61,24 +60,20 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def _start_worker(server_pid: int):
-    """Worker initializer: leave Ctrl-C to the server, and exit once the server is gone.
+def _start_worker(lifeline):
+    """Worker initializer: leave Ctrl-C to the server, and exit as soon as the server is gone.
 
-    Not "once the parent is gone": a forkserver's children keep it alive, so it never goes.
-    (On Windows `os.kill(pid, 0)` would kill the server; there a dead server's pipes end the worker.)"""
+    `lifeline` is the read end of a pipe whose write end only the server holds: the read ends when
+    the server's process does, however it ends. (Not "when the parent goes": a forkserver's children
+    keep it alive, so it never goes; not a pid probe: a killed server stays a zombie until reaped.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if os.name != "posix":
-        return
 
-    def exit_when_orphaned():
-        while True:
-            time.sleep(ORPHAN_CHECK_SECONDS)
-            try:
-                os.kill(server_pid, 0)
-            except OSError:  # no such process (or another user's, which took over the number)
-                os._exit(0)
+    def exit_with_the_server():
+        with suppress(EOFError, OSError):
+            lifeline.recv_bytes()
+        os._exit(0)
 
-    threading.Thread(target=exit_when_orphaned, name="orphan-check", daemon=True).start()
+    threading.Thread(target=exit_with_the_server, name="lifeline", daemon=True).start()
 
 
 class RowPool:
@@ -93,6 +88,7 @@ class RowPool:
         self.batches = 0  # batches in flight: the workers are not idle
         self.idle_timer: threading.Timer | None = None
         self.closed = False
+        self.lifeline = None  # (read end for the workers, write end kept here and never written)
 
     def compute_rows(self, directory, names):
         """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants)."""
@@ -152,8 +148,9 @@ class RowPool:
             context = multiprocessing.get_context(start_method())
             if context.get_start_method() == "forkserver":
                 context.set_forkserver_preload(["skycap_viewer.rows"])  # workers start with it imported
+            self.lifeline = self.lifeline or context.Pipe(duplex=False)
             self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker,
-                                                initargs=(os.getpid(),))
+                                                initargs=(self.lifeline[0],))
         return {self.executor.submit(compute_chunk, directory, chunk): chunk for chunk in chunks}
 
     def _batch_done(self):

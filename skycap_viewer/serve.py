@@ -6,6 +6,7 @@ server from starting is one line on stderr and exit status 2.
 
 import ipaddress
 import os
+import signal
 import sys
 import webbrowser
 from importlib.resources import files
@@ -59,6 +60,12 @@ def page_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
+def stop_like_ctrl_c(signum, frame):
+    """SIGTERM (`kill`, a supervisor, a test) ends the server as Ctrl-C does: its worker processes are
+    shut down, instead of leaving the resource tracker to warn about their leaked semaphores."""
+    raise KeyboardInterrupt
+
+
 def run_serve(args) -> int:
     if args.demo:
         directory = demo_directory()
@@ -92,6 +99,7 @@ def run_serve(args) -> int:
     watcher.discovered.wait(timeout=10)  # so the first request already lists every run
     if args.open:
         webbrowser.open(url)
+    signal.signal(signal.SIGTERM, stop_like_ctrl_c)
     try:
         server.serve_forever(poll_interval=0.25)
     except KeyboardInterrupt:

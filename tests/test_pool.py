@@ -148,8 +148,9 @@ def test_workers_exit_when_the_server_is_killed(tmp_path):
     assert not any(map(is_running, workers)), "orphaned workers must exit by themselves"
 
 
-def test_the_server_lists_a_run_indexed_by_the_pool(tmp_path):
-    """A run big enough for the pool: the server lists every record, with the rows computed here."""
+@pytest.fixture
+def big_run(tmp_path):
+    """A run big enough for the pool."""
     run = tmp_path / "big"
     run.mkdir()
     for name in ("groups", "real-like", "spec"):
@@ -161,14 +162,43 @@ def test_the_server_lists_a_run_indexed_by_the_pool(tmp_path):
             copies = [f"c{i}{source.name}" for i in range(3)] if document else [source.name]
             for copy in copies:
                 (run / copy).write_bytes(source.read_bytes())
-    names = document_names(run)
-    assert len(names) >= 2 * 64
-    expected = {row["id"]: row for _, row in compute_rows_here(run, names)}
-    with ServerProcess([run]) as server:
+    assert len(document_names(run)) >= 2 * 64
+    return run
+
+
+def test_the_server_lists_a_run_indexed_by_the_pool(big_run):
+    """The server lists every record, with the rows computed in this process."""
+    expected = {row["id"]: row for _, row in compute_rows_here(big_run, document_names(big_run))}
+    with ServerProcess([big_run]) as server:
         server.wait_indexed()
         listed = server.get("/v1/trajectories?run_id=big&limit=1000")["data"]
         assert "Traceback" not in server.output()
     assert {row["id"] for row in listed} == set(expected)
     for row in listed:
         computed = expected[row["id"]]
-        assert {key: row[key] for key in computed if not key.startswith("_")} == public(computed)
+        assert {key: row[key] for key in public(computed)} == public(computed)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the pool's processes in /proc")
+def test_terminating_the_server_stops_its_workers_cleanly(big_run):
+    """SIGTERM ends the server like Ctrl-C: exit status 0, workers shut down, nothing on stderr
+    (not even the resource tracker's warning about semaphores a killed pool leaks)."""
+    with ServerProcess([big_run]) as server:
+        server.wait_indexed()
+        pool = [p for p in Path("/proc").glob("[0-9]*") if is_pool_process_of(p.name, server.process.pid)]
+        server.process.terminate()
+        out, err = server.process.communicate(timeout=60)  # until every process holding the pipes is gone
+    assert pool, "the pool's processes were running"
+    assert server.process.returncode == 0
+    assert server.output() + out + err == ""
+    assert not any(map(is_running, (int(p.name) for p in pool)))
+
+
+def is_pool_process_of(pid: str, server_pid: int) -> bool:
+    """A multiprocessing process that is the server's child (forkserver, tracker) or grandchild (worker)."""
+    try:
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        grandparent = int(Path(f"/proc/{parent}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return False
+    return server_pid in (parent, grandparent) and "multiprocessing" in Path(f"/proc/{pid}/cmdline").read_text()
