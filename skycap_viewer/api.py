@@ -20,7 +20,7 @@ from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import flag_catalogue
 from skycap_viewer.groups import GROUP_SORT_KEYS, build_grouping, grouping_of, is_rollout_flag, repetition_of
 from skycap_viewer.index import Catalog, Snapshot
-from skycap_viewer.payloads import exchanges_payload, forks_payload, graph_payload, paths_payload
+from skycap_viewer.payloads import RawJson, encode_json, exchanges_payload, forks_payload, graph_payload, paths_payload
 from skycap_viewer.query import (
     ApiError,
     Filters,
@@ -40,6 +40,7 @@ from skycap_viewer.rows import present_sidecars, public
 RECORD_ID = re.compile(r"^[A-Za-z0-9_.~-]+$")
 FLAG_KEY = itemgetter("_flagkey")
 DOCUMENT_CACHE_SIZE = 16
+PATHS_CACHE_BYTES = 12 * 2**20  # encoded /paths answers (a 66k-token rollout's is ~3 MB)
 SETTLE_TRIES = 30  # reads of a record whose files keep being replaced (about 1.4 s), then 409
 SETTLE_PAUSE = 0.01  # seconds, times the attempt number, at most 0.05
 SETTLE_WINDOW_NS = 500_000_000  # a sidecar newer than its document for longer was copied, not written
@@ -53,6 +54,7 @@ class Api:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
         self.documents = DocumentCache(DOCUMENT_CACHE_SIZE)
+        self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)
         self.group_by = tuple(catalog.group_by)
 
     # -- the server and its runs --------------------------------------------------------
@@ -123,11 +125,11 @@ class Api:
         matching = filters.select(ordered) if filters else ordered
         band = memo(("health",), lambda: health(map(FLAG_KEY, matching), "rollouts", *coverage(snapshots)))
         if flag is not None:
-            matching = [row for row in matching if flag in row["summary"]["flags"]]
+            matching = [row for row in matching if flag in row["flags"]]
         rewards = memo(("reward_range", flag), lambda: reward_range(row["_keys"]["reward"] for row in matching))
         runs = {s.id: s.location for s in snapshots}
         listing = page(matching, limit, offset)
-        listing["data"] = [with_run(row, runs) for row in listing["data"]]
+        listing["data"] = encoded_rows(listing["data"], runs)
         return 200, {
             **listing,
             "total": len(matching),
@@ -175,10 +177,18 @@ class Api:
         for attempt in range(1, SETTLE_TRIES + 1):
             snapshot, row, directory, document = self.load(record_id, params)
             present = present_sidecars(directory, document)
+            version = files_version(directory, record_id, present)
+            key = (version, text, *context(snapshot, row).values())
+            cached = self.encoded_paths.get(key) if version else None
+            if cached is not None:
+                return 200, cached
             payload = paths_payload(directory, document, present, record_id, text=text,
                                     **context(snapshot, row))
             if not text or self.settled(directory, record_id, document):
-                return 200, payload
+                encoded = RawJson(encode_json(payload))  # kept encoded: opening the rollout again costs nothing
+                if version and version == files_version(directory, record_id, present):
+                    self.encoded_paths.put(key, encoded)
+                return 200, encoded
             time.sleep(min(SETTLE_PAUSE * attempt, 0.05))  # a rewrite is under way: read it once it lands
         raise ApiError(409, f"trajectory {record_id} is being rewritten; its files keep changing, try again")
 
@@ -294,7 +304,7 @@ class Api:
         def shown(row, **extra):
             match = None
             if judged:
-                flagged = not is_rollout_flag(flag) or flag in row["summary"]["flags"]
+                flagged = not is_rollout_flag(flag) or flag in row["flags"]
                 match = filters.matches(row) and flagged
             return {**with_run(row, runs), "repetition_id": repetition_of(row), **extra, "match": match}
 
@@ -308,6 +318,48 @@ class Api:
             "rollouts": [shown(row) for row in rollouts],
             "superseded": [shown(row, superseded_by=by) for row, by in group.superseded],
         }
+
+
+class AnswerCache:
+    """Encoded answers by a key that names everything they depend on: listings by (index generation,
+    request target), a rollout's paths by its files' versions. A poll that changes nothing, a page
+    flipped back or a rollout opened again is sent without computing it again. Bounded in bytes;
+    entries whose key can no longer come up (an older generation, an older file) age out."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.entries: OrderedDict = OrderedDict()
+        self.size = 0
+        self.lock = threading.Lock()
+
+    def get(self, key) -> RawJson | None:
+        with self.lock:
+            body = self.entries.get(key)
+            if body is not None:
+                self.entries.move_to_end(key)
+            return body
+
+    def put(self, key, body: RawJson):
+        if len(body) > self.max_bytes // 4:
+            return
+        with self.lock:
+            if key in self.entries:
+                return
+            self.entries[key] = body
+            self.size += len(body)
+            while self.size > self.max_bytes:
+                _, old = self.entries.popitem(last=False)
+                self.size -= len(old)
+
+
+def files_version(directory, record_id: str, present: set) -> tuple | None:
+    """The versions of a record's document and present sidecars (what its `/paths` answer is read
+    from), or None when one cannot be read."""
+    paths = [document_path(directory, record_id), *(Path(directory) / name for name in sorted(present))]
+    try:
+        return tuple(map(DocumentCache.version, paths))
+    except RecordError:
+        return None
 
 
 def computed(_key, compute):
@@ -336,9 +388,17 @@ def coverage(snapshots) -> tuple[int, int]:
 
 
 def with_run(row: dict, runs: dict) -> dict:
-    """The row as sent, with its run's id and project."""
+    """The row as sent, with its run's id and project and the version it was read at."""
     location = runs[row["_run"]]
-    return {**public(row), "run_id": location.id, "project": location.project}
+    return {**public(row), "revision": row["revision"], "run_id": location.id, "project": location.project}
+
+
+def encoded_rows(rows: list, runs: dict) -> RawJson:
+    """`[with_run(row) ...]` as JSON, joined from each row's encoded JSON instead of encoding it again."""
+    prefixes = {run_id: b'{"run_id":' + encode_json(location.id) + b',"project":' + encode_json(location.project)
+                + b',"revision":' for run_id, location in runs.items()}
+    return RawJson(b"[" + b",".join(
+        prefixes[row["_run"]] + str(row["revision"]).encode() + b"," + row["_json"][1:] for row in rows) + b"]")
 
 
 class DocumentCache:
@@ -384,7 +444,7 @@ def group_band_key(item) -> str:
     _, group, matched = item
     if matched is group.members:
         return " ".join(set(group.flags) | group.member_flags)
-    return " ".join(set(group.flags) | {flag for row in matched for flag in row["summary"]["flags"]})
+    return " ".join(set(group.flags) | {flag for row in matched for flag in row["flags"]})
 
 
 def flagged_members(group, matched: list, flag: str | None) -> list:
@@ -393,4 +453,4 @@ def flagged_members(group, matched: list, flag: str | None) -> list:
         return matched
     if not is_rollout_flag(flag):
         return matched if flag in group.flags else []
-    return [row for row in matched if flag in row["summary"]["flags"]]
+    return [row for row in matched if flag in row["flags"]]

@@ -66,6 +66,8 @@ def message_text(message) -> str:
 
 def utf16_length(text: str) -> int:
     """Length in UTF-16 code units: the unit of the page's (JavaScript) string offsets."""
+    if text.isascii():
+        return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) // 2  # JSON may hold lone surrogates
 
 

@@ -73,7 +73,7 @@ class Group:
     @cached_property
     def member_flags(self) -> set:
         """Every rollout flag any member carries (the band of an unfiltered listing)."""
-        return {flag for row in self.members for flag in row["summary"]["flags"]}
+        return {flag for row in self.members for flag in row["flags"]}
 
     @cached_property
     def rewards(self) -> list:
@@ -83,7 +83,7 @@ class Group:
     def rollup(self) -> dict:
         counts = {}
         for row in self.counting:
-            for flag in row_flags(row["summary"]["flags"]):
+            for flag in row_flags(row["flags"]):
                 counts[flag] = counts.get(flag, 0) + 1
         return counts
 

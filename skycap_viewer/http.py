@@ -7,8 +7,6 @@ packaged page files, built once at start: no path from a request ever reaches th
 
 import gzip
 import ipaddress
-import json
-import math
 import socket
 import sys
 import time
@@ -18,7 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from urllib.parse import parse_qs, unquote
 
-from skycap_viewer.api import Api
+from skycap_viewer.api import AnswerCache, Api
+from skycap_viewer.payloads import RawJson, encode_json
 from skycap_viewer.query import ApiError
 
 CONTENT_SECURITY_POLICY = (
@@ -44,6 +43,8 @@ STATIC_TYPES = {
 }
 JSON_TYPE = "application/json; charset=utf-8"
 GZIP_MIN_BYTES = 1024
+GZIP_LEVEL = 1  # a listing in ~2 ms instead of ~12 at level 5, for ~30% more bytes on a local link
+LISTING_CACHE_BYTES = 8 * 2**20  # encoded listing answers, by (index generation, request target)
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 LISTING_ROUTES = ("runs", "trajectories", "groups")
 
@@ -104,23 +105,14 @@ def host_allowed(value: str, names: frozenset, port: int, wildcard: bool) -> boo
     return name.startswith("[") == (":" in name)
 
 
-def encode_json(payload) -> bytes:
-    """Compact UTF-8 JSON; NaN and infinities (possible in documents) become null."""
-    try:
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        text = json.dumps(_finite(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.encode("utf-8")
-
-
-def _finite(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+def gzipped(body: bytes) -> bytes:
+    """`body` gzip-compressed; computed once per `RawJson` object (a cached answer is sent many times)."""
+    if type(body) is not RawJson:
+        return gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+    compressed = getattr(body, "gzipped", None)
+    if compressed is None:
+        compressed = body.gzipped = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+    return compressed
 
 
 class ViewerServer(ThreadingHTTPServer):
@@ -133,6 +125,7 @@ class ViewerServer(ThreadingHTTPServer):
         host = address[0]
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.api = api
+        self.answers = AnswerCache(LISTING_CACHE_BYTES)
         self.quiet = quiet
         self.static = static_files()
         self.allowed_names = host_names(host)
@@ -218,13 +211,22 @@ class ViewerHandler(BaseHTTPRequestHandler):
         params = parse_qs(query, keep_blank_values=True)
         try:
             route, handler, args = self.route(segments)
-            etag = None
+            etag = answer_key = None
             if route in LISTING_ROUTES:
-                etag = f'W/"{self.server.api.catalog.generation}-{zlib.crc32(target.encode()):08x}"'
+                generation = self.server.api.catalog.generation
+                etag = f'W/"{generation}-{zlib.crc32(target.encode()):08x}"'
                 if etag in [t.strip() for t in self.headers.get("If-None-Match", "").split(",")]:
                     self.reply(304, b"", None, {"ETag": etag, "Cache-Control": "no-store"}, send_body=False)
                     return
+                answer_key = (generation, target)
+                cached = self.server.answers.get(answer_key)
+                if cached is not None:
+                    self.reply_json(200, cached, extra={"ETag": etag}, send_body=send_body)
+                    return
             status, payload = handler(*args, params)
+            if answer_key is not None and status == 200:
+                payload = RawJson(encode_json(payload))
+                self.server.answers.put(answer_key, payload)
         except ApiError as error:
             status, payload, etag = error.status, {"detail": error.detail}, None
         except Exception as error:  # a bug: say so, keep serving
@@ -277,7 +279,8 @@ class ViewerHandler(BaseHTTPRequestHandler):
 
     def reply_json(self, status: int, payload, extra=None, send_body: bool = True):
         headers = {"Cache-Control": "no-store", **(extra or {})}
-        self.reply(status, encode_json(payload), JSON_TYPE, headers, send_body)
+        body = payload if type(payload) is RawJson else encode_json(payload)
+        self.reply(status, body, JSON_TYPE, headers, send_body)
 
     def reply(self, status: int, body: bytes, content_type, headers: dict, send_body: bool):
         try:
@@ -289,7 +292,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 self.send_header("Vary", "Accept-Encoding")
             accepted = self.headers.get("Accept-Encoding", "") if getattr(self, "headers", None) else ""
             if len(body) > GZIP_MIN_BYTES and "gzip" in accepted:
-                body = gzip.compress(body, compresslevel=5)
+                body = gzipped(body)
                 self.send_header("Content-Encoding", "gzip")
             for name, value in headers.items():
                 self.send_header(name, value)

@@ -15,6 +15,7 @@ from pathlib import Path
 from skycap_viewer.discovery import RunLocation
 from skycap_viewer.payloads import iso_time
 from skycap_viewer.reader import is_document_name
+from skycap_viewer.rows import interned
 
 MAX_ANNOTATION_VALUES = 50
 
@@ -158,6 +159,7 @@ class RunIndex:
         if row.get("unreadable") and not os.path.lexists(self.directory / name):
             self.remove(name)  # deleted between the listing and the read: gone, not unreadable
             return
+        row = interned(row)
         row["revision"] = version.mtime_ns // 1_000_000
         row["_run"] = self.location.id
         self.versions[name] = version

@@ -4,7 +4,10 @@ One builder per API shape (see `notes/api-contract.md`), so the terminal and the
 never disagree about what a rollout's paths are. Node ids go on the wire as `"n<id>"`.
 """
 
+import json
+import math
 from datetime import datetime, timezone
+from itertools import accumulate
 
 from skycap_viewer.blocks import Block, message_text, sampled_tokens, utf16_length
 from skycap_viewer.errors import RecordError
@@ -13,6 +16,39 @@ from skycap_viewer.sidecars import TokenData, read_tokens
 from skycap_viewer.structure import is_finite_number
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
+
+
+class RawJson(bytes):
+    """JSON text already encoded (index rows, cached answers): `encode_json` inserts it as is."""
+
+
+def encode_json(payload) -> bytes:
+    """Compact UTF-8 JSON; NaN and infinities (possible in documents) become null.
+
+    A top-level value that is `RawJson` is spliced in unencoded (a listing's pre-encoded rows)."""
+    if isinstance(payload, dict) and any(type(value) is RawJson for value in payload.values()):
+        members = [_encode(key) + b":" + (value if type(value) is RawJson else _encode(value))
+                   for key, value in payload.items()]
+        return b"{" + b",".join(members) + b"}"
+    return _encode(payload)
+
+
+def _encode(payload) -> bytes:
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def wire_id(node_id: int | None) -> str | None:
@@ -114,14 +150,27 @@ def node_payload(node: dict, tokens: TokenData | None) -> dict:
         return entry
     entry["token_ids"] = tokens.ids(slices)
     entry["logprobs"] = tokens.logprobs_of(slices)
-    pieces = tokens.pieces(slices)
-    if pieces is not None:
-        entry["text"] = "".join(pieces)
-        offsets = [0]
-        for piece in pieces:
-            offsets.append(offsets[-1] + utf16_length(piece))
-        entry["token_offsets"] = offsets
+    raw = tokens.text_bytes(slices)
+    if raw is not None:
+        starts = tokens.text_offsets[slices["offset"] : slices["offset"] + slices["length"]].tolist()
+        entry["text"], entry["token_offsets"] = text_and_offsets(raw, starts)
     return entry
+
+
+UTF16_UNITS = bytes(0 if 0x80 <= b < 0xC0 else 2 if b >= 0xF0 else 1 for b in range(256))  # per UTF-8 byte
+
+
+def text_and_offsets(raw: bytes, starts: list[int]) -> tuple[str, list[int]]:
+    """A node's text (its tokens' pieces joined) and each token's UTF-16 offset into it, plus the end.
+
+    `read_tokens` has checked that every start is a character boundary, so the text decodes
+    once instead of per token; for ASCII text (most of it) UTF-16 offsets are the byte offsets."""
+    first = starts[0] if starts else len(raw)
+    text = raw[first:].decode("utf-8")
+    if text.isascii():
+        return text, [start - first for start in starts] + [len(raw) - first]
+    units = [0, *accumulate(raw.translate(UTF16_UNITS))]  # UTF-16 units before each byte offset
+    return text, [units[start] - units[first] for start in starts] + [units[len(raw)] - units[first]]
 
 
 def block_payload(block: Block, node_start: int, token_blocked: bool) -> dict:

@@ -95,8 +95,11 @@ class TokenData:
 
     def logprobs_of(self, tokens: dict) -> list[float | None]:
         """Per-token logprob; None where unknown (NaN in the file)."""
-        chunk = self.logprobs[tokens["offset"] : tokens["offset"] + tokens["length"]]
-        return [None if math.isnan(v) else v for v in chunk]
+        values = self.logprobs[tokens["offset"] : tokens["offset"] + tokens["length"]].tolist()
+        total = sum(values)
+        if total == total:  # no NaN anywhere (a NaN makes the sum NaN): the values as they are
+            return values
+        return [None if v != v else v for v in values]  # only NaN differs from itself
 
     def text_bytes(self, tokens: dict) -> bytes | None:
         if tokens.get("text_offset") is None:
@@ -135,11 +138,11 @@ class TokenData:
             bounds = starts + [t.get("text_bytes", 0)]
             if starts and starts[0] < 0:
                 problems.append(f"node {nid} text_offsets start below 0")
-            elif any(b < a for a, b in zip(starts, starts[1:], strict=False)):
+            elif starts != sorted(starts):  # one C-level pass over sorted input
                 problems.append(f"node {nid} text_offsets decrease")
             elif bounds[-2 if starts else -1] > bounds[-1]:
                 problems.append(f"node {nid} text_offsets run past the node's {bounds[-1]} text bytes")
-            else:
+            elif not self.text_bytes(t).isascii():  # in ASCII text every byte is a character
                 try:
                     self.pieces(t)
                 except UnicodeDecodeError:
