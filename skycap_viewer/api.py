@@ -259,11 +259,15 @@ class Api:
         limit, offset = parse_page(params)
         listed = []  # (run id, group, members matching the filters)
         for snapshot, grouping in groupings:
-            selected = {id(row) for row in filters.select(snapshot.rows)} if filters else None
-            for group in grouping.groups:
-                matched = [row for row in group.members if id(row) in selected] if filters else group.members
-                if matched:
-                    listed.append((snapshot.id, group, matched))
+            if not filters:
+                listed.extend((snapshot.id, group, group.members) for group in grouping.groups)
+                continue
+            matched = {}  # group position -> its matching members: from the selected rows alone
+            for row in filters.select(snapshot.rows):
+                position = grouping.position_of.get(id(row))
+                if position is not None:
+                    matched.setdefault(position, []).append(row)
+            listed.extend((snapshot.id, grouping.groups[p], matched[p]) for p in sorted(matched))
         count = sum(len(grouping.groups) for _, grouping in groupings)
         band = health(map(group_band_key, listed), "groups", count, count)
         if flag is not None:
@@ -272,8 +276,8 @@ class Api:
         if key != "step" or order != "desc" or len(snapshots) > 1:
             listed = ordered_by(listed, lambda item: item[1].keys[key], order)
         chunk = page(listed, limit, offset)
-        chunk["data"] = [{**group.summary(run_id), "matching": len(matched)}
-                         for run_id, group, matched in chunk["data"]]
+        chunk["data"] = RawJson(b"[" + b",".join(group.summary_json(run_id, len(matched))
+                                                 for run_id, group, matched in chunk["data"]) + b"]")
         modal_sizes = {grouping.modal_n for _, grouping in groupings}
         return 200, {
             **chunk,

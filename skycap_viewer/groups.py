@@ -10,6 +10,7 @@ from functools import cached_property
 
 from skycap_viewer.flags import FLAG_BY_NAME, row_flags
 from skycap_viewer.index import Snapshot, scalar_text
+from skycap_viewer.payloads import encode_json
 from skycap_viewer.query import ordered_by
 from skycap_viewer.stats import attempt_of, group_flags, modal
 
@@ -56,6 +57,7 @@ class Group:
     superseded: list  # (row, id of the attempt that counts instead)
     modal_n: int | None = None
     flags: list = field(default_factory=list)
+    encoded: dict = field(default_factory=dict)  # run id -> the summary's JSON, for listings
 
     @property
     def step(self):
@@ -102,6 +104,13 @@ class Group:
             "created": min(created) if created else None,
         }
 
+    def summary_json(self, run_id: str, matching: int) -> bytes:
+        """`{**summary(run_id), "matching": matching}` as JSON, the summary encoded once per group."""
+        encoded = self.encoded.get(run_id)
+        if encoded is None:
+            encoded = self.encoded[run_id] = encode_json(self.summary(run_id))[:-1] + b',"matching":'
+        return encoded + str(matching).encode() + b"}"
+
     def summary(self, run_id: str) -> dict:
         raw_rewards = [row["annotations"].get("reward") for row in self.counting]
         return {
@@ -140,6 +149,11 @@ class Grouping:
     modal_n: int | None
     grouped_rows: int
     row_count: int
+
+    @cached_property
+    def position_of(self) -> dict:
+        """id(row) -> the position of its group: a filtered listing reaches groups from matching rows."""
+        return {id(row): position for position, group in enumerate(self.groups) for row in group.members}
 
     @property
     def groupable(self) -> bool:
