@@ -35,7 +35,7 @@ from skycap_viewer.query import (
     rows_in_order,
 )
 from skycap_viewer.reader import document_path, read_document
-from skycap_viewer.rows import present_sidecars, public
+from skycap_viewer.rows import present_sidecars, public, row_json
 
 RECORD_ID = re.compile(r"^[A-Za-z0-9_.~-]+$")
 FLAG_KEY = itemgetter("_flagkey")
@@ -402,7 +402,7 @@ def encoded_rows(rows: list, runs: dict) -> RawJson:
     prefixes = {run_id: b'{"run_id":' + encode_json(location.id) + b',"project":' + encode_json(location.project)
                 + b',"revision":' for run_id, location in runs.items()}
     return RawJson(b"[" + b",".join(
-        prefixes[row["_run"]] + str(row["revision"]).encode() + b"," + row["_json"][1:] for row in rows) + b"]")
+        prefixes[row["_run"]] + str(row["revision"]).encode() + b"," + row_json(row)[1:] for row in rows) + b"]")
 
 
 class DocumentCache:
