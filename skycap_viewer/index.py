@@ -205,10 +205,12 @@ class Catalog:
     def publish(self, changed: list[RunIndex], indexing: set[str]):
         """Freeze the changed runs' rows and make them visible to requests at once."""
         with self.lock:
-            self.generation += 1
+            generation = self.generation + 1
             for run in changed:
-                run.publish(self.generation, run.location.id in indexing)
+                run.publish(generation, run.location.id in indexing)
             self._published = tuple(run.snapshot for run in self.runs.values() if run.snapshot is not None)
+            # only now: a request that reads the new number (answers are cached by it) finds these snapshots
+            self.generation = generation
 
     def set_runs(self, locations: list[RunLocation]):
         """Keep known runs, add new ones, drop vanished ones; returns the new RunIndex objects."""
