@@ -8,8 +8,8 @@ snapshot, so they never wait for the watcher nor touch the disk.
 
 import os
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 from skycap_viewer.discovery import RunLocation
@@ -83,46 +83,49 @@ class Snapshot:
             self.memo[key] = compute()
         return self.memo[key]
 
-    @cached_property
+    @property
     def facts(self) -> dict:
-        """The run entry's counts over its rows (original §5.3)."""
-        tasks, steps, statuses, annotations = {}, {}, {}, {}
-        created, tokenizer, unreadable = [], None, 0
-        for row in self.rows:
-            if row.get("unreadable"):
-                unreadable += 1
-                continue
-            task = row["task_id"]
-            if task is not None:
-                tasks[task] = tasks.get(task, 0) + 1
-            if row["step"] is not None:
-                steps[row["step"]] = steps.get(row["step"], 0) + 1
-            statuses[row["status"]] = statuses.get(row["status"], 0) + 1
-            for key, value in row["annotations"].items():
-                if isinstance(value, (dict, list)) or value is None:
-                    continue
-                values = annotations.setdefault(key, {})
-                text = scalar_text(value)
-                if text in values or len(values) < MAX_ANNOTATION_VALUES:
-                    values[text] = values.get(text, 0) + 1
-            if row["created_ts"] is not None:
-                created.append(row["created_ts"])
-            tokenizer = tokenizer or row["tokenizer"]
+        return self.memoized(("facts",), self.count_facts)
+
+    def count_facts(self) -> dict:
+        """The run entry's counts over its rows (original §5.3), counted in C by `Counter` (a new
+        snapshot appears every half second while a big run is indexed, and each one is asked)."""
+        readable = [row for row in self.rows if not row.get("unreadable")]
+        tasks = Counter(row["task_id"] for row in readable)
+        tasks.pop(None, None)
+        steps = Counter(row["step"] for row in readable)
+        steps.pop(None, None)
+        pairs = Counter((key, type(value) is bool, value) for row in readable  # True is not 1 here
+                        for key, value in row["annotations"].items()
+                        if value is not None and not isinstance(value, (dict, list)))
+        annotations = {}
+        for (key, _, value), count in pairs.items():  # in first-seen order, as the rows list them
+            values = annotations.setdefault(key, {})
+            text = scalar_text(value)
+            if text in values or len(values) < MAX_ANNOTATION_VALUES:
+                values[text] = values.get(text, 0) + count
+        created = [row["created_ts"] for row in readable if row["created_ts"] is not None]
+        tokenizer = next((row["tokenizer"] for row in readable if row["tokenizer"]), None)
         return {
             "created_at": iso_time(min(created)) if created else None,
             "task_count": len(tasks),
             "tasks": [{"id": task, "count": tasks[task]} for task in sorted(tasks)],
             "steps": sorted(steps),
             "step_counts": {scalar_text(step): steps[step] for step in sorted(steps)},
-            "statuses": statuses,
+            "statuses": dict(Counter(row["status"] for row in readable)),
             "annotations": annotations,
             "upstream": {"model": tokenizer} if tokenizer else None,
-            "unreadable": unreadable,
+            "unreadable": len(self.rows) - len(readable),
         }
 
 
 def scalar_text(value) -> str:
     """A scalar as the page writes it: `2` for 2.0, `true`/`false` for booleans."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is int:
+        return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
@@ -142,6 +145,7 @@ class RunIndex:
         self.scan_error: str | None = None
         self.indexed_once = False
         self.snapshot: Snapshot | None = None
+        self.rows_changed = True  # since the last snapshot
 
     @property
     def directory(self) -> Path:
@@ -164,22 +168,34 @@ class RunIndex:
         row["_run"] = self.location.id
         self.versions[name] = version
         self.rows[name] = row
+        self.rows_changed = True
 
     def remove(self, name: str):
         self.versions.pop(name, None)
-        self.rows.pop(name, None)
+        if self.rows.pop(name, None) is not None:
+            self.rows_changed = True
 
     def publish(self, generation: int, indexing: bool) -> Snapshot:
-        rows = tuple(sorted(self.rows.values(), key=default_order_key))
+        """A new snapshot; when no row changed, it shares the last one's rows and derived views
+        (facts, sort orders, groupings), so a run reopened from the persisted index is counted once."""
+        previous = self.snapshot
+        file_count = max(len(self.listing), len(self.rows))
+        if previous is not None and not self.rows_changed and previous.file_count == file_count:
+            rows, by_id, memo = previous.rows, previous.by_id, previous.memo
+        else:
+            rows = tuple(sorted(self.rows.values(), key=default_order_key))
+            by_id, memo = {row["id"]: row for row in rows}, {}
+        self.rows_changed = False
         self.snapshot = Snapshot(
             location=self.location,
             rows=rows,
-            by_id={row["id"]: row for row in rows},
+            by_id=by_id,
             generation=generation,
             indexing=indexing,
-            file_count=max(len(self.listing), len(rows)),
+            file_count=file_count,
             updated_at=self.updated_at,
             scan_error=self.scan_error,
+            memo=memo,
         )
         return self.snapshot
 
