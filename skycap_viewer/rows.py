@@ -124,13 +124,19 @@ def with_keys(row: dict) -> dict:
 def slim(row: dict) -> dict:
     """The row as kept: the fields listings read, plus the whole public row encoded once."""
     kept = {key: row[key] for key in KEPT_FIELDS if key in row}
-    kept["_json_z"] = zlib.compress(encode_json({k: v for k, v in row.items() if not k.startswith("_")}))
+    kept["_json_z"] = zlib.compress(encode_json({k: v for k, v in row.items() if not k.startswith("_")}), 1)
     kept.update({key: value for key, value in row.items() if key.startswith("_")})
     return kept
 
 
 def interned(row: dict) -> dict:
-    """The row with its repeated strings shared (keys, statuses, task ids): thousands of rows repeat them."""
+    """The row with its repeated strings shared (keys, statuses, task ids): thousands of rows repeat them.
+
+    A row read back from the persisted index is shared already (marshal keeps interned strings
+    interned): its first meta key says so, and it is kept as it is."""
+    first = next(iter(row["meta"]), None)
+    if type(first) is str and sys.intern(first) is first:
+        return row
     for key in ("task_id", "status", "tokenizer"):
         if type(row.get(key)) is str:
             row[key] = sys.intern(row[key])

@@ -110,11 +110,15 @@ export class Drawer {
     const key = `${run}|${id}`;
     const base = `/trajectories/${encodeURIComponent(id)}`;
     const params = {run_id: run};
-    const trajectory = await get(base, params);
+    // all four at once (the header no longer waits for a round trip before the paths are asked);
+    // an unreadable record's views answer 404, and only its header is kept
+    const views = ["paths", "graph", "exchanges"].map((view) => get(`${base}/${view}`, params).catch((error) => error));
+    const [trajectory, ...parts] = await Promise.all([get(base, params), ...views]);
     let bundle = {trajectory};
     if (!trajectory.unreadable) {
-      const [paths, graph, exchanges] = await Promise.all([
-        get(`${base}/paths`, params), get(`${base}/graph`, params), get(`${base}/exchanges`, params)]);
+      const failed = parts.find((part) => part instanceof Error);
+      if (failed) throw failed;
+      const [paths, graph, exchanges] = parts;
       bundle = {trajectory, paths, graph, exchanges};
     }
     this.cache.delete(key);
