@@ -191,7 +191,9 @@ def block_payload(block: Block, node_start: int, token_blocked: bool) -> dict:
     return entry
 
 
-def path_payload(record_id: str, path: PathView, nodes: list[dict]) -> dict:
+def path_payload(record_id: str, path: PathView, nodes: list[dict], chars: list[int] | None = None) -> dict:
+    """One path's summary and blocks; `chars` (each node's `node_chars`) saves measuring every shared
+    node's text again for each of a forked rollout's paths."""
     info = path.info
     node_starts: dict[int, int] = {}
     blocks = []
@@ -219,7 +221,7 @@ def path_payload(record_id: str, path: PathView, nodes: list[dict]) -> dict:
             {
                 "role": nodes[n].get("role"),
                 "author": nodes[n]["author"],
-                "chars": utf16_length(message_text(nodes[n].get("message"))),
+                "chars": node_chars(nodes[n]) if chars is None else chars[n],
             }
             for n in info.nodes
         ],
@@ -259,7 +261,8 @@ def paths_payload(directory, document: dict, present_names, file_id: str | None,
     if text:
         payload["nodes"] = {wire_id(n["id"]): node_payload(n, tokens) for n in rollout.nodes}
     record_id = file_id or document["id"]  # the id the record is looked up by
-    payload["paths"] = [path_payload(record_id, path, rollout.nodes) for path in shown.paths]
+    chars = [node_chars(node) for node in rollout.nodes]
+    payload["paths"] = [path_payload(record_id, path, rollout.nodes, chars) for path in shown.paths]
     return payload
 
 
