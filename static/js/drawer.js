@@ -137,11 +137,12 @@ export class Drawer {
   /** Draw the header and the current tab; `keepScroll` on a poll that found a change. */
   draw(keepScroll) {
     const state = this.state;
+    const bundle = this.bundle;
+    if (!bundle) return;  // still loading: the show() that started the load draws when it lands
     const drawn = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb, this.treeOpen]);
     if (this.drawn === drawn && !keepScroll) return;
     this.drawn = drawn;
     const scroll = this.content?.scrollTop ?? 0;
-    const bundle = this.bundle;
     this.lazy?.disconnect();
     this.content = el("div", {className: "drawer-content", tabindex: "-1"});
     this.lazy = new LazyText(this.content);

@@ -210,3 +210,13 @@ def test_tree_badges_a_shadowed_model_node(page, corpus_server):
     tab = page.open("#/run/real-like/rollouts/t/tr_1ea8573438194800?tab=tree")
     row = tab.locator(f'.tree-row[data-node="{shadowed["node_id"]}"]')
     expect(row).to_contain_text(f"shadowed by {shadowed['shadowed_by']}")
+
+
+def test_a_rollout_opened_by_editing_the_url_loads_once_and_draws(page, corpus_server):
+    """Changing the hash on a loaded page (not a fresh load) draws the rollout, without errors."""
+    tab = page.open("#/run/groups/groups")
+    for record in ("tr_fea17a04aa9905d5", "tr_495b9ec2e4f562da"):
+        tab.evaluate(f"location.hash = '#/run/groups/t/{record}?tab=path'")
+        expect(tab.locator("#drawer .traj-id")).to_have_text(record)
+        expect(tab.locator("#drawer .block").first).to_be_visible()
+    assert page.errors == []
