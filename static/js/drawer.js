@@ -110,15 +110,11 @@ export class Drawer {
     const key = `${run}|${id}`;
     const base = `/trajectories/${encodeURIComponent(id)}`;
     const params = {run_id: run};
-    // all four at once (the header no longer waits for a round trip before the paths are asked);
-    // an unreadable record's views answer 404, and only its header is kept
-    const views = ["paths", "graph", "exchanges"].map((view) => get(`${base}/${view}`, params).catch((error) => error));
-    const [trajectory, ...parts] = await Promise.all([get(base, params), ...views]);
+    const trajectory = await get(base, params);
     let bundle = {trajectory};
     if (!trajectory.unreadable) {
-      const failed = parts.find((part) => part instanceof Error);
-      if (failed) throw failed;
-      const [paths, graph, exchanges] = parts;
+      const [paths, graph, exchanges] = await Promise.all([
+        get(`${base}/paths`, params), get(`${base}/graph`, params), get(`${base}/exchanges`, params)]);
       bundle = {trajectory, paths, graph, exchanges};
     }
     this.cache.delete(key);
