@@ -6,13 +6,11 @@ orders are memoized per snapshot, so a poll that changes nothing costs one pass 
 
 from collections import Counter
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 from skycap_viewer.flags import FLAG_BY_NAME, FLAG_ORDER
 from skycap_viewer.index import Snapshot, default_order_key, scalar_text
 from skycap_viewer.rows import SORT_KEYS
 
-FIRST = itemgetter(0)
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 
@@ -119,10 +117,10 @@ def parse_page(params: dict) -> tuple[int, int]:
 
 def ordered_by(items, value_of, order: str) -> list:
     """Sort by `value_of` (stable, so ties keep the incoming order); None values always last."""
-    keyed = list(zip(map(value_of, items), items, strict=True))
-    valued = [pair for pair in keyed if pair[0] is not None]
-    valued.sort(key=FIRST, reverse=order == "desc")
-    return [item for _, item in valued] + [item for value, item in keyed if value is None]
+    values = list(map(value_of, items))
+    present = [index for index, value in enumerate(values) if value is not None]
+    present.sort(key=values.__getitem__, reverse=order == "desc")  # sorting positions: no tuples to build
+    return [items[i] for i in present] + [items[i] for i, value in enumerate(values) if value is None]
 
 
 def rows_in_order(snapshots: list[Snapshot], key: str, order: str) -> list[dict]:
