@@ -80,7 +80,7 @@ def tokenize_pieces(pieces) -> tuple[array, array, str]:
     return ids, offsets, "".join(piece for _, piece in pieces)
 
 
-def message_text(message: dict) -> str:
+def rendered_content(message: dict) -> str:
     """What the fake renderer prints for a message: its content (text parts; this writer records no
     images), then `CALL:name:args` per tool call."""
     content = message.get("content")
@@ -94,7 +94,7 @@ def message_text(message: dict) -> str:
 
 
 def render(role: str, message: dict) -> str:
-    return f"<s>{role}\n{message_text(message)}</s>\n"
+    return f"<s>{role}\n{rendered_content(message)}</s>\n"
 
 
 def _joined(parts: list[tuple[array, array, str]]) -> tuple[array, array, str]:
@@ -187,7 +187,7 @@ class RecordBuilder:
         lead_in = "" if parent is None else self._lead_in[parent]
         tokens = None
         if self.mode == "tokens":
-            tokens = self._add_tokens(f"{lead_in}<s>{role}\n", message_text(message), "</s>\n", pieces=pieces,
+            tokens = self._add_tokens(f"{lead_in}<s>{role}\n", rendered_content(message), "</s>\n", pieces=pieces,
                                       sampled_start=None, logprobs=None)
         match = self._match_hash(message)
         delta = match if tokens is None else digest([match, self._ids_digest(tokens)])
@@ -210,13 +210,13 @@ class RecordBuilder:
         sampling = dict(sampling or {})
         tokens = None
         if self.mode == "tokens":
-            tokens = self._add_tokens(GENERATION_PROMPT, message_text(message), "" if truncated else "</s>",
+            tokens = self._add_tokens(GENERATION_PROMPT, rendered_content(message), "" if truncated else "</s>",
                                       pieces=pieces, logprobs=logprobs, sampled_start=SAMPLED_START)
             completion = tokens["length"] - tokens["sampled_start"]
             prompt = self._size_before(parent) + tokens["sampled_start"]
             usage = {"prompt_tokens": prompt, "completion_tokens": completion}
         else:
-            completion = max(1, len(message_text(message)) // 4)
+            completion = max(1, len(rendered_content(message)) // 4)
             prompt = max(1, self._size_before(parent) // 4)
             usage = {"prompt_tokens": prompt, "completion_tokens": completion,
                      "total_tokens": prompt + completion}
@@ -251,7 +251,7 @@ class RecordBuilder:
         node_id = len(self.nodes)
         if parent is not None and not 0 <= parent < node_id:
             raise ValueError(f"node {node_id}: parent {parent} does not exist yet")
-        size = tokens["length"] if tokens is not None else len(message_text(message))
+        size = tokens["length"] if tokens is not None else len(rendered_content(message))
         self._path_size.append(self._size_before(parent) + size)
         self._lead_in.append(lead_in)
         self.nodes.append({
