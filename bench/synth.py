@@ -16,7 +16,7 @@ from array import array
 from multiprocessing import Pool
 from pathlib import Path
 
-from skycap_viewer.writer import RecordBuilder
+from skycap_viewer.demo.writer import RecordBuilder
 
 GROUP_SIZE = 8
 PROMPTS_PER_STEP = 64

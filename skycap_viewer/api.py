@@ -8,21 +8,26 @@ that a writer did not replace the record's files in between.
 
 import os
 import re
-import threading
 import time
-from collections import OrderedDict
 from operator import itemgetter
 from pathlib import Path
 
 from skycap_viewer import __version__
 from skycap_viewer.blocks import BLOCK_KIND_WHY
-from skycap_viewer.errors import RecordError
-from skycap_viewer.flags import flag_catalogue
-from skycap_viewer.groups import GROUP_SORT_KEYS, build_grouping, grouping_of, is_rollout_flag, repetition_of
+from skycap_viewer.caches import DOCUMENT_CACHE_SIZE, PATHS_CACHE_BYTES, AnswerCache, DocumentCache, files_version
+from skycap_viewer.errors import ApiError, RecordError
+from skycap_viewer.flags import flag_catalogue, text_only_catalogue
+from skycap_viewer.groups import (
+    DEFAULT_GROUP_BY,
+    GROUP_SORT_KEYS,
+    build_grouping,
+    grouping_of,
+    is_rollout_flag,
+    repetition_of,
+)
 from skycap_viewer.index import Catalog, Snapshot
-from skycap_viewer.payloads import RawJson, encode_json, exchanges_payload, forks_payload, graph_payload, paths_payload
+from skycap_viewer.payloads import exchanges_payload, forks_payload, graph_payload, paths_payload
 from skycap_viewer.query import (
-    ApiError,
     Filters,
     health,
     one,
@@ -34,13 +39,12 @@ from skycap_viewer.query import (
     reward_range,
     rows_in_order,
 )
-from skycap_viewer.reader import document_path, read_document
+from skycap_viewer.reader import document_path
 from skycap_viewer.rows import present_sidecars, public, row_json
+from skycap_viewer.wire import RawJson, encode_json
 
 RECORD_ID = re.compile(r"^[A-Za-z0-9_.~-]+$")
 FLAG_KEY = itemgetter("_flagkey")
-DOCUMENT_CACHE_SIZE = 16
-PATHS_CACHE_BYTES = 12 * 2**20  # encoded /paths answers (a 66k-token rollout's is ~3 MB)
 SETTLE_TRIES = 30  # reads of a record whose files keep being replaced (about 1.4 s), then 409
 SETTLE_PAUSE = 0.01  # seconds, times the attempt number, at most 0.05
 SETTLE_WINDOW_NS = 500_000_000  # a sidecar newer than its document for longer was copied, not written
@@ -51,11 +55,11 @@ class Api:
 
     RECORD_VIEWS = ("paths", "graph", "exchanges", "forks")  # /v1/trajectories/{id}/<view>
 
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, group_by=DEFAULT_GROUP_BY):
         self.catalog = catalog
         self.documents = DocumentCache(DOCUMENT_CACHE_SIZE)
-        self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)
-        self.group_by = tuple(catalog.group_by)
+        self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions
+        self.group_by = tuple(group_by)
 
     # -- the server and its runs --------------------------------------------------------
 
@@ -70,6 +74,7 @@ class Api:
             "version": __version__,
             "flags": flag_catalogue(),
             "block_kinds": [{"kind": kind, "why": why} for kind, why in BLOCK_KIND_WHY.items()],
+            "text_only": text_only_catalogue(),
         }
 
     def runs(self, params):
@@ -324,48 +329,6 @@ class Api:
         }
 
 
-class AnswerCache:
-    """Encoded answers by a key that names everything they depend on: listings by (index generation,
-    request target), a rollout's paths by its files' versions. A poll that changes nothing, a page
-    flipped back or a rollout opened again is sent without computing it again. Bounded in bytes;
-    entries whose key can no longer come up (an older generation, an older file) age out."""
-
-    def __init__(self, max_bytes: int):
-        self.max_bytes = max_bytes
-        self.entries: OrderedDict = OrderedDict()
-        self.size = 0
-        self.lock = threading.Lock()
-
-    def get(self, key) -> RawJson | None:
-        with self.lock:
-            body = self.entries.get(key)
-            if body is not None:
-                self.entries.move_to_end(key)
-            return body
-
-    def put(self, key, body: RawJson):
-        if len(body) > self.max_bytes // 4:
-            return
-        with self.lock:
-            if key in self.entries:
-                return
-            self.entries[key] = body
-            self.size += len(body)
-            while self.size > self.max_bytes:
-                _, old = self.entries.popitem(last=False)
-                self.size -= len(old)
-
-
-def files_version(directory, record_id: str, present: set) -> tuple | None:
-    """The versions of a record's document and present sidecars (what its `/paths` answer is read
-    from), or None when one cannot be read."""
-    paths = [document_path(directory, record_id), *(Path(directory) / name for name in sorted(present))]
-    try:
-        return tuple(map(DocumentCache.version, paths))
-    except RecordError:
-        return None
-
-
 def computed(_key, compute):
     """`Snapshot.memoized` for answers that are not worth keeping."""
     return compute()
@@ -403,44 +366,6 @@ def encoded_rows(rows: list, runs: dict) -> RawJson:
                 + b',"revision":' for run_id, location in runs.items()}
     return RawJson(b"[" + b",".join(
         prefixes[row["_run"]] + str(row["revision"]).encode() + b"," + row_json(row)[1:] for row in rows) + b"]")
-
-
-class DocumentCache:
-    """A few parsed documents, keyed by the file's version, so a rewritten record is reread."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self.entries: OrderedDict = OrderedDict()
-        self.lock = threading.Lock()
-
-    @staticmethod
-    def version(path: Path) -> tuple:
-        """Path, inode, size and times: a rename over the file changes at least the inode."""
-        try:
-            stat = os.stat(path)
-        except OSError as error:
-            raise RecordError(path, f"cannot read the file ({error.strerror or error})") from None
-        return str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns  # [3]: mtime
-
-    def holds(self, version: tuple, document: dict) -> bool:
-        """Whether `document` is the cached parse of that version of its file."""
-        with self.lock:
-            return self.entries.get(version) is document
-
-    def get(self, path: Path) -> dict:
-        key = self.version(path)
-        with self.lock:
-            if key in self.entries:
-                self.entries.move_to_end(key)
-                return self.entries[key]
-        document = read_document(path)
-        if self.version(path) != key:  # replaced while being read: not the version the key names
-            return document
-        with self.lock:
-            self.entries[key] = document
-            while len(self.entries) > self.size:
-                self.entries.popitem(last=False)
-        return document
 
 
 def group_band_key(item) -> str:

@@ -26,6 +26,7 @@ from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
 
+import skycap_viewer
 from skycap_viewer import __version__
 from skycap_viewer.frames import compress, decompress_one_frame
 from skycap_viewer.index import FileVersion, RunIndex
@@ -48,10 +49,15 @@ def cache_directory() -> Path:
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """A hash of the package's Python sources: rows computed by other code are not reused."""
+    """A hash of the package's Python sources, subpackages included: rows computed by other code are
+    not reused. The demo (an example writer and its records) computes no row, so editing it keeps
+    every user's persisted index."""
+    package = Path(skycap_viewer.__file__).parent
     digest = hashlib.blake2b(digest_size=16)
-    for source in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    for source in sorted(package.rglob("*.py")):
+        relative = source.relative_to(package)
+        if relative.parts[0] != "demo":
+            digest.update(relative.as_posix().encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 
 

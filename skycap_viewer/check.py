@@ -12,9 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skycap_viewer.cli import UsageError
 from skycap_viewer.discovery import record_directories
-from skycap_viewer.errors import RecordError
+from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.layout import EXPECTED_ARRAYS, layout_problems, listed_kinds
 from skycap_viewer.reader import document_path, list_record_ids, read_document
 from skycap_viewer.sidecars import TokenData, decode_arrays, mask_problems, read_payload

@@ -1,17 +1,20 @@
 """The `skycap-viewer` command: serve the page, or `summary`, `check` and `show` in a terminal.
 
-Usage errors and unreadable arguments exit 2 with one line on stderr, never a traceback.
+Arguments are parsed and checked here, so the server and the commands receive directories
+that exist and group keys that are not empty. Usage errors and unreadable arguments exit 2
+with one line on stderr, never a traceback.
 """
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from skycap_viewer.errors import UsageError
+from skycap_viewer.groups import DEFAULT_GROUP_BY
+
 COMMANDS = ("summary", "check", "show")
-
-
-class UsageError(Exception):
-    """A bad argument: printed as one line, exit status 2."""
+GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
 
 
 def existing_directories(values) -> list[Path]:
@@ -24,6 +27,39 @@ def existing_directories(values) -> list[Path]:
     return paths
 
 
+def readable_directories(values) -> list[Path]:
+    """The directories given, each one existing and listable."""
+    paths = existing_directories(values)
+    for value, path in zip(values, paths, strict=True):
+        try:
+            with os.scandir(path):
+                pass
+        except OSError as error:
+            raise UsageError(f"cannot read directory {value}: {error.strerror or error}") from None
+    return paths
+
+
+def group_keys(text: str) -> tuple[str, ...]:
+    keys = tuple(key.strip() for key in (text or "").split(",") if key.strip())
+    if not keys:
+        raise UsageError("--group-by needs at least one key, e.g. step,instance_id")
+    return keys
+
+
+def served_directories(args) -> list[Path]:
+    """The record directories to serve: the demo run shipped in the package, or the ones given."""
+    if args.demo:
+        from skycap_viewer.demo import records_directory
+
+        directory = records_directory()
+        if not directory.is_dir() or not any(n.endswith(".json.zst") for n in os.listdir(directory)):
+            raise UsageError(f"the demo records are not there yet ({directory} is empty)")
+        return [directory]
+    if not args.dirs:
+        raise UsageError("give one or more record directories (or --demo for an example run)")
+    return readable_directories(args.dirs)
+
+
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve = argparse.ArgumentParser(
         prog="skycap-viewer",
@@ -33,7 +69,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve.add_argument("dirs", nargs="*", metavar="DIR", help="record directories, or folders holding several")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0 picks a free one)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
-    serve.add_argument("--group-by", default="step,instance_id", help="GRPO group key (meta, then annotations)")
+    serve.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
     serve.add_argument("--quiet", action="store_true", help="no access log")
     serve.add_argument("--open", action="store_true", help="open the page in a browser")
     serve.add_argument("--demo", action="store_true", help="serve the small example run shipped with the viewer")
@@ -42,6 +78,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     summary = argparse.ArgumentParser(prog="skycap-viewer summary", description="Print a summary of each run.")
     summary.add_argument("dirs", nargs="+", metavar="DIR")
     summary.add_argument("--json", action="store_true", help="print JSON")
+    summary.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
 
     check = argparse.ArgumentParser(prog="skycap-viewer check", description="Validate records against format v1.")
     check.add_argument("dirs", nargs="+", metavar="DIR")
@@ -62,7 +99,7 @@ def main(argv=None) -> int:
         if command == "summary":
             from skycap_viewer.summary import run_summary
 
-            return run_summary(existing_directories(args.dirs), as_json=args.json)
+            return run_summary(existing_directories(args.dirs), as_json=args.json, group_by=group_keys(args.group_by))
         if command == "check":
             from skycap_viewer.check import run_check
 
@@ -73,7 +110,8 @@ def main(argv=None) -> int:
             return run_show(Path(args.record), path_index=args.path, as_json=args.json)
         from skycap_viewer.serve import run_serve
 
-        return run_serve(args)
+        return run_serve(served_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),
+                         quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache)
     except UsageError as error:
         print(f"skycap-viewer: {error}", file=sys.stderr)
         return 2

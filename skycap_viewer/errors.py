@@ -1,4 +1,9 @@
-"""The one error type the project raises for a record it cannot read."""
+"""Every error type the package raises, each printed or sent as one line.
+
+- `RecordError`: a record file that is not valid skycap format v1 (the reader's).
+- `UsageError`: a bad command-line argument (the commands'; exit status 2).
+- `ApiError`: a request the API answers with a status and `{"detail": ...}` (the views' and the server's).
+"""
 
 
 class RecordError(Exception):
@@ -12,3 +17,16 @@ class RecordError(Exception):
         self.path = str(path)
         self.problem = " ".join(str(problem).split())
         super().__init__(f"{self.path}: {self.problem}")
+
+
+class UsageError(Exception):
+    """A bad argument: printed as one line, exit status 2."""
+
+
+class ApiError(Exception):
+    """A request the API answers with `status` and `{"detail": ...}`."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail

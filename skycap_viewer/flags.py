@@ -51,4 +51,29 @@ def row_flags(names) -> list[str]:
 
 
 def flag_catalogue() -> list[dict]:
-    return [{"flag": f.name, "level": f.level, "why": f.why, "unit": f.unit} for f in FLAGS]
+    """The flags as the page looks them up; `row` says whether a table row shows the flag."""
+    return [{"flag": f.name, "level": f.level, "why": f.why, "unit": f.unit, "row": f.name not in ROW_HIDDEN_FLAGS}
+            for f in FLAGS]
+
+
+@dataclass(frozen=True)
+class TextOnly:
+    """Why a token record is shown from message text, said once for the page and the terminal."""
+
+    reason: str
+    level: str
+    note: str
+
+
+TEXT_ONLY = (
+    TextOnly("tokens-missing", "warn",
+             "the tokens sidecar is listed but not here (a mirror?): message text only, sizes in characters"),
+    TextOnly("tokens-unlisted", "error",
+             "nodes slice a tokens sidecar the manifest does not list: message text only"),
+    TextOnly("tokens-unreadable", "error", "the tokens sidecar is damaged: message text only"),
+)
+TEXT_ONLY_BY_REASON = {entry.reason: entry for entry in TEXT_ONLY}
+
+
+def text_only_catalogue() -> list[dict]:
+    return [{"reason": t.reason, "level": t.level, "note": t.note} for t in TEXT_ONLY]

@@ -1,20 +1,24 @@
 """GRPO groups over a run's rows: one group per key (`step,instance_id` by default).
 
 Per repetition the highest `attempt` counts and earlier attempts are superseded (listed
-under it). The run's modal group size decides `short`. Nothing here averages rewards for
-display: the mean counting reward exists only as the `reward` sort key.
+under it). The run's modal group size decides `short`. The server's listings and the `summary`
+command both group here, so they cannot disagree. Nothing here averages rewards for display:
+the mean counting reward exists only as the `reward` sort key.
 """
 
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from skycap_viewer.flags import FLAG_BY_NAME, row_flags
-from skycap_viewer.index import Snapshot, scalar_text
-from skycap_viewer.payloads import encode_json
+from skycap_viewer.fields import attempt_of, reward_as_number, scalar_text
+from skycap_viewer.flags import FLAG_BY_NAME, GROUP_FLAGS, row_flags
+from skycap_viewer.index import Snapshot
 from skycap_viewer.query import ordered_by
-from skycap_viewer.stats import attempt_of, group_flags, modal
+from skycap_viewer.wire import encode_json
 
+DEFAULT_GROUP_BY = ("step", "instance_id")
 GROUP_SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
+MASKING_STOPS = ("agent_timeout", "error")  # a trainer masks a group holding a rollout that stopped so
 
 
 def key_values(row: dict, keys: tuple[str, ...]) -> dict | None:
@@ -42,6 +46,24 @@ def repetition_order(repetition):
     if isinstance(repetition, (int, float)) and not isinstance(repetition, bool):
         return (0, repetition, "")
     return (1, 0, str(repetition))
+
+
+def group_flags(members: list[dict], counting: list[dict], modal_size: int | None) -> list[str]:
+    """The group flags of one group, from its members' rows and those that count."""
+    rewards = [reward_as_number(row["annotations"]) for row in counting]
+    found = {
+        "no-signal": bool(rewards) and None not in rewards and len(set(rewards)) == 1,
+        "masked": any(row["annotations"].get("stop_reason") in MASKING_STOPS for row in counting),
+        "short": modal_size is not None and len(counting) < modal_size,
+        "retried": len(counting) < len(members),
+    }
+    return [name for name in GROUP_FLAGS if found[name]]
+
+
+def modal(sizes: list[int]) -> int | None:
+    """The most common size; ties go to the larger one."""
+    counts = Counter(sizes)
+    return max(counts, key=lambda size: (counts[size], size)) if counts else None
 
 
 def span(values) -> list | None:
@@ -112,7 +134,6 @@ class Group:
         return encoded + str(matching).encode() + b"}"
 
     def summary(self, run_id: str) -> dict:
-        raw_rewards = [row["annotations"].get("reward") for row in self.counting]
         return {
             "key": self.key,
             "run_id": run_id,
@@ -127,11 +148,12 @@ class Group:
                     "repetition_id": repetition_of(row),
                     "attempt": row["meta"].get("attempt"),
                     "reward": row["annotations"].get("reward"),
+                    "value": row["_keys"]["reward"],
                     "stop_reason": row["annotations"].get("stop_reason"),
                 }
                 for row in self.counting
             ],
-            "binary": bool(raw_rewards) and all(r in (0, 1) and r is not None for r in raw_rewards),
+            "binary": bool(self.rewards) and all(r in (0, 1) for r in self.rewards),
             "turns": span(row["_keys"]["turns"] for row in self.counting),
             "tokens": span(row["_keys"]["tokens"] for row in self.counting),
             "superseded_count": len(self.superseded),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.discovery import RunLocation
-from skycap_viewer.payloads import iso_time
+from skycap_viewer.fields import iso_time, scalar_text
 from skycap_viewer.reader import is_document_name
 from skycap_viewer.rows import interned
 
@@ -119,20 +119,6 @@ class Snapshot:
         }
 
 
-def scalar_text(value) -> str:
-    """A scalar as the page writes it: `2` for 2.0, `true`/`false` for booleans."""
-    kind = type(value)
-    if kind is str:
-        return value
-    if kind is int:
-        return str(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 class RunIndex:
     """Rows of one run directory, keyed by document file name, with the version each was read at."""
 
@@ -203,9 +189,8 @@ class RunIndex:
 class Catalog:
     """Every run the viewer serves. The watcher writes it; requests read `snapshots()`."""
 
-    def __init__(self, roots, group_by: list[str]):
+    def __init__(self, roots):
         self.roots = [Path(root).absolute() for root in roots]
-        self.group_by = group_by
         self.runs: dict[str, RunIndex] = {}
         self.generation = 0
         self.lock = threading.Lock()

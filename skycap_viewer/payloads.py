@@ -1,134 +1,20 @@
-"""JSON payloads about one record, shared by the HTTP server and `skycap-viewer show --json`.
+"""The answers about one record, shared by the HTTP server and `skycap-viewer show --json`.
 
-One builder per API shape (see `notes/api-contract.md`), so the terminal and the page can
-never disagree about what a rollout's paths are. Node ids go on the wire as `"n<id>"`.
+One builder per API shape, so the terminal and the page can never disagree about what a
+rollout's paths are; the page draws what these say and derives none of it again. Node ids go
+on the wire as `"n<id>"` (`fields.wire_id`).
 """
 
-import json
-import math
-from datetime import datetime, timezone
 from itertools import accumulate
 
 from skycap_viewer.blocks import Block, message_text, sampled_tokens, utf16_length
 from skycap_viewer.errors import RecordError
+from skycap_viewer.fields import is_finite_number, iso_time, wire_id
+from skycap_viewer.header import trajectory_header
 from skycap_viewer.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.sidecars import TokenData, read_tokens
-from skycap_viewer.structure import is_finite_number
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
-
-
-class RawJson(bytes):
-    """JSON text already encoded (index rows, cached answers): `encode_json` inserts it as is."""
-
-
-def encode_json(payload) -> bytes:
-    """Compact UTF-8 JSON; NaN and infinities (possible in documents) become null.
-
-    A top-level value that is `RawJson` is spliced in unencoded (a listing's pre-encoded rows)."""
-    if isinstance(payload, dict) and any(type(value) is RawJson for value in payload.values()):
-        members = [_encode(key) + b":" + (value if type(value) is RawJson else _encode(value))
-                   for key, value in payload.items()]
-        return b"{" + b",".join(members) + b"}"
-    return _encode(payload)
-
-
-def _encode(payload) -> bytes:
-    try:
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        text = json.dumps(_finite(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.encode("utf-8")
-
-
-def _finite(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def wire_id(node_id: int | None) -> str | None:
-    return None if node_id is None else f"n{node_id}"
-
-
-def iso_time(seconds) -> str | None:
-    """Unix seconds as an ISO-8601 UTC string with milliseconds, like the original viewer."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        return None
-    try:
-        moment = datetime.fromtimestamp(seconds, timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def task_id(meta: dict) -> str | None:
-    """`meta.task_id`, else the last part of `meta.task`, else `meta.instance_id`."""
-    for key in ("task_id", "task", "instance_id"):
-        value = meta.get(key)
-        if value is None or isinstance(value, (dict, list)):
-            continue
-        text = str(value)
-        return text.rstrip("/").rsplit("/", 1)[-1] if key == "task" else text
-    return None
-
-
-def step_of(meta: dict):
-    """`meta.step` when it is a finite number, else None."""
-    step = meta.get("step")
-    return step if is_finite_number(step) else None
-
-
-def trajectory_header(rollout: Rollout, **context) -> dict:
-    """What the page shows above a rollout; `context` adds run fields (run_id, project, revision)."""
-    document = rollout.document
-    meta = document.get("meta") or {}
-    capture = document.get("capture") or {}
-    nodes = rollout.nodes
-    skycap = {
-        "bridged": rollout.bridged,
-        "unbridged_nodes": [wire_id(n) for n in rollout.unbridged_nodes],
-        "retokenized": [wire_id(n) for n in rollout.retokenized_nodes],
-        "truncated_nodes": [wire_id(n) for n in rollout.truncated_nodes],
-        "shadowed": sum(1 for n in nodes if n.get("shadowed_by") is not None),
-        "failures": len(document.get("failures") or []),
-    }
-    if rollout.bridged[ABSENT]:
-        skycap["inferred_unbridged"] = [wire_id(n) for n in rollout.inferred_unbridged_nodes]
-    header = {
-        "id": document["id"],
-        "task_id": task_id(meta),
-        "step": step_of(meta),
-        "mode": rollout.mode,
-        "status": document["status"],
-        "ended": document.get("ended"),
-        "meta": meta,
-        "annotations": document.get("annotations") or {},
-        "created_at": iso_time(document.get("created_at")),
-        "finished_at": iso_time(document.get("finished_at")),
-        "tokenizer": capture.get("tokenizer"),
-        "capture": {
-            **capture,
-            "node_count": len(nodes),
-            "exchange_count": len(rollout.calls),
-            "failure_count": skycap["failures"],
-        },
-        "retries": document.get("retries") or {},
-        "sidecars": {
-            kind: {name: {"dtype": a["dtype"], "shape": a["shape"]} for name, a in m["arrays"].items()}
-            for kind, m in rollout.sidecars.items()
-        },
-        "missing_sidecars": rollout.missing_sidecars,
-        "record_problems": rollout.record_problems,
-        "flags": rollout.flags,
-        "skycap": skycap,
-    }
-    header.update(context)
-    return header
 
 
 def node_payload(node: dict, tokens: TokenData | None) -> dict:
@@ -212,6 +98,7 @@ def path_payload(record_id: str, path: PathView, nodes: list[dict], chars: list[
         "abandoned": False,
         "masked_reason": None,
         "stop_reason": path.stop_reason,
+        "unit": path.unit,
         "token_count": path.token_count,
         "char_count": path.char_count,
         "trainable_count": path.trainable_count,
@@ -310,7 +197,10 @@ def graph_node(rollout: Rollout, node: dict, signs: dict) -> dict:
         "shadowed_by": wire_id(node.get("shadowed_by")),
         "match_hash": node.get("match_hash"),
         "delta_hash": node.get("delta_hash"),
-        "calls": [{**call, "bridged": bridged_value(call)} for call in node.get("calls") or []],
+        "calls": [{**call, "bridged": bridged_value(call), "duration_ms": call_duration_ms(call)}
+                  for call in node.get("calls") or []],
+        "child_ids": [wire_id(child) for child in rollout.graph.children[node_id]],
+        "trained_in": rollout.graph.trained_in.get(node_id),
         "signs": {name: node_id in members for name, members in signs.items()},
         "message": node.get("message"),
     }
@@ -328,6 +218,7 @@ def graph_payload(document: dict, present_names, file_id: str | None, **context)
     return {
         "trajectory": trajectory_header(rollout, **context),
         "nodes": [graph_node(rollout, node, signs) for node in rollout.nodes],
+        "root_node_ids": [wire_id(n) for n in graph.roots],
         "leaf_node_ids": [wire_id(n) for n in graph.leaves],
         "branch_points": [
             {"node_id": wire_id(n), "child_count": len(graph.children[n]),
@@ -343,13 +234,13 @@ def exchanges_payload(document: dict) -> dict:
     rows = []
     for node in document["nodes"]:
         for call in node.get("calls") or []:
-            start, end = call.get("t_start"), call.get("t_end")
+            start = call.get("t_start")
             rows.append((start, {
                 "kind": "call",
                 "node_id": wire_id(node["id"]),
                 "model": call.get("model"),
                 "started_at": iso_time(start),
-                "duration_ms": _duration_ms(start, end),
+                "duration_ms": call_duration_ms(call),
                 "completion_reason": call.get("finish_reason"),
                 "bridged": bridged_value(call),
                 "usage": call.get("usage"),
@@ -372,7 +263,9 @@ def _is_time(value) -> bool:
     return is_finite_number(value)
 
 
-def _duration_ms(start, end):
+def call_duration_ms(call: dict):
+    """How long a call took, from its `t_start` and `t_end`, or None when either is not a time."""
+    start, end = call.get("t_start"), call.get("t_end")
     return round((end - start) * 1000, 3) if _is_time(start) and _is_time(end) else None
 
 
@@ -398,6 +291,7 @@ def forks_payload(document: dict, present_names, file_id: str | None, a: int, b:
     return {
         "a": a,
         "b": b,
+        "unit": view_a.unit,
         "shared_nodes": shared,
         "last_shared_node_id": wire_id(last["id"]) if last else None,
         "last_shared": {"role": last.get("role"), "author": last["author"]} if last else None,

@@ -147,7 +147,7 @@ class RowPool:
         if self.executor is None:
             context = multiprocessing.get_context(start_method())
             if context.get_start_method() == "forkserver":
-                context.set_forkserver_preload(["skycap_viewer.rows"])  # workers start with it imported
+                context.set_forkserver_preload([compute_row.__module__])  # workers start with it imported
             self.lifeline = self.lifeline or context.Pipe(duplex=False)
             self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker,
                                                 initargs=(self.lifeline[0],))

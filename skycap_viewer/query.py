@@ -7,21 +7,14 @@ orders are memoized per snapshot, so a poll that changes nothing costs one pass 
 from collections import Counter
 from dataclasses import dataclass, field
 
+from skycap_viewer.errors import ApiError
+from skycap_viewer.fields import scalar_text
 from skycap_viewer.flags import FLAG_BY_NAME, FLAG_ORDER
-from skycap_viewer.index import Snapshot, default_order_key, scalar_text
+from skycap_viewer.index import Snapshot, default_order_key
 from skycap_viewer.rows import SORT_KEYS
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-
-
-class ApiError(Exception):
-    """A request the API answers with `status` and `{"detail": ...}`."""
-
-    def __init__(self, status: int, detail: str):
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
 
 
 def one(params: dict, name: str) -> str | None:

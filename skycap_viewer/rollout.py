@@ -48,6 +48,11 @@ class PathView:
         self.stop_reason = calls[-1].get("finish_reason") if leaf["author"] == "model" and calls else None
 
     @property
+    def unit(self) -> str:
+        """What the path's sizes and offsets count: `tokens`, or `chars` (UTF-16 units) without tokens."""
+        return "tokens" if self.token_blocked else "chars"
+
+    @property
     def token_count(self) -> int:
         return self.size if self.token_blocked else 0
 
@@ -170,6 +175,13 @@ class Rollout:
             "bridged-unknown": self.bridged[ABSENT] > 0,
         }
         return ordered(name for name, on in found.items() if on)
+
+    @property
+    def unit(self) -> str:
+        """What `tokens` counts: tokens when every path has them, else characters."""
+        if not self.paths:
+            return "tokens" if self.mode == "tokens" else "chars"
+        return "tokens" if all(p.token_blocked for p in self.paths) else "chars"
 
     @property
     def tokens(self) -> int:

@@ -19,23 +19,17 @@ import sys
 import zlib
 
 from skycap_viewer.errors import RecordError
+from skycap_viewer.fields import created_ts
 from skycap_viewer.flags import ordered, row_flags
-from skycap_viewer.payloads import encode_json, trajectory_header
+from skycap_viewer.header import trajectory_header
 from skycap_viewer.reader import read_document, record_id_of
 from skycap_viewer.rollout import Rollout
-from skycap_viewer.structure import is_finite_number, is_plain_file_name
+from skycap_viewer.structure import is_plain_file_name
+from skycap_viewer.wire import encode_json
 
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
 KEPT_FIELDS = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
                "unreadable", "error")  # what listings filter, sort and group on, besides `_json_z`
-
-
-def numeric_reward(annotations: dict):
-    """The reward as a number (booleans as 0/1), or None when it is not one."""
-    reward = (annotations or {}).get("reward")
-    if isinstance(reward, bool):
-        return int(reward)
-    return reward if is_finite_number(reward) else None
 
 
 def present_sidecars(directory, document: dict) -> set[str]:
@@ -75,18 +69,13 @@ def compute_row(directory: str, name: str) -> dict:
         document = read_document(path)
         rollout = Rollout(document, present_sidecars(directory, document), file_id)
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
-        row = trajectory_header(rollout, id=file_id, created_ts=_created_ts(document))
+        row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document))
         row["summary"] = summary(rollout)
     except RecordError as error:
         return unreadable_row(file_id, str(error))
     except Exception as error:  # a document shape the analysis did not foresee: show it, don't crash
         return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})")
     return slim(with_keys(row))
-
-
-def _created_ts(document: dict):
-    created = document.get("created_at")
-    return created if is_finite_number(created) else None
 
 
 def unreadable_row(file_id: str, error: str) -> dict:
@@ -97,7 +86,8 @@ def unreadable_row(file_id: str, error: str) -> dict:
         "meta": {}, "annotations": {}, "created_at": None, "finished_at": None, "tokenizer": None,
         "capture": {"node_count": 0, "exchange_count": 0, "failure_count": 0}, "retries": {},
         "sidecars": {}, "missing_sidecars": [], "record_problems": [error], "flags": flags,
-        "skycap": None, "created_ts": None, "unreadable": True, "error": error,
+        "skycap": None, "size": {"unit": None, "tokens": 0, "trainable": 0}, "reward_value": None,
+        "created_ts": None, "unreadable": True, "error": error,
         "summary": {"tokens": 0, "trainable": 0, "kinds": {}, "flags": flags, "paths": 0, "strip": []},
     }
     return slim(with_keys(row))
@@ -108,7 +98,7 @@ def with_keys(row: dict) -> dict:
     row["_keys"] = {
         "step": row["step"],
         "task": row["task_id"],
-        "reward": numeric_reward(row["annotations"]),
+        "reward": row["reward_value"],
         "turns": row["capture"]["exchange_count"],
         "tokens": row["summary"]["tokens"],
         "health": len(row_flags(ordered(row["summary"]["flags"]))),

@@ -11,9 +11,8 @@ import re
 import sys
 from pathlib import Path
 
-from skycap_viewer.cli import UsageError
-from skycap_viewer.errors import RecordError
-from skycap_viewer.flags import FLAG_BY_NAME
+from skycap_viewer.errors import RecordError, UsageError
+from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
 from skycap_viewer.payloads import paths_payload
 from skycap_viewer.reader import DOCUMENT_SUFFIX, read_document, record_id_of
 from skycap_viewer.terminal import Painter, plural, print_out, wants_colour
@@ -27,11 +26,6 @@ KIND_STYLES = {
 }
 LEVEL_STYLES = {"error": ("red", "bold"), "warn": ("yellow",), "info": ("blue",)}
 UNSAFE_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-TEXT_ONLY_NOTES = {
-    "tokens-missing": "the tokens sidecar is listed but not here: message text only, sizes in characters",
-    "tokens-unlisted": "nodes slice a tokens sidecar the manifest does not list: message text only",
-    "tokens-unreadable": "the tokens sidecar is damaged: message text only",
-}
 
 
 def document_file(record: Path) -> Path:
@@ -97,7 +91,7 @@ def header_lines(payload: dict, path_count: int, paint: Painter) -> list[str]:
     if header["missing_sidecars"]:
         rows.append(("absent", "listed sidecars not here: " + ", ".join(header["missing_sidecars"])))
     if payload["text_only"]:
-        rows.append(("note", TEXT_ONLY_NOTES.get(payload["text_only"], payload["text_only"])))
+        rows.append(("note", TEXT_ONLY_BY_REASON[payload["text_only"]].note))
     if payload.get("tokens_error"):
         rows.append(("tokens", payload["tokens_error"]))
     return [safe(first)] + [f"{label:<12} {safe(str(value))}" for label, value in rows]

@@ -1,28 +1,20 @@
 """Run statistics for `skycap-viewer summary`, from documents only (no sidecar is opened).
 
-Rewards are reported as recorded: value counts, or a histogram when there are many distinct
-values. No means, pass rates or advantages: the viewer shows data, it does not score runs.
+Rewards are reported as recorded (`fields.recorded_number`): value counts, or a histogram when
+there are many distinct values. No means, pass rates or advantages: the viewer shows data, it
+does not score runs. Groups are formed by `groups.build_grouping`, as the server forms them.
 """
 
 from collections import Counter
 from dataclasses import dataclass, field
 
-from skycap_viewer.flags import FLAGS, GROUP_FLAGS
-from skycap_viewer.index import scalar_text
-from skycap_viewer.payloads import step_of, task_id
+from skycap_viewer.fields import created_ts, recorded_number, scalar_text, step_of, task_id
+from skycap_viewer.flags import FLAGS
 from skycap_viewer.rollout import ABSENT, Rollout
-from skycap_viewer.structure import is_finite_number
 
 EXACT_REWARD_VALUES = 12  # at most this many distinct rewards are listed one by one
 REWARD_BUCKETS = 10
-MASKING_STOPS = ("agent_timeout", "error")
 BRIDGED_KEYS = ("true", "false", "null", ABSENT)
-
-
-def reward_of(annotations: dict):
-    """The recorded reward when it is a finite number (booleans are not rewards here)."""
-    value = annotations.get("reward")
-    return value if is_finite_number(value) else None
 
 
 def reward_summary(rewards: list, missing: int) -> dict | None:
@@ -43,30 +35,6 @@ def reward_summary(rewards: list, missing: int) -> dict | None:
     edges = [2 * (low / 2 + half_span * (i / REWARD_BUCKETS)) for i in range(REWARD_BUCKETS)] + [high]
     summary["histogram"] = [{"from": edges[i], "to": edges[i + 1], "n": n} for i, n in enumerate(buckets)]
     return summary
-
-
-def attempt_of(meta: dict) -> float:
-    attempt = meta.get("attempt")
-    return attempt if is_finite_number(attempt) else 0
-
-
-def group_flags(members: list[dict], counting: list[dict], modal_size: int | None) -> list[str]:
-    """The group flags of one group (its documents, and those that count)."""
-    rewards = [(document.get("annotations") or {}).get("reward") for document in counting]
-    numeric = [float(r) if isinstance(r, bool) else reward_of({"reward": r}) for r in rewards]
-    found = {
-        "no-signal": bool(numeric) and None not in numeric and len(set(numeric)) == 1,
-        "masked": any((d.get("annotations") or {}).get("stop_reason") in MASKING_STOPS for d in counting),
-        "short": modal_size is not None and len(counting) < modal_size,
-        "retried": len(counting) < len(members),
-    }
-    return [name for name in GROUP_FLAGS if found[name]]
-
-
-def modal(sizes: list[int]) -> int | None:
-    """The most common size; ties go to the larger one."""
-    counts = Counter(sizes)
-    return max(counts, key=lambda size: (counts[size], size)) if counts else None
 
 
 @dataclass
@@ -120,17 +88,18 @@ class RunStats:
         self.failures += failures
         self.with_failures += failures > 0
         self.flags.update(rollout.flags)
-        reward = reward_of(document.get("annotations") or {})
+        reward = recorded_number(document.get("annotations"))
         if reward is None:
             self.reward_missing += 1
         else:
             self.rewards.append(reward)
-        created = document.get("created_at")
-        self.rows.append({
+        self.rows.append({  # the fields of an index row that grouping reads
             "id": record_id,
             "meta": meta,
             "annotations": document.get("annotations") or {},
-            "created_ts": created if is_finite_number(created) else None,
+            "created_ts": created_ts(document),
+            "step": step,
+            "task_id": task_id(meta),
         })
 
     def as_dict(self, groups: dict) -> dict:

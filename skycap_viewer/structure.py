@@ -4,7 +4,6 @@ Only what the viewer relies on is required; unknown fields are ignored everywher
 format's rule), including inside calls and failures, where skycap's own reader is stricter.
 """
 
-import math
 import re
 
 PLAIN_FILE_NAME = re.compile(r"^[^/\\\x00]+$")
@@ -14,14 +13,6 @@ TOKEN_OPTIONAL_INT_FIELDS = ("sampled_start", "text_offset", "experts_offset", "
 
 def is_int(value) -> bool:
     return type(value) is int
-
-
-def is_finite_number(value) -> bool:
-    """An int or float that is finite as a float (JSON ints can have 400 digits); not a bool."""
-    try:
-        return type(value) in (int, float) and math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 def is_plain_file_name(name) -> bool:

@@ -9,38 +9,29 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from skycap_viewer.cli import UsageError
 from skycap_viewer.discovery import RunLocation, discover_runs
-from skycap_viewer.errors import RecordError
+from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import GROUP_FLAGS
-from skycap_viewer.groups import key_values, split_attempts
-from skycap_viewer.index import scalar_text
+from skycap_viewer.groups import DEFAULT_GROUP_BY, build_grouping
 from skycap_viewer.reader import document_path, list_record_ids, read_document
 from skycap_viewer.rollout import Rollout
-from skycap_viewer.stats import BRIDGED_KEYS, RunStats, group_flags, modal
+from skycap_viewer.stats import BRIDGED_KEYS, RunStats
 from skycap_viewer.terminal import Progress, plural, print_out
 
 LABEL_WIDTH = 20
-GROUP_BY = ("step", "instance_id")
 
 
-def group_summary(rows: list[dict], keys: tuple[str, ...] = GROUP_BY) -> dict:
-    """Groups as the server forms them: count, sizes (counting repetitions), group flags."""
-    members: dict[str, list] = {}
-    for row in rows:
-        values = key_values(row, keys)
-        if values is not None:
-            members.setdefault("~".join(scalar_text(v) for v in values.values()), []).append(row)
-    groups = [split_attempts(key, {}, group_rows) for key, group_rows in members.items()]
-    sizes = Counter(len(group.counting) for group in groups)
-    modal_size = modal([len(group.counting) for group in groups])
-    flags = Counter(name for g in groups for name in group_flags(g.members, g.counting, modal_size))
+def group_summary(rows: list[dict], keys: tuple[str, ...] = DEFAULT_GROUP_BY) -> dict:
+    """Groups as the server forms them (`build_grouping`): count, sizes (counting repetitions), group flags."""
+    grouping = build_grouping(rows, keys)
+    sizes = Counter(len(group.counting) for group in grouping.groups)
+    flags = Counter(name for group in grouping.groups for name in group.flags)
     return {
         "by": list(keys),
-        "count": len(groups),
-        "without_key": len(rows) - sum(len(group_rows) for group_rows in members.values()),
+        "count": len(grouping.groups),
+        "without_key": grouping.row_count - grouping.grouped_rows,
         "sizes": {str(size): n for size, n in sorted(sizes.items())},
-        "modal_size": modal_size,
+        "modal_size": grouping.modal_n,
         "flags": {name: flags.get(name, 0) for name in GROUP_FLAGS},
     }
 
@@ -120,7 +111,7 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
     return lines
 
 
-def run_summary(dirs, as_json: bool = False) -> int:
+def run_summary(dirs, as_json: bool = False, group_by: tuple[str, ...] = DEFAULT_GROUP_BY) -> int:
     """Print every run's summary; exit 0 (unreadable records are reported, not fatal)."""
     runs = discover_runs([Path(d) for d in dirs])
     if not runs:
@@ -128,7 +119,7 @@ def run_summary(dirs, as_json: bool = False) -> int:
     summaries = []
     for run in runs:
         stats = run_stats(run)
-        summaries.append((run, stats.as_dict(groups=group_summary(stats.rows))))
+        summaries.append((run, stats.as_dict(groups=group_summary(stats.rows, group_by))))
     if as_json:
         payload = [
             {"run": run.id, "project": run.project, "path": str(run.path), **summary}

@@ -12,8 +12,8 @@ import threading
 import time
 
 from skycap_viewer.discovery import discover_runs
+from skycap_viewer.fields import iso_time
 from skycap_viewer.index import Catalog, RunIndex, scan_directory
-from skycap_viewer.payloads import iso_time
 from skycap_viewer.pool import compute_rows_here
 
 POLL_SECONDS = 2.0

@@ -29,7 +29,7 @@ def runs(tmp_path):
 
 def index_once(root, cache):
     """One watcher pass over `root` with `cache`: (catalog, names whose rows were computed)."""
-    catalog = Catalog([root], ["step"])
+    catalog = Catalog([root])
     computed = []
 
     def counting(directory, names):

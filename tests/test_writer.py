@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from skycap_viewer.demo.writer import GENERATION_PROMPT, RecordBuilder, render
 from skycap_viewer.frames import decompress_one_frame
 from skycap_viewer.layout import layout_problems
 from skycap_viewer.reader import read_document
 from skycap_viewer.rollout import Rollout
 from skycap_viewer.sidecars import read_present_sidecar, read_tokens
-from skycap_viewer.writer import GENERATION_PROMPT, RecordBuilder, render
 from tests.conftest import FIXTURES, run_cli
 
 DOCUMENT_KEYS = [

@@ -12,7 +12,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from skycap_viewer.writer import RecordBuilder
+from skycap_viewer.demo.writer import RecordBuilder
 
 RECORDS = Path(__file__).parent / "records"
 START = 1_790_000_000.0

@@ -181,7 +181,7 @@ def test_the_drawer_resizes_and_esc_closes_it(page, corpus_server):
 
 
 def test_tree_badges_a_re_tokenized_copy_and_an_inferred_unbridged_call(page_over, tmp_path):
-    from skycap_viewer.writer import RecordBuilder
+    from skycap_viewer.demo.writer import RecordBuilder
 
     run = tmp_path / "signs"
     run.mkdir()

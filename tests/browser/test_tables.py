@@ -207,7 +207,7 @@ def test_unreadable_records_are_listed_with_their_error(page, corpus_server):
 
 
 def test_paging_through_a_big_run(page_over, tmp_path):
-    from skycap_viewer.writer import RecordBuilder
+    from skycap_viewer.demo.writer import RecordBuilder
 
     run = tmp_path / "big"
     run.mkdir()

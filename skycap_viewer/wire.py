@@ -1,0 +1,57 @@
+"""JSON as the API sends it: compact UTF-8, never NaN, and answers encoded once.
+
+`RawJson` is JSON text already encoded (an index row, a cached answer): `encode_json` splices it
+in as is, and its gzip form is computed the first time it is sent and kept with it, so a cached
+answer sent a hundred times is compressed once.
+"""
+
+import gzip
+import json
+import math
+from functools import cached_property
+
+GZIP_LEVEL = 1  # a listing in ~2 ms instead of ~12 at level 5, for ~30% more bytes on a local link
+
+
+class RawJson(bytes):
+    """JSON text already encoded: inserted as is by `encode_json`."""
+
+    @cached_property
+    def gzipped(self) -> bytes:
+        return gzip.compress(self, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def gzipped(body: bytes) -> bytes:
+    """`body` gzip-compressed; a `RawJson` body only once."""
+    if type(body) is RawJson:
+        return body.gzipped
+    return gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def encode_json(payload) -> bytes:
+    """Compact UTF-8 JSON; NaN and infinities (possible in documents) become null.
+
+    A top-level value that is `RawJson` is spliced in unencoded (a listing's pre-encoded rows)."""
+    if isinstance(payload, dict) and any(type(value) is RawJson for value in payload.values()):
+        members = [_encode(key) + b":" + (value if type(value) is RawJson else _encode(value))
+                   for key, value in payload.items()]
+        return b"{" + b",".join(members) + b"}"
+    return _encode(payload)
+
+
+def _encode(payload) -> bytes:
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
