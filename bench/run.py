@@ -32,8 +32,8 @@ sys.path.insert(1, str(REPO))  # a clean clone works without installing the pack
 
 import synth  # noqa: E402
 
-from skycap_viewer.frames import decompress_one_frame  # noqa: E402
-from skycap_viewer.reader import is_document_name  # noqa: E402
+from skycap_viewer.record.document import is_document_name  # noqa: E402
+from skycap_viewer.record.frames import decompress_one_frame  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from skycap_viewer.errors import UsageError
-from skycap_viewer.groups import DEFAULT_GROUP_BY
+from skycap_viewer.views.groups import DEFAULT_GROUP_BY
 
 COMMANDS = ("summary", "check", "show")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
@@ -97,18 +97,18 @@ def main(argv=None) -> int:
     args = build_parsers()[command].parse_args(argv)
     try:
         if command == "summary":
-            from skycap_viewer.summary import run_summary
+            from skycap_viewer.commands.summary import run_summary
 
             return run_summary(existing_directories(args.dirs), as_json=args.json, group_by=group_keys(args.group_by))
         if command == "check":
-            from skycap_viewer.check import run_check
+            from skycap_viewer.commands.check import run_check
 
             return run_check(existing_directories(args.dirs), as_json=args.json)
         if command == "show":
-            from skycap_viewer.show import run_show
+            from skycap_viewer.commands.show import run_show
 
             return run_show(Path(args.record), path_index=args.path, as_json=args.json)
-        from skycap_viewer.serve import run_serve
+        from skycap_viewer.server.serve import run_serve
 
         return run_serve(served_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),
                          quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache)

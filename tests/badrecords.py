@@ -2,7 +2,7 @@
 
 Every maker starts from a good record of the corpus, decompresses its document (and, when the
 damage is in the tokens, its sidecar), edits it and re-compresses it with
-`skycap_viewer.frames.compress`, the way skycap writes. Files are written the way skycap writes
+`skycap_viewer.record.frames.compress`, the way skycap writes. Files are written the way skycap writes
 them too: to `.{name}.tmp` and then `os.replace`d in, sidecars first, document last. Nothing is
 ever written into the fixture directory.
 
@@ -20,7 +20,7 @@ from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
-from skycap_viewer.frames import compress, decompress_one_frame
+from skycap_viewer.record.frames import compress, decompress_one_frame
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skycap-v1"
 BROKEN = FIXTURES / "broken"

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import pytest
 
-from skycap_viewer.frames import compress
+from skycap_viewer.record.frames import compress
 from tests.badrecords import (
     BAD_CASES,
     BAD_IDS,

@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from skycap_viewer.cache import MAGIC, PersistedIndex, cache_directory, decode, encode
-from skycap_viewer.index import Catalog
-from skycap_viewer.pool import compute_rows_here
-from skycap_viewer.watcher import Watcher
+from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.persisted import MAGIC, PersistedIndex, cache_directory, decode, encode
+from skycap_viewer.catalog.pool import compute_rows_here
+from skycap_viewer.catalog.watcher import Watcher
 from tests.conftest import FIXTURES, RECORD_DIRS
 from tests.server_process import ServerProcess
 

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from skycap_viewer.frames import compress, decompress_one_frame
-from skycap_viewer.terminal import Progress
+from skycap_viewer.commands.terminal import Progress
+from skycap_viewer.record.frames import compress, decompress_one_frame
 from tests.conftest import ORACLE, RECORD_DIRS, run_cli
 from tests.test_oracle import DAMAGED, NOTES
 

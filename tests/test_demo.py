@@ -6,9 +6,9 @@ from collections import Counter, defaultdict
 import pytest
 
 from skycap_viewer.demo import make
-from skycap_viewer.reader import list_record_ids, read_document
-from skycap_viewer.rollout import Rollout
-from skycap_viewer.sidecars import read_tokens
+from skycap_viewer.record.document import list_record_ids, read_document
+from skycap_viewer.record.rollout import Rollout
+from skycap_viewer.record.sidecars import read_tokens
 from tests.conftest import run_cli
 
 DEMO = make.RECORDS

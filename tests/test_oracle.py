@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from skycap_viewer.errors import RecordError
-from skycap_viewer.layout import EXPECTED_ARRAYS, token_nodes
-from skycap_viewer.reader import document_path, read_document
-from skycap_viewer.rollout import ABSENT, Rollout, bridged_value
-from skycap_viewer.sidecars import mask_problems, read_sidecar, read_tokens
+from skycap_viewer.record.document import document_path, read_document
+from skycap_viewer.record.manifest import EXPECTED_ARRAYS, token_nodes
+from skycap_viewer.record.rollout import ABSENT, Rollout, bridged_value
+from skycap_viewer.record.sidecars import mask_problems, read_sidecar, read_tokens
 from tests.conftest import FIXTURES, oracle_records
 
 NOTES = json.loads((FIXTURES / "_notes.json").read_text())["broken"]

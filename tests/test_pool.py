@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from skycap_viewer.pool import MAX_CHUNK, RowPool, chunked, compute_rows_here
-from skycap_viewer.reader import is_document_name
-from skycap_viewer.rows import public
+from skycap_viewer.catalog.pool import MAX_CHUNK, RowPool, chunked, compute_rows_here
+from skycap_viewer.catalog.rows import public
+from skycap_viewer.record.document import is_document_name
 from tests.conftest import FIXTURES, RECORD_DIRS
 from tests.server_process import ServerProcess
 
@@ -112,7 +112,7 @@ def test_idle_workers_exit_and_start_again():
 
 ORPHAN_SCRIPT = """
 import sys
-from skycap_viewer.pool import RowPool
+from skycap_viewer.catalog.pool import RowPool
 import multiprocessing
 if __name__ == "__main__":
     pool = RowPool(workers=2, small_batch=0)

@@ -16,17 +16,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skycap_viewer.check import check_record
+from skycap_viewer.commands.check import check_record
+from skycap_viewer.commands.counts import RunStats
+from skycap_viewer.commands.show import header_lines, path_lines
+from skycap_viewer.commands.summary import group_summary
+from skycap_viewer.commands.terminal import Painter
 from skycap_viewer.errors import RecordError
-from skycap_viewer.frames import compress, decompress_one_frame
-from skycap_viewer.payloads import paths_payload
-from skycap_viewer.reader import document_path, read_document
-from skycap_viewer.rollout import Rollout
-from skycap_viewer.show import header_lines, path_lines
-from skycap_viewer.sidecars import read_tokens
-from skycap_viewer.stats import RunStats
-from skycap_viewer.summary import group_summary
-from skycap_viewer.terminal import Painter
+from skycap_viewer.record.document import document_path, read_document
+from skycap_viewer.record.frames import compress, decompress_one_frame
+from skycap_viewer.record.rollout import Rollout
+from skycap_viewer.record.sidecars import read_tokens
+from skycap_viewer.views.trajectory import paths_payload
 from tests.conftest import FIXTURES
 
 SEEDS = [

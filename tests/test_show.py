@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from skycap_viewer.flags import FLAG_BY_NAME
-from skycap_viewer.frames import compress, decompress_one_frame
+from skycap_viewer.record.frames import compress, decompress_one_frame
 from tests.conftest import ORACLE, run_cli
 from tests.test_oracle import ALLOWED
 

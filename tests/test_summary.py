@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
+from skycap_viewer.commands.counts import reward_summary
 from skycap_viewer.errors import RecordError
-from skycap_viewer.frames import compress, decompress_one_frame
-from skycap_viewer.reader import document_path, read_document
-from skycap_viewer.stats import reward_summary
+from skycap_viewer.record.document import document_path, read_document
+from skycap_viewer.record.frames import compress, decompress_one_frame
 from tests.conftest import ORACLE, RECORD_DIRS, run_cli
 
 

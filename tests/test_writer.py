@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skycap_viewer.demo.writer import GENERATION_PROMPT, RecordBuilder, render
-from skycap_viewer.frames import decompress_one_frame
-from skycap_viewer.layout import layout_problems
-from skycap_viewer.reader import read_document
-from skycap_viewer.rollout import Rollout
-from skycap_viewer.sidecars import read_present_sidecar, read_tokens
+from skycap_viewer.record.document import read_document
+from skycap_viewer.record.frames import decompress_one_frame
+from skycap_viewer.record.manifest import layout_problems
+from skycap_viewer.record.rollout import Rollout
+from skycap_viewer.record.sidecars import read_present_sidecar, read_tokens
 from tests.conftest import FIXTURES, run_cli
 
 DOCUMENT_KEYS = [

@@ -19,8 +19,8 @@ import sys
 from array import array
 from pathlib import Path
 
-from skycap_viewer import frames
-from skycap_viewer.graph import Graph
+from skycap_viewer.record import frames
+from skycap_viewer.record.graph import Graph
 
 FORMAT_VERSION = 1
 MODEL = "policy"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from skycap_viewer.frames import compress, decompress_one_frame
+from skycap_viewer.record.frames import compress, decompress_one_frame
 from tests.server_process import ServerProcess
 
 CHROMIUM = os.environ.get("SKYCAP_VIEWER_CHROMIUM", "/usr/bin/chromium")

@@ -11,10 +11,10 @@ import sys
 import threading
 import time
 
-from skycap_viewer.discovery import discover_runs
-from skycap_viewer.fields import iso_time
-from skycap_viewer.index import Catalog, RunIndex, scan_directory
-from skycap_viewer.pool import compute_rows_here
+from skycap_viewer.catalog.discovery import discover_runs
+from skycap_viewer.catalog.index import Catalog, RunIndex, scan_directory
+from skycap_viewer.catalog.pool import compute_rows_here
+from skycap_viewer.record.fields import iso_time
 
 POLL_SECONDS = 2.0
 PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often

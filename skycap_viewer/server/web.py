@@ -15,9 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from urllib.parse import parse_qs, unquote
 
-from skycap_viewer.api import Api
-from skycap_viewer.caches import LISTING_CACHE_BYTES, AnswerCache
 from skycap_viewer.errors import ApiError
+from skycap_viewer.server.api import Api
+from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
 from skycap_viewer.wire import RawJson, encode_json, gzipped
 
 CONTENT_SECURITY_POLICY = (

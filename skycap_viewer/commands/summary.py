@@ -9,14 +9,14 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from skycap_viewer.discovery import RunLocation, discover_runs
+from skycap_viewer.catalog.discovery import RunLocation, discover_runs
+from skycap_viewer.commands.counts import BRIDGED_KEYS, RunStats
+from skycap_viewer.commands.terminal import Progress, plural, print_out
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import GROUP_FLAGS
-from skycap_viewer.groups import DEFAULT_GROUP_BY, build_grouping
-from skycap_viewer.reader import document_path, list_record_ids, read_document
-from skycap_viewer.rollout import Rollout
-from skycap_viewer.stats import BRIDGED_KEYS, RunStats
-from skycap_viewer.terminal import Progress, plural, print_out
+from skycap_viewer.record.document import document_path, list_record_ids, read_document
+from skycap_viewer.record.rollout import Rollout
+from skycap_viewer.views.groups import DEFAULT_GROUP_BY, build_grouping
 
 LABEL_WIDTH = 20
 

@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skycap_viewer.discovery import record_directories
+from skycap_viewer.catalog.discovery import record_directories
+from skycap_viewer.commands.terminal import Progress, plural, print_out
 from skycap_viewer.errors import RecordError, UsageError
-from skycap_viewer.layout import EXPECTED_ARRAYS, layout_problems, listed_kinds
-from skycap_viewer.reader import document_path, list_record_ids, read_document
-from skycap_viewer.sidecars import TokenData, decode_arrays, mask_problems, read_payload
-from skycap_viewer.terminal import Progress, plural, print_out
+from skycap_viewer.record.document import document_path, list_record_ids, read_document
+from skycap_viewer.record.manifest import EXPECTED_ARRAYS, layout_problems, listed_kinds
+from skycap_viewer.record.sidecars import TokenData, decode_arrays, mask_problems, read_payload
 
 
 @dataclass

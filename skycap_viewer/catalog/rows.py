@@ -19,12 +19,12 @@ import sys
 import zlib
 
 from skycap_viewer.errors import RecordError
-from skycap_viewer.fields import created_ts
 from skycap_viewer.flags import ordered, row_flags
-from skycap_viewer.header import trajectory_header
-from skycap_viewer.reader import read_document, record_id_of
-from skycap_viewer.rollout import Rollout
-from skycap_viewer.structure import is_plain_file_name
+from skycap_viewer.record.document import read_document, record_id_of
+from skycap_viewer.record.fields import created_ts
+from skycap_viewer.record.header import trajectory_header
+from skycap_viewer.record.rollout import Rollout
+from skycap_viewer.record.schema import is_plain_file_name
 from skycap_viewer.wire import encode_json
 
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from skycap_viewer.reader import is_document_name
+from skycap_viewer.record.document import is_document_name
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ import re
 import sys
 from pathlib import Path
 
+from skycap_viewer.commands.terminal import Painter, plural, print_out, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
-from skycap_viewer.payloads import paths_payload
-from skycap_viewer.reader import DOCUMENT_SUFFIX, read_document, record_id_of
-from skycap_viewer.terminal import Painter, plural, print_out, wants_colour
+from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
+from skycap_viewer.views.trajectory import paths_payload
 
 KIND_STYLES = {
     "given": ("grey",),

@@ -11,10 +11,10 @@ from array import array
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
-from skycap_viewer.frames import FrameError, decompress_one_frame
-from skycap_viewer.layout import DTYPE_SIZES, token_layout_problems, token_nodes
-from skycap_viewer.reader import read_regular_file
-from skycap_viewer.structure import is_plain_file_name
+from skycap_viewer.record.document import read_regular_file
+from skycap_viewer.record.frames import FrameError, decompress_one_frame
+from skycap_viewer.record.manifest import DTYPE_SIZES, token_layout_problems, token_nodes
+from skycap_viewer.record.schema import is_plain_file_name
 
 TYPECODES = {"uint8": "B", "uint16": "H", "int16": "h", "int32": "i", "int64": "q", "float64": "d"}
 for _dtype, _code in TYPECODES.items():  # the platform's C sizes must match the format's
@@ -27,7 +27,7 @@ def sidecar_file(directory, document: dict, kind: str) -> Path | None:
     if manifest is None:
         return None
     name = manifest["file"]
-    if not is_plain_file_name(name):  # structure.py refuses these already; never build such a path
+    if not is_plain_file_name(name):  # schema.py refuses these already; never build such a path
         raise RecordError(Path(directory) / f"{document['id']}.json.zst", f"sidecar name {name!r} is not plain")
     return Path(directory) / name
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import skycap_viewer
 from skycap_viewer import __version__
-from skycap_viewer.frames import compress, decompress_one_frame
-from skycap_viewer.index import FileVersion, RunIndex
-from skycap_viewer.reader import is_document_name
+from skycap_viewer.catalog.index import FileVersion, RunIndex
+from skycap_viewer.record.document import is_document_name
+from skycap_viewer.record.frames import compress, decompress_one_frame
 
 MAGIC = b"skycap-viewer-index\n"
 SCHEMA = 1

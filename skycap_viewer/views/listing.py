@@ -7,11 +7,11 @@ orders are memoized per snapshot, so a poll that changes nothing costs one pass 
 from collections import Counter
 from dataclasses import dataclass, field
 
+from skycap_viewer.catalog.index import Snapshot, default_order_key
+from skycap_viewer.catalog.rows import SORT_KEYS
 from skycap_viewer.errors import ApiError
-from skycap_viewer.fields import scalar_text
 from skycap_viewer.flags import FLAG_BY_NAME, FLAG_ORDER
-from skycap_viewer.index import Snapshot, default_order_key
-from skycap_viewer.rows import SORT_KEYS
+from skycap_viewer.record.fields import scalar_text
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000

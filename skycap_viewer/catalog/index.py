@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skycap_viewer.discovery import RunLocation
-from skycap_viewer.fields import iso_time, scalar_text
-from skycap_viewer.reader import is_document_name
-from skycap_viewer.rows import interned
+from skycap_viewer.catalog.discovery import RunLocation
+from skycap_viewer.catalog.rows import interned
+from skycap_viewer.record.document import is_document_name
+from skycap_viewer.record.fields import iso_time, scalar_text
 
 MAX_ANNOTATION_VALUES = 50
 

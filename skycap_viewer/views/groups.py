@@ -10,10 +10,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from skycap_viewer.fields import attempt_of, reward_as_number, scalar_text
+from skycap_viewer.catalog.index import Snapshot
 from skycap_viewer.flags import FLAG_BY_NAME, GROUP_FLAGS, row_flags
-from skycap_viewer.index import Snapshot
-from skycap_viewer.query import ordered_by
+from skycap_viewer.record.fields import attempt_of, reward_as_number, scalar_text
+from skycap_viewer.views.listing import ordered_by
 from skycap_viewer.wire import encode_json
 
 DEFAULT_GROUP_BY = ("step", "instance_id")

@@ -8,7 +8,7 @@ their `[start, end)` ranges tile the path's tokens (the same indices as the trai
 
 from dataclasses import dataclass
 
-from skycap_viewer.graph import Graph, PathInfo
+from skycap_viewer.record.graph import Graph, PathInfo
 
 BLOCK_KINDS = ("given", "replayed", "scaffold", "sampled", "sampled-elsewhere")
 BLOCK_KIND_WHY = {

@@ -10,7 +10,7 @@ can no longer come up (an older index generation, an older file version) just ag
 - Elsewhere, beside what they cache: a snapshot's derived views (sort orders, groupings, run
   facts) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
   `Group.encoded`, its grouping's life long; an encoded answer's gzip form on the `RawJson`
-  itself; each run's rows across restarts in the persisted index (`cache.py`).
+  itself; each run's rows across restarts in the persisted index (`catalog/persisted.py`).
 """
 
 import os
@@ -19,7 +19,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
-from skycap_viewer.reader import document_path, read_document
+from skycap_viewer.record.document import document_path, read_document
 from skycap_viewer.wire import RawJson
 
 LISTING_CACHE_BYTES = 8 * 2**20

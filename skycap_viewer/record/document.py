@@ -11,8 +11,8 @@ import stat
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
-from skycap_viewer.frames import FrameError, decompress_one_frame
-from skycap_viewer.structure import check_structure
+from skycap_viewer.record.frames import FrameError, decompress_one_frame
+from skycap_viewer.record.schema import check_structure
 
 DOCUMENT_SUFFIX = ".json.zst"
 FORMAT_VERSION = 1

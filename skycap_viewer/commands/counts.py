@@ -8,9 +8,9 @@ does not score runs. Groups are formed by `groups.build_grouping`, as the server
 from collections import Counter
 from dataclasses import dataclass, field
 
-from skycap_viewer.fields import created_ts, recorded_number, scalar_text, step_of, task_id
 from skycap_viewer.flags import FLAGS
-from skycap_viewer.rollout import ABSENT, Rollout
+from skycap_viewer.record.fields import created_ts, recorded_number, scalar_text, step_of, task_id
+from skycap_viewer.record.rollout import ABSENT, Rollout
 
 EXACT_REWARD_VALUES = 12  # at most this many distinct rewards are listed one by one
 REWARD_BUCKETS = 10

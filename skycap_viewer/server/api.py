@@ -13,11 +13,20 @@ from operator import itemgetter
 from pathlib import Path
 
 from skycap_viewer import __version__
-from skycap_viewer.blocks import BLOCK_KIND_WHY
-from skycap_viewer.caches import DOCUMENT_CACHE_SIZE, PATHS_CACHE_BYTES, AnswerCache, DocumentCache, files_version
+from skycap_viewer.catalog.index import Catalog, Snapshot
+from skycap_viewer.catalog.rows import present_sidecars, public, row_json
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
-from skycap_viewer.groups import (
+from skycap_viewer.record.blocks import BLOCK_KIND_WHY
+from skycap_viewer.record.document import document_path
+from skycap_viewer.server.caches import (
+    DOCUMENT_CACHE_SIZE,
+    PATHS_CACHE_BYTES,
+    AnswerCache,
+    DocumentCache,
+    files_version,
+)
+from skycap_viewer.views.groups import (
     DEFAULT_GROUP_BY,
     GROUP_SORT_KEYS,
     build_grouping,
@@ -25,9 +34,7 @@ from skycap_viewer.groups import (
     is_rollout_flag,
     repetition_of,
 )
-from skycap_viewer.index import Catalog, Snapshot
-from skycap_viewer.payloads import exchanges_payload, forks_payload, graph_payload, paths_payload
-from skycap_viewer.query import (
+from skycap_viewer.views.listing import (
     Filters,
     health,
     one,
@@ -39,8 +46,7 @@ from skycap_viewer.query import (
     reward_range,
     rows_in_order,
 )
-from skycap_viewer.reader import document_path
-from skycap_viewer.rows import present_sidecars, public, row_json
+from skycap_viewer.views.trajectory import exchanges_payload, forks_payload, graph_payload, paths_payload
 from skycap_viewer.wire import RawJson, encode_json
 
 RECORD_ID = re.compile(r"^[A-Za-z0-9_.~-]+$")

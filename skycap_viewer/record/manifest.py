@@ -4,7 +4,7 @@ These problems leave the graph readable, so the viewer still shows the record, m
 `malformed-record`; none of them needs a sidecar opened, so the index can find them too.
 """
 
-from skycap_viewer.structure import is_int
+from skycap_viewer.record.schema import is_int
 
 DTYPE_SIZES = {"uint8": 1, "uint16": 2, "int16": 2, "int32": 4, "int64": 8, "float64": 8}
 EXPECTED_ARRAYS = {

@@ -6,8 +6,8 @@ it (its largest path, in tokens, or in characters without tokens); `reward_value
 as the page colours and sorts it (`fields.reward_as_number`).
 """
 
-from skycap_viewer.fields import iso_time, reward_as_number, step_of, task_id, wire_id
-from skycap_viewer.rollout import ABSENT, Rollout
+from skycap_viewer.record.fields import iso_time, reward_as_number, step_of, task_id, wire_id
+from skycap_viewer.record.rollout import ABSENT, Rollout
 
 
 def trajectory_header(rollout: Rollout, **context) -> dict:

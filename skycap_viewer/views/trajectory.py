@@ -7,12 +7,12 @@ on the wire as `"n<id>"` (`fields.wire_id`).
 
 from itertools import accumulate
 
-from skycap_viewer.blocks import Block, message_text, sampled_tokens, utf16_length
 from skycap_viewer.errors import RecordError
-from skycap_viewer.fields import is_finite_number, iso_time, wire_id
-from skycap_viewer.header import trajectory_header
-from skycap_viewer.rollout import ABSENT, PathView, Rollout, bridged_value
-from skycap_viewer.sidecars import TokenData, read_tokens
+from skycap_viewer.record.blocks import Block, message_text, sampled_tokens, utf16_length
+from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
+from skycap_viewer.record.header import trajectory_header
+from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
+from skycap_viewer.record.sidecars import TokenData, read_tokens
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
 

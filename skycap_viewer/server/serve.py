@@ -10,15 +10,15 @@ import sys
 import webbrowser
 from pathlib import Path
 
-from skycap_viewer.api import Api
-from skycap_viewer.cache import PersistedIndex, cache_directory
-from skycap_viewer.discovery import discover_runs
+from skycap_viewer.catalog.discovery import discover_runs
+from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.persisted import PersistedIndex, cache_directory
+from skycap_viewer.catalog.pool import RowPool
+from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.errors import UsageError
-from skycap_viewer.groups import DEFAULT_GROUP_BY
-from skycap_viewer.http import ViewerServer
-from skycap_viewer.index import Catalog
-from skycap_viewer.pool import RowPool
-from skycap_viewer.watcher import Watcher
+from skycap_viewer.server.api import Api
+from skycap_viewer.server.web import ViewerServer
+from skycap_viewer.views.groups import DEFAULT_GROUP_BY
 
 
 def is_loopback(host: str) -> bool:

@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 
-from skycap_viewer.rows import compute_row
+from skycap_viewer.catalog.rows import compute_row
 
 SMALL_BATCH = 64  # fewer documents than this are computed in this process
 MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few enough that rows stream in

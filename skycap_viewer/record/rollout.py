@@ -7,10 +7,10 @@ sidecar that a mirror left out (absent) from one that is there.
 
 from functools import cached_property
 
-from skycap_viewer.blocks import Block, path_has_tokens, sampled_tokens, text_blocks, token_blocks
 from skycap_viewer.flags import ordered
-from skycap_viewer.graph import Graph, PathInfo
-from skycap_viewer.layout import layout_problems, listed_kinds, token_nodes
+from skycap_viewer.record.blocks import Block, path_has_tokens, sampled_tokens, text_blocks, token_blocks
+from skycap_viewer.record.graph import Graph, PathInfo
+from skycap_viewer.record.manifest import layout_problems, listed_kinds, token_nodes
 
 ABSENT = "absent"
 
