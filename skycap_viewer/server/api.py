@@ -59,8 +59,6 @@ SETTLE_WINDOW_NS = 500_000_000  # a sidecar newer than its document for longer w
 class Api:
     """Route functions over one catalog, safe to call from many request threads at once."""
 
-    RECORD_VIEWS = ("paths", "graph", "exchanges", "forks")  # /v1/trajectories/{id}/<view>
-
     def __init__(self, catalog: Catalog, group_by=DEFAULT_GROUP_BY):
         self.catalog = catalog
         self.documents = DocumentCache(DOCUMENT_CACHE_SIZE)

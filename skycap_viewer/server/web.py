@@ -11,6 +11,7 @@ import sys
 import time
 import traceback
 import zlib
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from urllib.parse import parse_qs, unquote
@@ -44,7 +45,63 @@ STATIC_TYPES = {
 JSON_TYPE = "application/json; charset=utf-8"
 GZIP_MIN_BYTES = 1024
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-LISTING_ROUTES = ("runs", "trajectories", "groups")
+API_ROOTS = (["v1"], ["healthz"], ["__viewer"])  # first segment of an API path; `/api/` may precede v1 and healthz
+CAPTURE = None  # a route segment that matches any one segment and is passed to the answer
+
+
+@dataclass(frozen=True)
+class Route:
+    """One API path: literal segments and captures, the `Api` method that answers it, and its cache policy.
+
+    A `per_generation` answer depends only on the index generation and the request target: it carries
+    an ETag (a poll that changed nothing gets 304) and is kept encoded in the server's answer cache."""
+
+    segments: tuple
+    answer: str
+    per_generation: bool = False
+
+    def match(self, segments: list[str]) -> list[str] | None:
+        """The captured segments when `segments` is this route's path, else None."""
+        if len(segments) != len(self.segments):
+            return None
+        captured = []
+        for wanted, given in zip(self.segments, segments, strict=True):
+            if wanted is CAPTURE:
+                captured.append(given)
+            elif wanted != given:
+                return None
+        return captured
+
+
+ROUTES = (
+    Route(("healthz",), "healthz"),
+    Route(("__viewer",), "viewer"),
+    Route(("v1", "runs"), "runs", per_generation=True),
+    Route(("v1", "trajectories"), "trajectories", per_generation=True),
+    Route(("v1", "trajectories", CAPTURE), "trajectory"),
+    Route(("v1", "trajectories", CAPTURE, "paths"), "paths"),
+    Route(("v1", "trajectories", CAPTURE, "graph"), "graph"),
+    Route(("v1", "trajectories", CAPTURE, "exchanges"), "exchanges"),
+    Route(("v1", "trajectories", CAPTURE, "forks"), "forks"),
+    Route(("v1", "groups"), "groups", per_generation=True),
+    Route(("v1", "groups", CAPTURE), "group", per_generation=True),
+)
+
+
+def api_segments(raw_path: str) -> list[str] | None:
+    """The decoded segments of an API path (without a leading `api`), or None for a page file."""
+    segments = [unquote(s) for s in raw_path.split("/")[1:]]
+    if segments[:1] == ["api"] and segments[1:2] in (["v1"], ["healthz"]):
+        segments = segments[1:]
+    return segments if segments[:1] in API_ROOTS else None
+
+
+def match_route(segments: list[str]) -> tuple[Route, list[str]]:
+    for route in ROUTES:
+        captured = route.match(segments)
+        if captured is not None:
+            return route, captured
+    raise ApiError(404, f"no route {'/'.join(segments)}")
 
 
 def static_files() -> dict:
@@ -109,7 +166,9 @@ class ViewerServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 64
 
-    def __init__(self, address, api: Api, quiet: bool = False):
+    def __init__(self, address, api: Api, quiet: bool = False, bind: bool = True):
+        """`bind=False` opens no socket: requests are then handed in one connection at a time
+        (`ViewerHandler(connection, address, server)`), as the in-process tests do."""
         host = address[0]
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.api = api
@@ -118,7 +177,7 @@ class ViewerServer(ThreadingHTTPServer):
         self.static = static_files()
         self.allowed_names = host_names(host)
         self.wildcard = is_wildcard(host)
-        super().__init__(address, ViewerHandler)
+        super().__init__(address, ViewerHandler, bind_and_activate=bind)
 
     @property
     def port(self) -> int:
@@ -186,64 +245,42 @@ class ViewerHandler(BaseHTTPRequestHandler):
         if not raw_path.startswith("/"):
             self.reply_json(400, {"detail": "bad request target"}, send_body=send_body)
             return
-        segments = [unquote(s) for s in raw_path.split("/")[1:]]
-        if segments[:1] == ["api"] and segments[1:2] in (["v1"], ["healthz"]):
-            segments = segments[1:]
-        is_api = segments[:1] in (["v1"], ["healthz"], ["__viewer"])
-        if not is_api:
+        segments = api_segments(raw_path)
+        if segments is None:
             self.serve_static(raw_path, send_body)
-            return
-        if self.cross_site():
+        elif self.cross_site():
             self.reply_json(403, {"detail": "cross-site request refused"}, send_body=send_body)
-            return
-        params = parse_qs(query, keep_blank_values=True)
+        else:
+            self.answer(segments, target, parse_qs(query, keep_blank_values=True), send_body)
+
+    def answer(self, segments: list[str], target: str, params: dict, send_body: bool):
+        """Answer an API request by its route; a per-generation answer is sent from cache or as 304 when it can."""
+        etag = None
         try:
-            route, handler, args = self.route(segments)
-            etag = answer_key = None
-            if route in LISTING_ROUTES:
+            route, args = match_route(segments)
+            compute = getattr(self.server.api, route.answer)
+            if route.per_generation:
                 generation = self.server.api.catalog.generation
                 etag = f'W/"{generation}-{zlib.crc32(target.encode()):08x}"'
                 if etag in [t.strip() for t in self.headers.get("If-None-Match", "").split(",")]:
                     self.reply(304, b"", None, {"ETag": etag, "Cache-Control": "no-store"}, send_body=False)
                     return
-                answer_key = (generation, target)
-                cached = self.server.answers.get(answer_key)
-                if cached is not None:
-                    self.reply_json(200, cached, extra={"ETag": etag}, send_body=send_body)
-                    return
-            status, payload = handler(*args, params)
-            if answer_key is not None and status == 200:
-                payload = RawJson(encode_json(payload))
-                self.server.answers.put(answer_key, payload)
+                key = (generation, target)
+                status, payload = 200, self.server.answers.get(key)
+                if payload is None:
+                    status, payload = compute(*args, params)
+                    if status == 200:
+                        payload = RawJson(encode_json(payload))
+                        self.server.answers.put(key, payload)
+            else:
+                status, payload = compute(*args, params)
         except ApiError as error:
-            status, payload, etag = error.status, {"detail": error.detail}, None
+            status, payload = error.status, {"detail": error.detail}
         except Exception as error:  # a bug: say so, keep serving
             traceback.print_exc(file=sys.stderr)
-            status, payload, etag = 500, {"detail": f"internal error: {type(error).__name__}: {error}"}, None
+            status, payload = 500, {"detail": f"internal error: {type(error).__name__}: {error}"}
         self.reply_json(status, payload, extra={"ETag": etag} if etag and status == 200 else None,
                         send_body=send_body)
-
-    def route(self, segments: list[str]):
-        """(route name, api function, positional arguments) for an API path."""
-        api = self.server.api
-        if segments == ["healthz"]:
-            return "healthz", api.healthz, ()
-        if segments == ["__viewer"]:
-            return "viewer", api.viewer, ()
-        rest = segments[1:]
-        if rest == ["runs"]:
-            return "runs", api.runs, ()
-        if rest == ["trajectories"]:
-            return "trajectories", api.trajectories, ()
-        if len(rest) == 2 and rest[0] == "trajectories":
-            return "trajectory", api.trajectory, (rest[1],)
-        if len(rest) == 3 and rest[0] == "trajectories" and rest[2] in api.RECORD_VIEWS:
-            return rest[2], getattr(api, rest[2]), (rest[1],)
-        if rest == ["groups"]:
-            return "groups", api.groups, ()
-        if len(rest) == 2 and rest[0] == "groups":
-            return "groups", api.group, (rest[1],)
-        raise ApiError(404, f"no route {'/'.join(segments)}")
 
     def serve_static(self, raw_path: str, send_body: bool):
         path = unquote(raw_path)
