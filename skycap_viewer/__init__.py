@@ -1,3 +1,28 @@
-"""skycap-viewer: a local, read-only viewer for skycap trajectory records (format v1)."""
+"""skycap-viewer: a local, read-only viewer for skycap trajectory records (format v1).
+
+The layers, in the order the data flows (each imports only the ones before it, and the base;
+`tests/test_layers.py` holds this):
+
+- base: `errors` (every error type), `flags` (the flag and text-only catalogues), `wire` (JSON
+  as sent). They import nothing of the package.
+- `record/`: one record read from its files: zstd frames, the document and its schema, the sidecar
+  manifest and arrays, the graph, paths and blocks (`rollout`), the fields rules and the header.
+- `catalog/`: the runs being served: discovery, the index row of a record, the in-memory run index
+  and its snapshots, the persisted index, the worker pool and the polling watcher.
+- `views/`: answers computed from the catalog and records: listings (filters, sorts, pages, health),
+  GRPO groups, and the answers about one record (paths, graph, calls, forks).
+- `server/` (HTTP: the API, its caches, routes and request policy in `web`, `serve`) and
+  `commands/` (`check`, `show`, `summary` in a terminal) sit side by side on top; neither imports
+  the other. `demo/` (the example run and the writer that makes it) needs only `record/`.
+- `cli` parses the command line and starts one of them; `__main__` runs it.
+
+Words: a *record* is the files of one trajectory (`{id}.json.zst`, the *document*, plus its sidecar
+files); a *trajectory* is what a record holds, a tree of nodes; a *rollout* is a trajectory as the
+viewer understands it (its paths, blocks, counts and flags); a *run* is one record directory.
+
+Caches: listed in `server/caches.py` with their keys and bounds (answers, documents, per-snapshot
+views in `catalog/index.py`, group summaries in `views/groups.py`, gzip forms in `wire.py`, and the
+persisted index in `catalog/persisted.py`).
+"""
 
 __version__ = "0.1.0"

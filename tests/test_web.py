@@ -1,0 +1,167 @@
+"""The HTTP layer in process: routing, parameter parsing, ETag/304 and cache ageing, without a port.
+
+A request is written into one end of a socket pair and the real handler answers on the other end
+(the trick pdoc's web tests use), over a real catalog indexed from a copy of the corpus. The tests
+that need a real socket, a real process and a browser live beside this one.
+"""
+
+import gzip
+import json
+import shutil
+import socket
+
+import pytest
+
+from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.watcher import Watcher
+from skycap_viewer.server.api import Api
+from skycap_viewer.server.web import ROUTES, ViewerHandler, ViewerServer
+from tests.conftest import FIXTURES
+
+FORKED = "tr_86f0b750382298e2"
+
+
+class Response:
+    def __init__(self, raw: bytes):
+        head, _, self.body = raw.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        self.status = int(lines[0].split()[1])
+        self.headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            self.headers[name.strip().lower()] = value.strip()
+
+    def json(self):
+        body = gzip.decompress(self.body) if self.headers.get("content-encoding") == "gzip" else self.body
+        return json.loads(body)
+
+
+class PairHandler(ViewerHandler):
+    """The real handler on one end of a socket pair, which is not TCP (no Nagle to turn off)."""
+
+    disable_nagle_algorithm = False
+
+
+class InProcess:
+    """A `ViewerServer` that binds nothing; `get` hands it one request over a socket pair."""
+
+    def __init__(self, root):
+        self.catalog = Catalog([root])
+        self.watcher = Watcher(self.catalog)
+        self.watcher.poll()
+        self.server = ViewerServer(("127.0.0.1", 0), Api(self.catalog), quiet=True, bind=False)
+
+    def get(self, target: str, method: str = "GET", **headers) -> Response:
+        headers = {"Host": "localhost", **headers}
+        request = f"{method} {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        client, served = socket.socketpair()
+        with client, served:
+            client.sendall(request.encode())
+            client.shutdown(socket.SHUT_WR)
+            PairHandler(served, ("127.0.0.1", 0), self.server)
+            served.shutdown(socket.SHUT_WR)
+            chunks = []
+            while chunk := client.recv(65536):
+                chunks.append(chunk)
+        return Response(b"".join(chunks))
+
+    def json(self, target: str, status: int = 200):
+        response = self.get(target)
+        assert response.status == status, (target, response.status, response.body[:200])
+        return response.json()
+
+
+@pytest.fixture
+def web(tmp_path):
+    for name in ("groups", "real-like"):
+        shutil.copytree(FIXTURES / name, tmp_path / "root" / name)
+    server = InProcess(tmp_path / "root")
+    yield server
+    server.server.server_close()
+
+
+def route_targets(web):
+    """One real request per route in the table."""
+    group = web.json("/v1/groups?run_id=groups")["data"][0]["key"]
+    record = web.json("/v1/trajectories?run_id=groups&limit=1")["data"][0]["id"]
+    return {
+        "healthz": "/healthz",
+        "viewer": "/__viewer",
+        "runs": "/v1/runs",
+        "trajectories": "/v1/trajectories?run_id=groups",
+        "trajectory": f"/v1/trajectories/{record}",
+        "paths": f"/v1/trajectories/{record}/paths",
+        "graph": f"/v1/trajectories/{record}/graph",
+        "exchanges": f"/v1/trajectories/{record}/exchanges",
+        "forks": f"/v1/trajectories/{FORKED}/forks?a=0&b=1",
+        "groups": "/v1/groups?run_id=groups",
+        "group": f"/v1/groups/{group}?run_id=groups",
+    }
+
+
+def test_every_route_answers_and_says_its_cache_policy(web):
+    targets = route_targets(web)
+    assert set(targets) == {route.answer for route in ROUTES}
+    for route in ROUTES:
+        response = web.get(targets[route.answer])
+        assert response.status == 200, (route.answer, response.body[:200])
+        assert ("etag" in response.headers) == route.per_generation, route.answer
+        if route.segments[0] != "__viewer":  # /api/ goes before v1 and healthz only
+            assert web.get("/api" + targets[route.answer]).json() == response.json()
+
+
+def test_routes_that_do_not_exist_are_404_and_bad_ids_400(web):
+    assert web.json("/v1/nothing", 404)["detail"] == "no route v1/nothing"
+    assert web.get("/v1/trajectories/x/y/z").status == 404
+    assert web.get(f"/v1/trajectories/{FORKED}/tokens").status == 404
+    assert "bad trajectory id" in web.json("/v1/trajectories/a%20b", 400)["detail"]
+    assert web.get("/v1/groups/no-such-group?run_id=groups").status == 404
+    assert web.get("/v1/runs", method="POST").status == 405
+
+
+def test_parameters_are_parsed_and_bad_ones_refused(web):
+    total = web.json("/v1/trajectories?run_id=groups")["total"]
+    assert len(web.json("/v1/trajectories?run_id=groups&limit=junk")["data"]) == min(total, 100)
+    assert len(web.json("/v1/trajectories?run_id=groups&limit=2")["data"]) == 2
+    assert len(web.json("/v1/trajectories?run_id=groups&limit=0")["data"]) == 1
+    assert web.json("/v1/trajectories?run_id=groups&limit=2&cursor=junk")["next_cursor"] == "2"
+    assert web.json("/v1/trajectories?run_id=groups&limit=2&cursor=2")["next_cursor"] == "4"
+    assert "sort must be one of" in web.json("/v1/trajectories?run_id=groups&sort=nope", 400)["detail"]
+    assert "step must be a number" in web.json("/v1/trajectories?run_id=groups&step=x", 400)["detail"]
+    assert "flag must be one of" in web.json("/v1/trajectories?run_id=groups&flag=nope", 400)["detail"]
+    assert "two different paths" in web.json(f"/v1/trajectories/{FORKED}/forks?a=1&b=1", 400)["detail"]
+    assert web.json("/v1/trajectories?run_id=nope", 404)["detail"] == "no run nope"
+    ascending = web.json("/v1/trajectories?run_id=groups&sort=step&order=asc&limit=1000")["data"]
+    steps = [row["step"] for row in ascending if row["step"] is not None]
+    assert steps == sorted(steps) and web.json("/v1/trajectories?run_id=groups&sort=step")["sort"]["order"] == "desc"
+
+
+def test_an_unchanged_listing_is_304_and_a_new_generation_ages_its_answer_out(web, tmp_path):
+    first = web.get("/v1/trajectories?run_id=groups")
+    etag = first.headers["etag"]
+    assert web.get("/v1/trajectories?run_id=groups", **{"If-None-Match": etag}).status == 304
+    again = web.get("/v1/trajectories?run_id=groups")
+    assert again.headers["etag"] == etag and again.json() == first.json()
+
+    run = tmp_path / "root" / "groups"
+    source = sorted(run.glob("*.json.zst"))[0]
+    shutil.copy(source, run / "tr_copy_for_ageing.json.zst")
+    web.watcher.poll()
+    fresh = web.get("/v1/trajectories?run_id=groups", **{"If-None-Match": etag})
+    assert fresh.status == 200 and fresh.headers["etag"] != etag
+    assert fresh.json()["total"] == first.json()["total"] + 1
+    assert "tr_copy_for_ageing" in {row["id"] for row in fresh.json()["data"]}
+
+
+def test_head_sends_headers_only_and_gzip_when_asked(web):
+    head = web.get("/v1/trajectories?run_id=groups", method="HEAD")
+    assert head.status == 200 and head.body == b"" and int(head.headers["content-length"]) > 0
+    zipped = web.get("/v1/trajectories?run_id=groups", **{"Accept-Encoding": "gzip"})
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert zipped.json() == web.json("/v1/trajectories?run_id=groups")
+
+
+def test_the_host_and_the_site_are_checked_before_any_route(web):
+    assert web.get("/v1/runs", Host="evil.example").status == 400
+    assert web.get("/v1/runs", Origin="http://evil.example").status == 403
+    assert web.get("/v1/runs", **{"Sec-Fetch-Site": "cross-site"}).status == 403
