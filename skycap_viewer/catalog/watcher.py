@@ -31,7 +31,6 @@ class Watcher(threading.Thread):
         self.stopped = threading.Event()
         self.missing_roots: set = set()  # roots found gone (said once)
         self.discovered = threading.Event()  # set once the first poll has published the runs it found
-        self.polls = 0
 
     def run(self):
         while not self.stopped.is_set():
@@ -76,7 +75,6 @@ class Watcher(threading.Thread):
         for run in runs:
             run.indexed_once = True
             self.save(run)
-        self.polls += 1
 
     def report_roots(self):
         """Say once when a directory given on the command line goes away, and when it is back."""

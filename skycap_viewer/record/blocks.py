@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from skycap_viewer.record.graph import Graph, PathInfo
 
-BLOCK_KINDS = ("given", "replayed", "scaffold", "sampled", "sampled-elsewhere")
-BLOCK_KIND_WHY = {
+BLOCK_KIND_WHY = {  # in display order (legends, the page)
     "given": "context the client sent: system, user and tool messages",
     "replayed": "an assistant message the model did not sample here (edited, stripped or re-tokenized)",
     "scaffold": "tokens the template put before the model's reply (e.g. the assistant header)",

@@ -12,7 +12,6 @@ EXPECTED_ARRAYS = {
     "experts": {"routed_experts": ("uint8", "uint16", "int16", "int32")},
     "sampling_mask": {"ids": ("int32",), "offsets": ("int64",)},
 }
-SIDECAR_KINDS = tuple(EXPECTED_ARRAYS)
 
 
 def listed_kinds(document: dict) -> set[str]:
