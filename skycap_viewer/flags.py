@@ -28,7 +28,7 @@ FLAGS = (
     Flag("unbridged", "warn", "a call's prompt was re-rendered from messages, not extended from earlier tokens"),
     Flag("unbridged-inferred", "warn", "an old record whose history passes a re-tokenized copy: a re-rendered prompt"),
     Flag("replayed", "warn", "an assistant message the model did not sample here is in the context"),
-    Flag("no-train", "warn", "a path trains no token"),
+    Flag("no-train", "warn", "a sample the trainer gets trains no token, or the record's samples give it none"),
     Flag("empty", "warn", "the trajectory has no nodes"),
     Flag("truncated", "warn", "a call stopped at the token limit (finish_reason length)"),
     Flag("abandoned", "info", "the trajectory was idle past its TTL and abandoned"),

@@ -11,7 +11,8 @@ import pytest
 from tests.server_process import ServerProcess
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skycap-v1"
-ORACLE = json.loads((FIXTURES / "oracle.json").read_text())["dirs"]
+ORACLE_ALL = json.loads((FIXTURES / "oracle.json").read_text())["dirs"]
+ORACLE = {d: entry for d, entry in ORACLE_ALL.items() if (FIXTURES / d).is_dir()}  # the directories copied here
 RECORD_DIRS = sorted(ORACLE)
 
 
@@ -42,3 +43,34 @@ def corpus_server(corpus):
     with ServerProcess([corpus]) as server:
         server.wait_indexed()
         yield server
+
+
+def trained_paths(entry: dict) -> list[dict]:
+    """The oracle's paths (skycap's `all` rule, leaf order) with what the record's own `samples` train.
+
+    A path that is no `samples` row trains nothing (`trains` false, no targets, 0 trained tokens); a
+    row's trained tokens are its targets' sampled tokens (`node_summary`). Without `samples` the
+    `all` rule stands. Where skycap's `trained_by_samples` is given, each row's figure must agree."""
+    rows = (entry.get("samples_field") or {}).get("rows")
+    if rows is None:
+        return [{**path, "trains": True} for path in entry["paths"]]
+    nodes = {node["id"]: node for node in entry["node_summary"]}
+    first_path = {}
+    for index, path in enumerate(entry["paths"]):
+        for node in path["path"]:
+            first_path.setdefault(node, index)
+    trained_in = {target: first_path[row["leaf"]] for row in rows for target in row["targets"]}
+    sampled = {n: nodes[n]["tokens"] - (nodes[n]["sampled_start"] or 0) for n in trained_in
+               if nodes[n]["tokens"] is not None}
+    for row, skycap in zip(rows, entry.get("trained_by_samples") or [], strict=False):
+        if skycap["trained_tokens"] is not None:
+            assert skycap["trained_tokens"] == sum(sampled[t] for t in row["targets"]), "the oracle disagrees"
+    expected = []
+    for index, path in enumerate(entry["paths"]):
+        targets = [n for n in path["path"] if trained_in.get(n) == index]
+        elsewhere = {str(n): trained_in[n] for n in path["path"] if n in trained_in and trained_in[n] != index}
+        trains = any(first_path[row["leaf"]] == index for row in rows)
+        trained = None if path["tokens"] is None else sum(sampled[n] for n in targets)
+        expected.append({**path, "targets": targets, "sampled_elsewhere": elsewhere, "trains": trains,
+                         "trained_tokens": trained})
+    return expected

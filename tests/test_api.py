@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import FIXTURES, ORACLE, RECORD_DIRS, oracle_records
+from tests.conftest import FIXTURES, ORACLE, RECORD_DIRS, oracle_records, trained_paths
 from tests.server_process import ServerProcess
 
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
@@ -40,7 +40,7 @@ def test_healthz_and_viewer_info(corpus_server, corpus):
     assert info["api"] == "records" and info["roots"] == [str(corpus)]
     assert [f["flag"] for f in info["flags"]][:4] == ["no-signal", "masked", "short", "retried"]
     assert all(f["level"] in ("error", "warn", "info") and f["why"] for f in info["flags"])
-    kinds = ["given", "replayed", "scaffold", "sampled", "sampled-elsewhere"]
+    kinds = ["given", "replayed", "scaffold", "sampled", "sampled-elsewhere", "sampled-untrained"]
     assert [k["kind"] for k in info["block_kinds"]] == kinds
 
 
@@ -104,10 +104,14 @@ def test_rows_agree_with_the_oracle(corpus_server, directory):
         if "paths" in entry:
             assert row["summary"]["paths"] == len(entry["paths"])
             assert ("forked" in row["summary"]["flags"]) == (len(entry["paths"]) > 1)
+            samples = [p for p in trained_paths(entry) if p["trains"]]
             tokens = [p["tokens"] for p in entry["paths"] if p["tokens"] is not None]
             if tokens and not row["missing_sidecars"] and not row["record_problems"]:
-                assert row["summary"]["tokens"] == max(tokens)
-                assert row["summary"]["trainable"] == max(p["trained_tokens"] for p in entry["paths"])
+                assert row["summary"]["tokens"] == sum(p["tokens"] for p in samples)
+                assert row["summary"]["trainable"] == sum(p["trained_tokens"] for p in samples)
+                assert row["size"]["longest"] == max(tokens) and row["size"]["samples"] == len(samples)
+            rule = (entry.get("samples_field") or {}).get("paths")
+            assert row["samples_rule"] == rule
         strip = row["summary"]["strip"]
         assert all(a["end"] == b["start"] for a, b in zip(strip, strip[1:], strict=False))
 
@@ -119,10 +123,10 @@ def test_paths_agree_with_the_oracle(corpus_server, directory, record_id, entry)
     assert payload["trajectory"]["id"] == record_id and payload["trajectory"]["run_id"] == directory
     paths = payload["paths"]
     assert len(paths) == len(entry["paths"])
-    for path, expected in zip(paths, entry["paths"], strict=True):
+    for path, expected in zip(paths, trained_paths(entry), strict=True):
         assert path["node_ids"] == [f"n{n}" for n in expected["path"]]
         assert path["leaf_node_id"] == f"n{expected['leaf']}"
-        assert path["targets"] == [f"n{n}" for n in expected["targets"]]
+        assert path["targets"] == [f"n{n}" for n in expected["targets"]] and path["trains"] == expected["trains"]
         blocks = path["blocks"]
         elsewhere = {b["node_id"]: b["trained_in"] for b in blocks if b["kind"] == "sampled-elsewhere"}
         assert elsewhere == {f"n{n}": row for n, row in expected["sampled_elsewhere"].items()}

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from tests.conftest import ORACLE, oracle_records, run_cli
+from tests.conftest import ORACLE, oracle_records, run_cli, trained_paths
 
 
 def readable_records():
@@ -46,7 +46,7 @@ def test_the_graph_says_children_roots_and_where_each_node_trains(corpus_server,
         assert node["child_ids"] == [f"n{n}" for n in sorted(parents) if parents[n] == own]
     assert graph["root_node_ids"] == [f"n{n}" for n in sorted(parents) if parents[n] is None]
     trained = {}
-    for index, path in enumerate(entry["paths"]):
+    for index, path in enumerate(trained_paths(entry)):
         for target in path["targets"]:
             trained.setdefault(target, index)
     assert {int(n["node_id"][1:]): n["trained_in"] for n in graph["nodes"] if n["trained_in"] is not None} == trained
@@ -76,8 +76,12 @@ def test_the_header_says_the_size_unit_and_reward_value(corpus_server, directory
     every_path_tokens = all(p["blocking"] is not None for p in paths)
     if paths:
         assert size["unit"] == ("tokens" if every_path_tokens else "chars")
-    assert size["tokens"] == max((p["token_count"] or p["char_count"] or 0 for p in paths), default=0)
-    assert size["trainable"] == max((p["trainable_count"] for p in paths), default=0)
+    sizes = [p["token_count"] or p["char_count"] or 0 for p in paths]
+    samples = [p for p in paths if p["trains"]]
+    assert size["tokens"] == sum(p["token_count"] or p["char_count"] or 0 for p in samples)
+    assert size["trainable"] == sum(p["trainable_count"] for p in samples)
+    assert size["longest"] == max(sizes, default=0) and size["samples"] == len(samples)
+    assert header["samples_rule"] == (entry.get("samples_field") or {}).get("paths")
     for path in paths:
         assert path["unit"] == ("tokens" if path["blocking"] is not None else "chars")
         counted = "token_count" if path["unit"] == "tokens" else "char_count"

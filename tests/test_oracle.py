@@ -16,7 +16,7 @@ from skycap_viewer.record.document import document_path, read_document
 from skycap_viewer.record.manifest import EXPECTED_ARRAYS, token_nodes
 from skycap_viewer.record.rollout import ABSENT, Rollout, bridged_value
 from skycap_viewer.record.sidecars import mask_problems, read_sidecar, read_tokens
-from tests.conftest import FIXTURES, oracle_records
+from tests.conftest import FIXTURES, oracle_records, trained_paths
 
 NOTES = json.loads((FIXTURES / "_notes.json").read_text())["broken"]
 RECORDS = oracle_records()
@@ -112,11 +112,11 @@ def test_valid_records_match_skycap(directory, record_id, oracle):
     assert len(read_token_nodes) == oracle["token_nodes"]
 
     assert len(rollout.paths) == len(oracle["paths"])
-    for path, expected in zip(rollout.paths, oracle["paths"], strict=True):
+    for path, expected in zip(rollout.paths, trained_paths(oracle), strict=True):
         info = path.info
         assert info.leaf == expected["leaf"]
         assert info.nodes == expected["path"]
-        assert info.targets == expected["targets"]
+        assert info.targets == expected["targets"] and info.trains == expected["trains"]
         assert {str(k): v for k, v in info.sampled_elsewhere.items()} == expected["sampled_elsewhere"]
         if expected["tokens"] is None:
             assert not path.token_blocked

@@ -227,7 +227,7 @@ def test_benchmark_run_is_valid_and_shaped_as_asked(tmp_path):
         rollout = Rollout(document, None, document["id"])
         if document["id"] == synth.HUGE_ID:
             assert (len(document["nodes"]), len(rollout.paths)) == (153, 21)
-            assert 60_000 <= rollout.tokens <= 72_000
+            assert 60_000 <= rollout.longest <= 72_000
             assert synth.HUGE_MARKER in document["nodes"][0]["message"]["content"]
         else:
             meta = document["meta"]

@@ -86,7 +86,8 @@ def unreadable_row(file_id: str, error: str) -> dict:
         "meta": {}, "annotations": {}, "created_at": None, "finished_at": None, "tokenizer": None,
         "capture": {"node_count": 0, "exchange_count": 0, "failure_count": 0}, "retries": {},
         "sidecars": {}, "missing_sidecars": [], "record_problems": [error], "flags": flags,
-        "skycap": None, "size": {"unit": None, "tokens": 0, "trainable": 0}, "reward_value": None,
+        "skycap": None, "size": {"unit": None, "tokens": 0, "trainable": 0, "longest": 0, "samples": 0},
+        "samples_rule": None, "reward_value": None,
         "created_ts": None, "unreadable": True, "error": error,
         "summary": {"tokens": 0, "trainable": 0, "kinds": {}, "flags": flags, "paths": 0, "strip": []},
     }

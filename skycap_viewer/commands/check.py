@@ -16,6 +16,7 @@ from skycap_viewer.catalog.discovery import record_directories
 from skycap_viewer.commands.terminal import Progress, plural, print_out
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.record.document import document_path, list_record_ids, read_document
+from skycap_viewer.record.graph import Graph
 from skycap_viewer.record.manifest import EXPECTED_ARRAYS, layout_problems, listed_kinds
 from skycap_viewer.record.sidecars import TokenData, decode_arrays, mask_problems, read_payload
 
@@ -65,7 +66,7 @@ def check_record(directory: Path, record_id: str, present: set[str]) -> RecordRe
         document = read_document(document_path(directory, record_id))
     except RecordError as error:
         return RecordReport(record_id, [error.problem], [])
-    problems = layout_problems(document, record_id)
+    problems = layout_problems(document, record_id) + Graph(document["nodes"], document.get("samples")).problems
     consistent = not problems
     sidecars = document.get("sidecars") or {}
     absent = sorted(listed_kinds(document) - set(sidecars))  # a mirror's `omitted_sidecars`

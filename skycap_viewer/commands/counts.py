@@ -53,6 +53,8 @@ class RunStats:
     calls: int = 0
     bridged: Counter = field(default_factory=Counter)
     tokens: int = 0
+    samples: Counter = field(default_factory=Counter)  # what the trainer gets: sequences, tokens, trained tokens
+    rules: Counter = field(default_factory=Counter)
     failures: int = 0
     with_failures: int = 0
     flags: Counter = field(default_factory=Counter)
@@ -84,6 +86,11 @@ class RunStats:
         self.calls += len(rollout.calls)
         self.bridged.update(rollout.bridged)
         self.tokens += sum(n["tokens"]["length"] for n in rollout.nodes if n.get("tokens") is not None)
+        self.samples["sequences"] += len(rollout.training_paths)
+        if rollout.unit == "tokens":
+            self.samples["tokens"] += rollout.tokens
+            self.samples["trained_tokens"] += rollout.trainable
+        self.rules[rollout.graph.rule or "none (all applied)"] += 1
         failures = len(document.get("failures") or [])
         self.failures += failures
         self.with_failures += failures > 0
@@ -119,6 +126,8 @@ class RunStats:
             "nodes": self.nodes,
             "calls": {"total": self.calls, "bridged": {k: self.bridged.get(k, 0) for k in BRIDGED_KEYS}},
             "tokens": self.tokens,
+            "samples": {key: self.samples.get(key, 0) for key in ("sequences", "tokens", "trained_tokens")},
+            "samples_rules": dict(sorted(self.rules.items())),
             "failures": {"total": self.failures, "records": self.with_failures},
             "flags": {flag.name: self.flags.get(flag.name, 0) for flag in FLAGS if flag.unit == "rollout"},
             "rewards": reward_summary(self.rewards, self.reward_missing),

@@ -23,6 +23,7 @@ KIND_STYLES = {
     "scaffold": ("magenta",),
     "sampled": ("green",),
     "sampled-elsewhere": ("cyan",),
+    "sampled-untrained": ("yellow",),
 }
 LEVEL_STYLES = {"error": ("red", "bold"), "warn": ("yellow",), "info": ("blue",)}
 UNSAFE_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")

@@ -101,6 +101,9 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
         ("calls", f"{calls['total']}; bridged {bridged}"),
         ("nodes", str(summary["nodes"])),
         ("tokens", f"{summary['tokens']} stored (each node once)"),
+        ("samples", f"{plural(summary['samples']['sequences'], 'sequence')} for the trainer: "
+                    f"{summary['samples']['tokens']} tokens, {summary['samples']['trained_tokens']} in the loss"
+                    f"; rules {counts(summary['samples_rules'])}"),
         ("failures", f"{summary['failures']['total']} in {plural(summary['failures']['records'], 'record')}"),
         ("flags", counts({k: n for k, n in summary["flags"].items() if n})),
         ("rewards", reward_line(summary["rewards"], summary["records"])),

@@ -15,7 +15,8 @@ BLOCK_KIND_WHY = {  # in display order (legends, the page)
     "replayed": "an assistant message the model did not sample here (edited, stripped or re-tokenized)",
     "scaffold": "tokens the template put before the model's reply (e.g. the assistant header)",
     "sampled": "tokens the model sampled, trained on this path (in the loss)",
-    "sampled-elsewhere": "tokens the model sampled, trained on an earlier path, so masked here",
+    "sampled-elsewhere": "tokens the model sampled, trained on another path, so masked here",
+    "sampled-untrained": "tokens the model sampled that train on no path: the record's samples leave them out",
 }
 
 
@@ -77,6 +78,13 @@ def node_kind(node: dict) -> str:
     return "replayed" if node.get("role") == "assistant" else "given"
 
 
+def sampled_kind(path: PathInfo, node_id: int) -> tuple[str, int | None]:
+    """How a model node's sampled part counts on `path`: (kind, index of the path that trains it)."""
+    if node_id in path.sampled_elsewhere:
+        return "sampled-elsewhere", path.sampled_elsewhere[node_id]
+    return ("sampled", None) if node_id in path.targets else ("sampled-untrained", None)
+
+
 def path_has_tokens(graph: Graph, path: PathInfo) -> bool:
     return all(graph.nodes[n].get("tokens") is not None for n in path.nodes)
 
@@ -93,9 +101,8 @@ def token_blocks(graph: Graph, path: PathInfo) -> list[Block]:
             segments = [(kind, length, None)]
         else:
             sampled_start = tokens.get("sampled_start") or 0
-            trained_in = path.sampled_elsewhere.get(node_id)
-            sampled_kind = "sampled" if trained_in is None else "sampled-elsewhere"
-            segments = [("scaffold", sampled_start, None), (sampled_kind, length - sampled_start, trained_in)]
+            kind, trained_in = sampled_kind(path, node_id)
+            segments = [("scaffold", sampled_start, None), (kind, length - sampled_start, trained_in)]
         for segment_kind, size, trained_in in segments:
             if size > 0:
                 blocks.append(Block(segment_kind, node_id, role, author, position, position + size, trained_in))
@@ -107,10 +114,7 @@ def text_blocks(graph: Graph, path: PathInfo) -> list[Block]:
     blocks, position = [], 0
     for node_id in path.nodes:
         node = graph.nodes[node_id]
-        kind = node_kind(node)
-        trained_in = path.sampled_elsewhere.get(node_id)
-        if trained_in is not None:
-            kind = "sampled-elsewhere"
+        kind, trained_in = sampled_kind(path, node_id) if node["author"] == "model" else (node_kind(node), None)
         size = utf16_length(message_text(node.get("message")))
         blocks.append(Block(kind, node_id, node.get("role"), node["author"], position, position + size, trained_in))
         position += size

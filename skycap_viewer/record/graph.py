@@ -1,8 +1,10 @@
 """The trajectory graph: paths, what each path trains, and where paths fork.
 
-Mirrors skycap's `graph.py` and the `all` path rule: one path per leaf in leaf-id order; a
-model node is a training target in the first path that contains it and is context
-(`sampled-elsewhere`) on every later one.
+Mirrors skycap's `graph.py`: one path per leaf in leaf-id order. What trains is what the record
+says (format §7): when the document has `samples`, its rows name each sample's leaf and targets,
+whatever rule `finish` ran (`all`, `final`, a custom one); a path that is no row trains nothing.
+Without `samples` (an open, abandoned or graph-API record) the viewer applies the `all` rule: a model
+node is a target in the first path that contains it and context (`sampled-elsewhere`) on later ones.
 """
 
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ class PathInfo:
     shared_nodes: int  # leading nodes already on an earlier path
     diverges_at: int | None  # first node no earlier path has (None for path 0)
     fork_from: int | None  # the node before it (None for path 0 or a new root)
+    trains: bool = True  # the trainer gets this path as a sample (a row of the rule)
 
     @property
     def leaf(self) -> int:
@@ -26,11 +29,14 @@ class PathInfo:
 @dataclass
 class Graph:
     nodes: list[dict]
+    samples: object = None  # the document's `samples` field, as written
     children: list[list[int]] = field(init=False)
     roots: list[int] = field(init=False)
     leaves: list[int] = field(init=False)
     paths: list[PathInfo] = field(init=False)
-    trained_in: dict[int, int] = field(init=False)
+    trained_in: dict[int, int] = field(init=False)  # model node -> index of the path that trains it
+    rule: str | None = field(init=False)  # the rule the record's samples name; None: no samples, `all` applied
+    problems: list[str] = field(init=False)  # samples rows that do not fit the graph
 
     def __post_init__(self):
         self.children = [[] for _ in self.nodes]
@@ -39,11 +45,25 @@ class Graph:
             parent = node.get("parent")
             (self.roots if parent is None else self.children[parent]).append(node["id"])
         self.leaves = [n["id"] for n in self.nodes if not self.children[n["id"]]]
+        leaf_paths = [self.path_to(leaf) for leaf in self.leaves]
+        rows, self.rule, self.problems = recorded_rows(self, leaf_paths)
+        if rows is None:
+            rows = all_rule_rows(self, leaf_paths)
         self.trained_in = {}
+        targets_of: dict[int, set[int]] = {}
+        for path_index, targets in rows:
+            targets_of.setdefault(path_index, set()).update(targets)
+            for target in targets:
+                self.trained_in[target] = path_index
         self.paths = []
         seen: set[int] = set()
-        for leaf in self.leaves:
-            self.paths.append(self._path(len(self.paths), self.path_to(leaf), seen))
+        for index, nodes in enumerate(leaf_paths):
+            self.paths.append(self._path(index, nodes, seen, targets_of))
+
+    @property
+    def samples_recorded(self) -> bool:
+        """Whether the record's own `samples` rows say what trained (else the viewer applied `all`)."""
+        return self.rule is not None
 
     def path_to(self, leaf: int) -> list[int]:
         nodes = []
@@ -53,16 +73,9 @@ class Graph:
             current = self.nodes[current].get("parent")
         return nodes[::-1]
 
-    def _path(self, index: int, nodes: list[int], seen: set[int]) -> PathInfo:
-        targets, elsewhere = [], {}
-        for node_id in nodes:
-            if self.nodes[node_id]["author"] != "model":
-                continue
-            if node_id in self.trained_in:
-                elsewhere[node_id] = self.trained_in[node_id]
-            else:
-                self.trained_in[node_id] = index
-                targets.append(node_id)
+    def _path(self, index: int, nodes: list[int], seen: set[int], targets_of: dict) -> PathInfo:
+        own = targets_of.get(index, set())
+        elsewhere = {n: self.trained_in[n] for n in nodes if n not in own and n in self.trained_in}
         shared = 0
         while shared < len(nodes) and nodes[shared] in seen:
             shared += 1
@@ -71,11 +84,12 @@ class Graph:
         return PathInfo(
             index=index,
             nodes=nodes,
-            targets=targets,
+            targets=[n for n in nodes if n in own],
             sampled_elsewhere=elsewhere,
             shared_nodes=shared,
             diverges_at=nodes[shared] if first else None,
             fork_from=nodes[shared - 1] if first and shared else None,
+            trains=index in targets_of,
         )
 
     @property
@@ -85,3 +99,57 @@ class Graph:
 
     def is_model(self, node_id: int) -> bool:
         return self.nodes[node_id]["author"] == "model"
+
+
+def all_rule_rows(graph: Graph, leaf_paths: list[list[int]]) -> list[tuple[int, list[int]]]:
+    """skycap's `all` rule: every path is a row; a model node trains in the first path holding it."""
+    trained: set[int] = set()
+    rows = []
+    for index, nodes in enumerate(leaf_paths):
+        targets = [n for n in nodes if graph.is_model(n) and n not in trained]
+        trained.update(targets)
+        rows.append((index, targets))
+    return rows
+
+
+def recorded_rows(graph: Graph, leaf_paths: list[list[int]]):
+    """(rows as (path index, targets), rule name, problems) from the document's `samples`.
+
+    Rows are None when there is no `samples` to follow (the `all` rule applies). A row whose leaf
+    is inside the graph (a custom rule may end a sample before a leaf) trains on the first path
+    that holds it. Targets that skycap's own row validation would refuse are left out and named."""
+    samples = graph.samples
+    if samples is None:
+        return None, None, []
+    if not isinstance(samples, dict) or not isinstance(samples.get("rows"), list):
+        return None, None, ["`samples` is not an object with a list of `rows`: the all rule is shown instead"]
+    rule = samples["paths"] if isinstance(samples.get("paths"), str) else "(unnamed)"
+    first_path = {}
+    for index, nodes in enumerate(leaf_paths):
+        for node_id in nodes:
+            first_path.setdefault(node_id, index)
+    rows, trained, problems = [], set(), []
+    for number, row in enumerate(samples["rows"]):
+        where = f"samples row {number}"
+        leaf = row.get("leaf") if isinstance(row, dict) else None
+        targets = row.get("targets") if isinstance(row, dict) else None
+        if type(leaf) is not int or not 0 <= leaf < len(graph.nodes):
+            problems.append(f"{where}: leaf {leaf!r} names a node the graph doesn't have")
+            continue
+        if not isinstance(targets, list):
+            problems.append(f"{where}: targets {targets!r} is not a list of node ids")
+            continue
+        on_path = set(graph.path_to(leaf))
+        kept = []
+        for target in targets:
+            if type(target) is not int or target not in on_path:
+                problems.append(f"{where}: target {target!r} is not on the path to node {leaf}")
+            elif not graph.is_model(target):
+                problems.append(f"{where}: target {target} is not model-authored")
+            elif target in trained:
+                problems.append(f"{where}: target {target} is already trained by this or an earlier row")
+            else:
+                kept.append(target)
+                trained.add(target)
+        rows.append((first_path[leaf], kept))
+    return rows, rule, problems

@@ -1,9 +1,12 @@
 """The header of one record: what the page shows above a rollout and every listing row starts with.
 
 Built from the document alone (no sidecar), so the index computes it for every record and the
-detail routes send the same one. `size` is the rollout's size as the tables and the drawer show
-it (its largest path, in tokens, or in characters without tokens); `reward_value` is the reward
-as the page colours and sorts it (`fields.reward_as_number`).
+detail routes send the same one. `size` is what the trainer gets from the record, as the tables and
+the drawer show it: `samples` sequences of `tokens` in all (characters without tokens), `trainable`
+of them in the loss, and the `longest` path's size beside (never a ratio of two paths).
+`samples_rule` is the rule the record's `samples` name (`all`, `final`, a custom one), or null when
+the record has none and the viewer applies `all`. `reward_value` is the reward as the page colours
+and sorts it (`fields.reward_as_number`).
 """
 
 from skycap_viewer.record.fields import iso_time, reward_as_number, step_of, task_id, wire_id
@@ -53,7 +56,9 @@ def trajectory_header(rollout: Rollout, **context) -> dict:
         "record_problems": rollout.record_problems,
         "flags": rollout.flags,
         "skycap": skycap,
-        "size": {"unit": rollout.unit, "tokens": rollout.tokens, "trainable": rollout.trainable},
+        "size": {"unit": rollout.unit, "tokens": rollout.tokens, "trainable": rollout.trainable,
+                 "longest": rollout.longest, "samples": len(rollout.training_paths)},
+        "samples_rule": rollout.graph.rule,
         "reward_value": reward_as_number(document.get("annotations")),
     }
     header.update(context)

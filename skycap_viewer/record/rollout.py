@@ -65,14 +65,14 @@ class Rollout:
     def __init__(self, document: dict, present: set[str] | None = None, file_id: str | None = None):
         self.document = document
         self.nodes = document["nodes"]
-        self.graph = Graph(self.nodes)
+        self.graph = Graph(self.nodes, document.get("samples"))
         self.sidecars = document.get("sidecars") or {}
         self.calls = [call for node in self.nodes for call in node.get("calls") or []]
         self.missing_sidecars = sorted(
             kind for kind in listed_kinds(document)
             if present is not None and (kind not in self.sidecars or self.sidecars[kind]["file"] not in present)
         )
-        self.record_problems = layout_problems(document, file_id)
+        self.record_problems = layout_problems(document, file_id) + self.graph.problems
 
     @cached_property
     def mode(self) -> str:
@@ -167,7 +167,8 @@ class Rollout:
             "unbridged": bool(self.unbridged_nodes),
             "unbridged-inferred": self.bridged[ABSENT] > 0 and bool(self.inferred_unbridged_nodes),
             "replayed": any(b.kind == "replayed" for p in self.paths for b in p.blocks),
-            "no-train": any(p.trainable_count == 0 for p in token_blocked),
+            "no-train": any(p.trainable_count == 0 for p in token_blocked if p.info.trains)
+            or (self.graph.samples_recorded and bool(self.nodes) and not any(p.info.trains for p in self.paths)),
             "empty": not self.nodes,
             "truncated": bool(self.truncated_nodes) or any(p.stop_reason == "length" for p in self.paths),
             "abandoned": d["status"] == "abandoned",
@@ -184,10 +185,21 @@ class Rollout:
         return "tokens" if all(p.token_blocked for p in self.paths) else "chars"
 
     @property
+    def training_paths(self) -> list[PathView]:
+        """The paths the trainer gets as samples: the record's rows (every path under the `all` rule)."""
+        return [p for p in self.paths if p.info.trains]
+
+    @property
     def tokens(self) -> int:
-        """The largest path's size: tokens, or characters without tokens."""
-        return max((p.size for p in self.paths), default=0)
+        """The samples' sizes added up (what the trainer gets): tokens, or characters without tokens."""
+        return sum(p.size for p in self.training_paths)
 
     @property
     def trainable(self) -> int:
-        return max((p.trainable_count for p in self.paths), default=0)
+        """The tokens in the loss, over every sample."""
+        return sum(p.trainable_count for p in self.training_paths)
+
+    @property
+    def longest(self) -> int:
+        """The longest path's size, sample or not."""
+        return max((p.size for p in self.paths), default=0)

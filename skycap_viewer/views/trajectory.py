@@ -98,6 +98,7 @@ def path_payload(record_id: str, path: PathView, nodes: list[dict], chars: list[
         "abandoned": False,
         "masked_reason": None,
         "stop_reason": path.stop_reason,
+        "trains": info.trains,
         "unit": path.unit,
         "token_count": path.token_count,
         "char_count": path.char_count,
@@ -162,20 +163,24 @@ def node_chars(node: dict) -> int:
 
 
 def train_once(rollout: Rollout) -> dict:
-    """Does every model node sit in the loss of exactly one path? (skycap's `all` rule says so.)"""
+    """Does any model node sit in the loss of more than one path? And which train on none?
+
+    Under the `all` rule every model node trains exactly once; a record's own samples may leave
+    some out on purpose (`final` trains one path), so those are listed, not counted as a breach."""
     trained = {}
     for path in rollout.graph.paths:
         for node_id in path.targets:
             trained.setdefault(node_id, []).append(path.index)
     model_nodes = [n["id"] for n in rollout.nodes if n["author"] == "model"]
+    violations = [{"node_id": wire_id(n), "paths": trained[n]} for n in model_nodes if len(trained.get(n, [])) > 1]
     return {
-        "holds": all(len(trained.get(n, [])) == 1 for n in model_nodes),
-        "violations": [
-            {"node_id": wire_id(n), "paths": trained[n]} for n in model_nodes if len(trained.get(n, [])) > 1
-        ],
+        "holds": not violations,
+        "violations": violations,
         "untrained": [wire_id(n) for n in model_nodes if n not in trained],
         "model_nodes": len(model_nodes),
         "paths": len(rollout.graph.paths),
+        "rule": rollout.graph.rule or "all",
+        "rule_recorded": rollout.graph.samples_recorded,
     }
 
 

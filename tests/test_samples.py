@@ -1,0 +1,103 @@
+"""What trained is what the record says: a document's `samples` rows, not a re-run of the `all` rule.
+
+Checked on records skycap finished with `final` and custom path rules (`rules/`, `spec/tr_final_rule`)
+against skycap's own `trained_by_samples`, and on records made here whose rows do not fit the graph.
+"""
+
+import json
+import shutil
+
+import pytest
+
+from skycap_viewer.record.frames import compress, decompress_one_frame
+from tests.conftest import FIXTURES, ORACLE, run_cli
+from tests.server_process import ServerProcess
+
+RULES = ORACLE["rules"]["records"]
+
+
+def paths_of(server, run, record_id):
+    return server.get(f"/v1/trajectories/{record_id}/paths?run_id={run}")
+
+
+def test_a_final_rule_record_trains_only_its_final_path(corpus_server):
+    payload = paths_of(corpus_server, "spec", "tr_final_rule")
+    discarded, final = payload["paths"]
+    assert not discarded["trains"] and discarded["trainable_count"] == 0 and discarded["targets"] == []
+    kinds = {block["kind"] for block in discarded["blocks"]}
+    assert "sampled-untrained" in kinds and "sampled" not in kinds
+    assert final["trains"] and final["targets"] == ["n2", "n4"]
+    header = payload["trajectory"]
+    assert header["samples_rule"] == "final" and header["size"]["samples"] == 1
+    assert header["size"]["trainable"] == final["trainable_count"]
+    assert "no-train" not in header["flags"]  # a path the rule leaves out is no sample: nothing to flag
+    graph = corpus_server.get("/v1/trajectories/tr_final_rule/graph?run_id=spec")
+    assert graph["train_once"]["holds"] and graph["train_once"]["untrained"] == ["n1"]
+    assert graph["train_once"]["rule"] == "final" and graph["train_once"]["rule_recorded"]
+
+
+@pytest.mark.parametrize("record_id", sorted(RULES))
+def test_rule_records_total_what_skycap_says_the_trainer_gets(corpus_server, record_id):
+    entry = RULES[record_id]
+    header = paths_of(corpus_server, "rules", record_id)["trajectory"]
+    rows = entry["trained_by_samples"]
+    assert header["samples_rule"] == entry["samples_field"]["paths"]
+    assert header["size"]["samples"] == len(rows)
+    if entry["mode"] != "text":
+        assert header["size"]["tokens"] == sum(row["tokens"] for row in rows)
+        assert header["size"]["trainable"] == sum(row["trained_tokens"] for row in rows)
+    assert ("no-train" in header["flags"]) == (not rows or any(r["trained_tokens"] == 0 for r in rows))
+
+
+def test_a_rule_with_no_rows_trains_nothing_and_says_so(corpus_server):
+    payload = paths_of(corpus_server, "rules", "tr_rule_no_rows")
+    assert [p["trains"] for p in payload["paths"]] == [False]
+    assert payload["trajectory"]["size"]["trainable"] == 0 and "no-train" in payload["trajectory"]["flags"]
+    assert {b["kind"] for b in payload["paths"][0]["blocks"]} & {"sampled", "sampled-elsewhere"} == set()
+
+
+def test_rows_in_the_rules_order_train_the_paths_they_name(corpus_server):
+    payload = paths_of(corpus_server, "rules", "tr_rule_two_rows")
+    trains = {p["leaf_node_id"]: (p["trains"], p["targets"]) for p in payload["paths"]}
+    assert trains == {"n3": (True, ["n1"]), "n5": (False, []), "n7": (True, ["n7"])}
+    middle = next(p for p in payload["paths"] if p["leaf_node_id"] == "n5")
+    model_kinds = {b["kind"] for b in middle["blocks"] if b["author"] == "model"} - {"scaffold"}
+    assert model_kinds == {"sampled-elsewhere", "sampled-untrained"}
+
+
+def test_summary_totals_the_samples(corpus):
+    result = run_cli("summary", corpus / "rules", "--json")
+    assert result.returncode == 0, result.stderr
+    samples = json.loads(result.stdout)[0]["samples"]
+    tokens = [row for e in RULES.values() if e["mode"] != "text" for row in e["trained_by_samples"]]
+    assert samples["sequences"] == sum(len(e["trained_by_samples"]) for e in RULES.values())
+    assert samples["tokens"] == sum(row["tokens"] for row in tokens)
+    assert samples["trained_tokens"] == sum(row["trained_tokens"] for row in tokens)
+
+
+def with_samples(source, target, samples):
+    document = json.loads(decompress_one_frame(source.read_bytes()))
+    document["samples"] = samples
+    target.write_bytes(compress(json.dumps(document).encode()))
+
+
+@pytest.mark.parametrize("samples,problem", [
+    ({"paths": "custom", "rows": [{"leaf": 99, "targets": [1]}]}, "leaf 99 names a node the graph doesn't have"),
+    ({"paths": "custom", "rows": [{"leaf": 1, "targets": [0]}]}, "target 0 is not model-authored"),
+    ({"paths": "custom", "rows": [{"leaf": 1, "targets": [7]}]}, "target 7 is not on the path to node 1"),
+    ({"paths": "custom", "rows": [{"leaf": 1, "targets": [1]}, {"leaf": 1, "targets": [1]}]},
+     "target 1 is already trained by this or an earlier row"),
+    ({"paths": "custom", "rows": "all of them"}, "`samples` is not an object with a list of `rows`"),
+])
+def test_samples_that_do_not_fit_the_graph_are_record_problems(tmp_path, samples, problem):
+    run = tmp_path / "run"
+    run.mkdir()
+    for path in (FIXTURES / "spec").glob("tr_tokens.*"):
+        shutil.copy(path, run / path.name)
+    with_samples(FIXTURES / "spec" / "tr_tokens.json.zst", run / "tr_tokens.json.zst", samples)
+    check = run_cli("check", run)
+    assert check.returncode == 1 and problem in check.stdout
+    with ServerProcess([run]) as server:
+        server.wait_indexed()
+        row = server.get("/v1/trajectories?run_id=run")["data"][0]
+        assert "malformed-record" in row["flags"] and any(problem in p for p in row["record_problems"])
