@@ -5,11 +5,12 @@ read them), not from the server's own rows.
 """
 
 import math
+import shutil
 from collections import Counter
 
 import pytest
 
-from tests.conftest import ORACLE
+from tests.conftest import FIXTURES, ORACLE
 from tests.server_process import ServerProcess
 
 GROUP_RUNS = ("groups", "groups-text")
@@ -227,3 +228,24 @@ def test_groups_across_runs_and_key_collisions(corpus_server):
     assert corpus_server.get("/v1/groups/1~a?run_id=groups")["group"]["run_id"] == "groups"
     corpus_server.get("/v1/groups?run_id=nothing", expect=404)
     assert corpus_server.get("/v1/runs?refresh=true") == corpus_server.get("/v1/runs")
+
+
+def test_rollouts_without_a_group_key_are_counted_and_listed(tmp_path):
+    """A rollout without the group key is in no group: the Groups answer counts it, `ungrouped` lists it."""
+    run = tmp_path / "mixed"
+    shutil.copytree(FIXTURES / "groups", run)
+    for path in (FIXTURES / "spec").glob("tr_t*"):  # spec records carry no instance_id
+        shutil.copy(path, run / path.name)
+    keyless = {p.name.split(".")[0] for p in (FIXTURES / "spec").glob("tr_t*.json.zst")}
+    with ServerProcess([run]) as server:
+        server.wait_indexed()
+        groups = server.get("/v1/groups?run_id=mixed")
+        assert groups["ungrouped"] == len(keyless)
+        listed = server.get("/v1/trajectories?run_id=mixed&ungrouped=true&limit=1000")
+        assert {row["id"] for row in listed["data"]} == keyless and listed["total"] == len(keyless)
+        one = sorted(keyless)[0]
+        task = server.get(f"/v1/trajectories/{one}?run_id=mixed")["task_id"]
+        filtered = server.get(f"/v1/groups?run_id=mixed&task_id={task}")
+        assert filtered["total"] == 0 and filtered["ungrouped"] >= 1
+        assert server.get("/v1/groups?run_id=mixed&group_by=step")["ungrouped"] == sum(
+            1 for rid in keyless if ORACLE["spec"]["records"][rid]["meta"].get("step") is None)

@@ -128,10 +128,16 @@ class Api:
         flag = parse_flag(params)
         key, order, _ = parse_sort(params)
         limit, offset = parse_page(params)
+        ungrouped = one(params, "ungrouped") == "true"  # only the rows no group holds (the Groups view's notice)
         # an unfiltered listing of one run is what every poll asks again: keep its answers per snapshot
-        memo = snapshots[0].memoized if not filters and len(snapshots) == 1 else computed
+        memo = snapshots[0].memoized if not filters and not ungrouped and len(snapshots) == 1 else computed
         ordered = rows_in_order(snapshots, key, order)
         matching = filters.select(ordered) if filters else ordered
+        if ungrouped:
+            keys = self.group_keys(params)
+            by_run = {s.id: grouping_of(s, keys) if keys == self.group_by else build_grouping(s.rows, keys)
+                      for s in snapshots}
+            matching = [row for row in matching if by_run[row["_run"]].is_ungrouped(row)]
         band = memo(("health",), lambda: health(map(FLAG_KEY, matching), "rollouts", *coverage(snapshots)))
         if flag is not None:
             matching = [row for row in matching if flag in row["flags"]]
@@ -279,6 +285,9 @@ class Api:
             listed.extend((snapshot.id, grouping.groups[p], matched[p]) for p in sorted(matched))
         count = sum(len(grouping.groups) for _, grouping in groupings)
         band = health(map(group_band_key, listed), "groups", count, count)
+        ungrouped = sum(1 for snapshot, grouping in groupings
+                        for row in (filters.select(snapshot.rows) if filters else snapshot.rows)
+                        if grouping.is_ungrouped(row) and (flag is None or flag in row["flags"]))
         if flag is not None:
             listed = [(run_id, group, kept) for run_id, group, matched in listed
                       if (kept := flagged_members(group, matched, flag))]
@@ -295,6 +304,7 @@ class Api:
             "sort": {"key": key, "order": order},
             "reward_range": reward_range(r for _, group, _ in listed for r in group.rewards),
             "total": len(listed),
+            "ungrouped": ungrouped,
             "indexing": any(s.indexing for s in snapshots),
             "health": band,
         }

@@ -177,6 +177,10 @@ class Grouping:
         """id(row) -> the position of its group: a filtered listing reaches groups from matching rows."""
         return {id(row): position for position, group in enumerate(self.groups) for row in group.members}
 
+    def is_ungrouped(self, row: dict) -> bool:
+        """The row carries no group key: it is in no group (listed by `ungrouped=true`)."""
+        return id(row) not in self.position_of
+
     @property
     def groupable(self) -> bool:
         """Most rows carry the key: the page opens this run on Groups."""
