@@ -74,6 +74,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve.add_argument("--open", action="store_true", help="open the page in a browser")
     serve.add_argument("--demo", action="store_true", help="serve the small example run shipped with the viewer")
     serve.add_argument("--no-cache", action="store_true", help="neither read nor write the persisted index")
+    serve.add_argument("--no-verify", action="store_true",
+                       help="do not check every record's sidecars in the background (only those a view found damaged)")
 
     summary = argparse.ArgumentParser(prog="skycap-viewer summary", description="Print a summary of each run.")
     summary.add_argument("dirs", nargs="+", metavar="DIR")
@@ -111,7 +113,8 @@ def main(argv=None) -> int:
         from skycap_viewer.server.serve import run_serve
 
         return run_serve(served_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),
-                         quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache)
+                         quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache,
+                         verify=not args.no_verify)
     except UsageError as error:
         print(f"skycap-viewer: {error}", file=sys.stderr)
         return 2

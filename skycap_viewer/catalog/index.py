@@ -10,6 +10,7 @@ import os
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import RunLocation
@@ -71,6 +72,7 @@ class Snapshot:
     file_count: int
     updated_at: str | None
     scan_error: str | None = None
+    verified: int = 0  # rows whose sidecars have been read and checked (the background verification)
     memo: dict = field(default_factory=dict, compare=False)  # derived views, computed once per snapshot
 
     @property
@@ -132,6 +134,8 @@ class RunIndex:
         self.indexed_once = False
         self.snapshot: Snapshot | None = None
         self.rows_changed = True  # since the last snapshot
+        self.verify_first: set[str] = set()  # documents a request found damaged: verified before the rest
+        self.unsaved_verifications = False  # rows marked verified in place since the last save
 
     @property
     def directory(self) -> Path:
@@ -155,6 +159,22 @@ class RunIndex:
         self.versions[name] = version
         self.rows[name] = row
         self.rows_changed = True
+
+    def unverified(self, limit: int) -> list[str]:
+        """Up to `limit` documents whose sidecars are still to be checked, those a request reported first."""
+        first = [name for name in self.verify_first if name in self.rows]
+        self.verify_first.difference_update(first)
+        rest = (name for name, row in self.rows.items() if not row.get("_verified") and name not in first)
+        return first + list(islice(rest, max(limit - len(first), 0)))
+
+    def mark_verified(self, name: str, row: dict):
+        """Keep a verified row: in place when it found nothing new (every view of the row stays), else stored."""
+        kept = self.rows.get(name)
+        if kept is not None and kept["_json_z"] == row["_json_z"]:
+            kept["_verified"] = True
+            self.unsaved_verifications = True
+        else:
+            self.store(name, self.versions[name], row)
 
     def remove(self, name: str):
         self.versions.pop(name, None)
@@ -181,6 +201,7 @@ class RunIndex:
             file_count=file_count,
             updated_at=self.updated_at,
             scan_error=self.scan_error,
+            verified=sum(1 for row in rows if row.get("_verified")),
             memo=memo,
         )
         return self.snapshot
@@ -226,6 +247,12 @@ class Catalog:
             runs[location.id] = run
         self.runs = runs
         return fresh
+
+    def verify_soon(self, run_id: str, name: str):
+        """A request found the record's sidecars damaged: the watcher checks it on its next poll."""
+        run = self.runs.get(run_id)
+        if run is not None:
+            run.verify_first.add(name)
 
     def known_ids(self) -> dict[Path, str]:
         return {run.location.path: run_id for run_id, run in self.runs.items()}

@@ -170,7 +170,8 @@ class PersistedIndex:
 
     def save_due(self, run: RunIndex, settled: bool = False):
         """Save the run if its rows changed: at once when its indexing just settled, else when due."""
-        if self.disabled or self.saved.get(run.directory) == run.versions:  # same FileVersion objects: fast
+        if self.disabled or (self.saved.get(run.directory) == run.versions  # same FileVersion objects: fast
+                             and not run.unsaved_verifications):
             return
         if settled or time.monotonic() >= self.next_save.get(run.directory, 0.0):
             self.save(run)
@@ -191,6 +192,7 @@ class PersistedIndex:
             self.disable(f"cannot write {self.directory} ({error})")
             return
         self.saved[run.directory] = versions
+        run.unsaved_verifications = False
         spent = time.monotonic() - started
         self.next_save[run.directory] = time.monotonic() + max(MIN_SAVE_SECONDS, SAVE_COST_FACTOR * spent)
 

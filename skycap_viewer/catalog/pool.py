@@ -39,15 +39,15 @@ def core_count() -> int:
     return os.cpu_count() or 1
 
 
-def compute_chunk(directory: str, names: list[str]) -> list[tuple[str, dict]]:
+def compute_chunk(directory: str, names: list[str], verify: bool = False) -> list[tuple[str, dict]]:
     """Worker task: the rows of some documents of one directory."""
-    return [(name, compute_row(directory, name)) for name in names]
+    return [(name, compute_row(directory, name, verify)) for name in names]
 
 
-def compute_rows_here(directory, names):
+def compute_rows_here(directory, names, verify: bool = False):
     """(name, row) for each document, computed in this process."""
     for name in names:
-        yield name, compute_row(str(directory), name)
+        yield name, compute_row(str(directory), name, verify)
 
 
 def chunked(names: list[str], workers: int) -> list[list[str]]:
@@ -90,18 +90,18 @@ class RowPool:
         self.closed = False
         self.lifeline = None  # (read end for the workers, write end kept here and never written)
 
-    def compute_rows(self, directory, names):
+    def compute_rows(self, directory, names, verify: bool = False):
         """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants)."""
         names = list(names)
         if len(names) < self.small_batch or self.workers < 2:
-            yield from compute_rows_here(directory, names)
+            yield from compute_rows_here(directory, names, verify)
             return
         try:
-            futures = self._submit(str(directory), chunked(names, self.workers))
+            futures = self._submit(str(directory), chunked(names, self.workers), verify)
         except (OSError, RuntimeError) as error:  # cannot start processes here (a sandbox, a limit)
             print(f"skycap-viewer: indexing in one process: {type(error).__name__}: {error}", file=sys.stderr)
             self.workers = 1
-            yield from compute_rows_here(directory, names)
+            yield from compute_rows_here(directory, names, verify)
             return
         if futures is None:  # closed: the server is stopping
             return
@@ -118,7 +118,7 @@ class RowPool:
                     rows = future.result()
                 except BrokenProcessPool:  # a worker died (killed, out of memory): finish here
                     self._discard(self.executor)
-                    yield from compute_rows_here(directory, [n for chunk in futures.values() for n in chunk])
+                    yield from compute_rows_here(directory, [n for chunk in futures.values() for n in chunk], verify)
                     return
                 del futures[future]
                 yield from rows
@@ -127,7 +127,7 @@ class RowPool:
                 future.cancel()
             self._batch_done()
 
-    def _submit(self, directory: str, chunks: list[list[str]]):
+    def _submit(self, directory: str, chunks: list[list[str]], verify: bool):
         """{future: names} for every chunk, or None once closed."""
         with self.lock:
             if self.closed:
@@ -135,15 +135,15 @@ class RowPool:
             if self.idle_timer is not None:
                 self.idle_timer.cancel()
             try:
-                futures = self._submit_all(directory, chunks)
+                futures = self._submit_all(directory, chunks, verify)
             except BrokenProcessPool:  # a worker died while the pool was idle: start afresh
                 self.executor.shutdown(wait=False, cancel_futures=True)
                 self.executor = None
-                futures = self._submit_all(directory, chunks)
+                futures = self._submit_all(directory, chunks, verify)
             self.batches += 1
             return futures
 
-    def _submit_all(self, directory: str, chunks: list[list[str]]) -> dict:
+    def _submit_all(self, directory: str, chunks: list[list[str]], verify: bool) -> dict:
         if self.executor is None:
             context = multiprocessing.get_context(start_method())
             if context.get_start_method() == "forkserver":
@@ -151,7 +151,7 @@ class RowPool:
             self.lifeline = self.lifeline or context.Pipe(duplex=False)
             self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker,
                                                 initargs=(self.lifeline[0],))
-        return {self.executor.submit(compute_chunk, directory, chunk): chunk for chunk in chunks}
+        return {self.executor.submit(compute_chunk, directory, chunk, verify): chunk for chunk in chunks}
 
     def _batch_done(self):
         """Once no batch is left, stop the workers after `idle_seconds`: their memory goes back."""

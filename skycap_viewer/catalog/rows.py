@@ -25,6 +25,7 @@ from skycap_viewer.record.fields import created_ts
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.schema import is_plain_file_name
+from skycap_viewer.record.verify import document_problems, sidecar_problems
 from skycap_viewer.wire import encode_json
 
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
@@ -61,13 +62,19 @@ def summary(rollout: Rollout) -> dict:
     }
 
 
-def compute_row(directory: str, name: str) -> dict:
-    """The index row of the record whose document is `directory/name`; never raises for bad records."""
+def compute_row(directory: str, name: str, verify: bool = False) -> dict:
+    """The index row of the record whose document is `directory/name`; never raises for bad records.
+
+    With `verify` its sidecars are read too and what is wrong with them joins the record's problems
+    (`_verified` says the row was computed so); listings never wait for that."""
     path = os.path.join(directory, name)
     file_id = record_id_of(name)
     try:
         document = read_document(path)
-        rollout = Rollout(document, present_sidecars(directory, document), file_id)
+        present = present_sidecars(directory, document)
+        found = sidecar_problems(directory, document, present, not document_problems(document, file_id))[0] \
+            if verify else ()
+        rollout = Rollout(document, present, file_id, found)
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
         row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document))
         row["summary"] = summary(rollout)
@@ -75,7 +82,9 @@ def compute_row(directory: str, name: str) -> dict:
         return unreadable_row(file_id, str(error))
     except Exception as error:  # a document shape the analysis did not foresee: show it, don't crash
         return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})")
-    return slim(with_keys(row))
+    row = slim(with_keys(row))
+    row["_verified"] = verify
+    return row
 
 
 def unreadable_row(file_id: str, error: str) -> dict:
@@ -91,7 +100,9 @@ def unreadable_row(file_id: str, error: str) -> dict:
         "created_ts": None, "unreadable": True, "error": error,
         "summary": {"tokens": 0, "trainable": 0, "kinds": {}, "flags": flags, "paths": 0, "strip": []},
     }
-    return slim(with_keys(row))
+    row = slim(with_keys(row))
+    row["_verified"] = True  # nothing more to read
+    return row
 
 
 def with_keys(row: dict) -> dict:

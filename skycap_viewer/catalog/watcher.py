@@ -18,16 +18,18 @@ from skycap_viewer.record.fields import iso_time
 
 POLL_SECONDS = 2.0
 PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often
+VERIFY_BATCH = 512  # documents whose sidecars are checked per poll, once indexing is done
 
 
 class Watcher(threading.Thread):
     def __init__(self, catalog: Catalog, interval: float = POLL_SECONDS, compute_rows=compute_rows_here,
-                 cache=None):
+                 cache=None, verify: bool = True):
         super().__init__(name="skycap-viewer-watcher", daemon=True)
         self.catalog = catalog
         self.interval = interval
         self.compute_rows = compute_rows  # e.g. pool.RowPool.compute_rows
         self.cache = cache  # a cache.PersistedIndex, or None (--no-cache)
+        self.verify = verify  # check every record's sidecars in the background (--no-verify: only reported ones)
         self.stopped = threading.Event()
         self.missing_roots: set = set()  # roots found gone (said once)
         self.discovered = threading.Event()  # set once the first poll has published the runs it found
@@ -75,6 +77,25 @@ class Watcher(threading.Thread):
         for run in runs:
             run.indexed_once = True
             self.save(run)
+        if not work:  # the lowest priority: only once nothing is left to index
+            self.verify_some(runs)
+
+    def verify_some(self, runs: list[RunIndex]):
+        """Read and check a batch of rows' sidecars, as `check` does; a damaged record gets its problem.
+
+        A batch per poll, so new records are indexed first and a request never waits on it; what is
+        verified is saved in the persisted index, so a restart goes on where it stopped."""
+        for run in runs:
+            names = run.unverified(VERIFY_BATCH if self.verify else 0)
+            if not names:
+                continue
+            for name, row in self.compute_rows(run.directory, names, verify=True):
+                if run.versions.get(name) == run.listing.get(name) and name in run.rows:  # not changed meanwhile
+                    run.mark_verified(name, row)
+                if self.stopped.is_set():
+                    return
+            self.save(run, settled=len(names) < VERIFY_BATCH)  # saved before it shows: the last batch at once
+            self.catalog.publish([run], set())
 
     def report_roots(self):
         """Say once when a directory given on the command line goes away, and when it is back."""

@@ -16,9 +16,7 @@ from skycap_viewer.catalog.discovery import record_directories
 from skycap_viewer.commands.terminal import Progress, plural, print_out
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.record.document import document_path, list_record_ids, read_document
-from skycap_viewer.record.graph import Graph
-from skycap_viewer.record.manifest import EXPECTED_ARRAYS, layout_problems, listed_kinds
-from skycap_viewer.record.sidecars import TokenData, decode_arrays, mask_problems, read_payload
+from skycap_viewer.record.verify import document_problems, sidecar_problems
 
 
 @dataclass
@@ -43,39 +41,15 @@ class DirectoryReport:
             self.absent[kind] = self.absent.get(kind, 0) + 1
 
 
-def sidecar_problems(path: Path, document: dict, kind: str, manifest: dict, consistent: bool) -> list[str]:
-    """Open one present sidecar: one whole frame, then (when the manifest and nodes agree with
-    each other, so nothing is reported twice) its arrays against the payload and the nodes."""
-    try:
-        payload = read_payload(path)
-        if not consistent or kind not in EXPECTED_ARRAYS:
-            return []
-        arrays = decode_arrays(payload, manifest, path)
-    except RecordError as error:
-        return [f"{kind} sidecar {path.name}: {error.problem}"]
-    if kind == "tokens":
-        return TokenData(arrays, path).problems(document)
-    if kind == "sampling_mask":
-        return mask_problems(arrays)
-    return []
-
-
 def check_record(directory: Path, record_id: str, present: set[str]) -> RecordReport:
     """Every problem of one record; an unreadable document is one problem, its error."""
     try:
         document = read_document(document_path(directory, record_id))
     except RecordError as error:
         return RecordReport(record_id, [error.problem], [])
-    problems = layout_problems(document, record_id) + Graph(document["nodes"], document.get("samples")).problems
-    consistent = not problems
-    sidecars = document.get("sidecars") or {}
-    absent = sorted(listed_kinds(document) - set(sidecars))  # a mirror's `omitted_sidecars`
-    for kind, manifest in sidecars.items():
-        if manifest["file"] not in present:
-            absent.append(kind)
-        else:
-            problems += sidecar_problems(directory / manifest["file"], document, kind, manifest, consistent)
-    return RecordReport(record_id, problems, absent)
+    problems = document_problems(document, record_id)
+    found, absent = sidecar_problems(directory, document, present, consistent=not problems)
+    return RecordReport(record_id, problems + found, absent)
 
 
 def check_directory(directory: Path) -> DirectoryReport:

@@ -62,7 +62,9 @@ class PathView:
 
 
 class Rollout:
-    def __init__(self, document: dict, present: set[str] | None = None, file_id: str | None = None):
+    def __init__(self, document: dict, present: set[str] | None = None, file_id: str | None = None,
+                 sidecar_problems=()):
+        """`sidecar_problems`: what reading the sidecars found (`record.verify`), when they were read."""
         self.document = document
         self.nodes = document["nodes"]
         self.graph = Graph(self.nodes, document.get("samples"))
@@ -72,7 +74,7 @@ class Rollout:
             kind for kind in listed_kinds(document)
             if present is not None and (kind not in self.sidecars or self.sidecars[kind]["file"] not in present)
         )
-        self.record_problems = layout_problems(document, file_id) + self.graph.problems
+        self.record_problems = layout_problems(document, file_id) + self.graph.problems + list(sidecar_problems)
 
     @cached_property
     def mode(self) -> str:

@@ -97,6 +97,7 @@ class Api:
             "indexed": len(snapshot.rows),
             "updated_at": snapshot.updated_at,
             "trajectory_count": snapshot.file_count,
+            "sidecars_verified": snapshot.verified,
             "error": snapshot.scan_error,
             **snapshot.facts,
         }
@@ -199,6 +200,8 @@ class Api:
                 return 200, cached
             payload = paths_payload(directory, document, present, record_id, text=text,
                                     **context(snapshot, row))
+            if "tokens_error" in payload and "malformed-record" not in row["flags"]:
+                self.catalog.verify_soon(snapshot.id, document_path(directory, record_id).name)
             if not text or self.settled(directory, record_id, document):
                 encoded = RawJson(encode_json(payload))  # kept encoded: opening the rollout again costs nothing
                 if version and version == files_version(directory, record_id, present):

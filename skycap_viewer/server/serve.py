@@ -42,7 +42,7 @@ def stop_like_ctrl_c(signum, frame):
 
 
 def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group_by=DEFAULT_GROUP_BY,
-              quiet: bool = False, open_browser: bool = False, use_cache: bool = True) -> int:
+              quiet: bool = False, open_browser: bool = False, use_cache: bool = True, verify: bool = True) -> int:
     """Serve `dirs` (checked by the command line) until Ctrl-C or SIGTERM."""
     catalog = Catalog(dirs)
     shown_host, host = host, host.strip("[]")
@@ -62,7 +62,7 @@ def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group
               "the viewer has no authentication", file=sys.stderr, flush=True)
     pool = RowPool()
     cache = PersistedIndex(cache_directory()) if use_cache else None
-    watcher = Watcher(catalog, compute_rows=pool.compute_rows, cache=cache)
+    watcher = Watcher(catalog, compute_rows=pool.compute_rows, cache=cache, verify=verify)
     watcher.start()
     watcher.discovered.wait(timeout=10)  # so the first request already lists every run
     if open_browser:

@@ -1,0 +1,73 @@
+"""Damage is visible where the list is: sidecars are verified in the background, as `check` does.
+
+Listings never wait for it: rows are listed from documents first, then each record's sidecars are
+read once and a damaged one is flagged `malformed-record` with its problem, so the band agrees with
+`check`. What was verified is kept in the persisted index; `--no-verify` checks only what a view found.
+"""
+
+import json
+import shutil
+
+from tests.conftest import FIXTURES, run_cli
+from tests.server_process import ServerProcess, wait_for
+
+
+def check_problems(run):
+    result = run_cli("check", "--json", run)
+    records = json.loads(result.stdout)["directories"][0]["records"]
+    return {record["id"]: record["problems"] for record in records}
+
+
+def flagged(server, run_id="broken"):
+    rows = server.get(f"/v1/trajectories?run_id={run_id}&limit=1000")["data"]
+    return {row["id"]: row["record_problems"] for row in rows if "malformed-record" in row["flags"]}
+
+
+def verified(server, run_id="broken"):
+    run = next(r for r in server.get("/v1/runs")["data"] if r["id"] == run_id)
+    return run["sidecars_verified"], run["trajectory_count"]
+
+
+def test_after_verification_the_band_agrees_with_check(tmp_path):
+    run = tmp_path / "broken"
+    shutil.copytree(FIXTURES / "broken", run)
+    expected = check_problems(run)
+    with ServerProcess([run]) as server:
+        server.wait_indexed()
+        wait_for(lambda: verified(server)[0] == verified(server)[1], "every record verified", timeout=60)
+        found = flagged(server)
+        assert set(found) == set(expected)
+        sidecar_only = {"tr_truncated_sidecar", "tr_sidecar_two_frames"} & set(expected)
+        assert sidecar_only, "the corpus has records whose damage only their sidecars show"
+        for record_id in sidecar_only:
+            assert any("sidecar" in problem for problem in found[record_id]), found[record_id]
+        band = dict(server.get("/v1/trajectories?run_id=broken")["health"]["counts"])
+        assert band["malformed-record"] == len(expected)
+
+
+def test_verification_is_remembered_across_a_restart(tmp_path):
+    run = tmp_path / "broken"
+    shutil.copytree(FIXTURES / "broken", run)
+    with ServerProcess([run], cache_home=tmp_path / "cache") as server:
+        server.wait_indexed()
+        wait_for(lambda: verified(server)[0] == verified(server)[1], "every record verified", timeout=60)
+        before = flagged(server)
+    with ServerProcess([run], "--no-verify", cache_home=tmp_path / "cache") as server:
+        server.wait_indexed()
+        assert verified(server)[0] == verified(server)[1]
+        assert flagged(server) == before
+
+
+def test_without_verification_a_damaged_sidecar_is_flagged_once_a_view_reads_it(tmp_path):
+    run = tmp_path / "broken"
+    shutil.copytree(FIXTURES / "broken", run)
+    with ServerProcess([run], "--no-verify") as server:
+        server.wait_indexed()
+        assert "tr_truncated_sidecar" not in flagged(server)
+        assert verified(server)[0] < verified(server)[1]
+        paths = server.get("/v1/trajectories/tr_truncated_sidecar/paths?run_id=broken")
+        assert paths["text_only"] == "tokens-unreadable"
+        wait_for(lambda: "tr_truncated_sidecar" in flagged(server), "the damaged record flagged", timeout=15)
+        header = server.get("/v1/trajectories/tr_truncated_sidecar?run_id=broken")
+        assert "malformed-record" in header["flags"]
+        assert any("tokens sidecar" in problem for problem in header["record_problems"])
