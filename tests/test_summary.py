@@ -196,3 +196,22 @@ def test_a_histogram_of_extreme_rewards_stays_finite():
     edges = [bucket["from"] for bucket in summary["histogram"]] + [summary["histogram"][-1]["to"]]
     assert all(math.isfinite(edge) for edge in edges) and edges == sorted(edges)
     assert [bucket["n"] for bucket in summary["histogram"]] == [1, 0, 0, 0, 0, 12, 0, 0, 0, 1]
+
+
+def test_tasks_without_a_task_are_not_a_task_and_the_last_bucket_holds_the_maximum(corpus, tmp_path):
+    result = run_cli("summary", corpus / "spec", "--json")
+    run = json.loads(result.stdout)[0]
+    readable = [e for e in ORACLE["spec"]["records"].values() if e.get("document") == "ok"]
+    keyed = [e for e in readable if any(k in e["meta"] for k in ("task_id", "task", "instance_id"))]
+    assert "none" not in run["tasks"] and sum(run["tasks"].values()) == len(keyed)
+    assert run["without_task"] == len(readable) - len(keyed)
+    assert run["documents"] == len(ORACLE["spec"]["records"])
+    seed = json.loads(decompress_one_frame((corpus / "spec" / "tr_text.json.zst").read_bytes()))
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    for i in range(15):
+        document = dict(seed, id=f"tr_sweep{i:02d}", annotations={"reward": i / 14})
+        (sweep / f"tr_sweep{i:02d}.json.zst").write_bytes(compress(json.dumps(document).encode()))
+    text = run_cli("summary", sweep).stdout
+    rewards = next(line for line in text.splitlines() if line.strip().startswith("rewards"))
+    assert rewards.endswith(",1]:2") and rewards.count("]") == 1

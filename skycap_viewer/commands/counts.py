@@ -45,6 +45,7 @@ class RunStats:
     modes: Counter = field(default_factory=Counter)
     steps: Counter = field(default_factory=Counter)
     tasks: Counter = field(default_factory=Counter)
+    without_task: int = 0
     paths: Counter = field(default_factory=Counter)
     most_paths: tuple[int, str] | None = None
     forked: int = 0
@@ -75,7 +76,11 @@ class RunStats:
         self.modes[rollout.mode] += 1
         step = step_of(meta)
         self.steps["none" if step is None else scalar_text(step)] += 1
-        self.tasks[task_id(meta) or "none"] += 1
+        task = task_id(meta)
+        if task is None:
+            self.without_task += 1
+        else:
+            self.tasks[task] += 1
         paths = len(rollout.graph.paths)
         self.paths[paths] += 1
         if self.most_paths is None or paths > self.most_paths[0]:
@@ -117,6 +122,8 @@ class RunStats:
             "modes": dict(sorted(self.modes.items())),
             "steps": dict(sorted(self.steps.items(), key=lambda item: _step_order(item[0]))),
             "tasks": dict(sorted(self.tasks.items())),
+            "without_task": self.without_task,
+            "documents": self.records + len(self.unreadable),  # what `flags` counts over
             "groups": groups,
             "paths": {
                 "histogram": {str(k): n for k, n in sorted(self.paths.items())},

@@ -67,7 +67,9 @@ def reward_line(rewards: dict | None, missing: int) -> str:
     head = f"n={rewards['count']}" + (f" (missing {rewards['missing']})" if rewards["missing"] else "")
     if "values" in rewards:
         return head + ": " + " ".join(f"{value}×{n}" for value, n in rewards["values"])
-    buckets = " ".join(f"[{b['from']:.4g},{b['to']:.4g}):{b['n']}" for b in rewards["histogram"])
+    last = len(rewards["histogram"]) - 1  # the last bucket holds the maximum: closed on the right
+    buckets = " ".join(f"[{b['from']:.4g},{b['to']:.4g}{']' if i == last else ')'}:{b['n']}"
+                       for i, b in enumerate(rewards["histogram"]))
     return f"{head}, min {rewards['min']:.4g}, max {rewards['max']:.4g}: {buckets}"
 
 
@@ -84,7 +86,8 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
         ("statuses", counts(summary["statuses"])),
         ("modes", counts(summary["modes"])),
         ("steps", counts(summary["steps"])),
-        ("tasks", f"{len(tasks)} distinct: {counts(dict(top_tasks))}{more_tasks}"),
+        ("tasks", f"{len(tasks)} distinct: {counts(dict(top_tasks))}{more_tasks}"
+                  + (f"; {plural(summary['without_task'], 'record')} without a task" if summary["without_task"] else "")),
         (
             "groups",
             f"{groups['count']} by {','.join(groups['by'])}; sizes {counts(groups['sizes'])}"
@@ -105,7 +108,8 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
                     f"{summary['samples']['tokens']} tokens, {summary['samples']['trained_tokens']} in the loss"
                     f"; rules {counts(summary['samples_rules'])}"),
         ("failures", f"{summary['failures']['total']} in {plural(summary['failures']['records'], 'record')}"),
-        ("flags", counts({k: n for k, n in summary["flags"].items() if n})),
+        ("flags", f"over all {plural(summary['documents'], 'document')}, unreadable ones included: "
+                  + counts({k: n for k, n in summary["flags"].items() if n})),
         ("rewards", reward_line(summary["rewards"], summary["records"])),
     ]
     lines = [f"{run.id}  ({run.path})"]
