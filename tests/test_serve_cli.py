@@ -142,3 +142,12 @@ def test_access_log_unless_quiet(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_a_run_two_levels_down_belongs_to_the_folder_it_is_in(tmp_path):
+    for place in ("root/proj/run-a", "root/direct", "root/job-7/skycap"):
+        shutil.copytree(FIXTURES / "spec", tmp_path / place)
+    with ServerProcess([tmp_path / "root"]) as server:
+        server.wait_indexed()
+        projects = {run["id"]: run["project"] for run in server.get("/v1/runs")["data"]}
+    assert projects == {"run-a": "proj", "direct": "root", "job-7": "root"}

@@ -41,17 +41,24 @@ def run_name(path: Path) -> str:
     return path.parent.name if path.name == "skycap" and path.parent.name else path.name
 
 
+def project_name(path: Path) -> str:
+    """The folder the run's named directory sits in (`ROOT/proj/run-a` is in `proj`; `/runs/job-7/skycap`,
+    run `job-7`, is in `runs`)."""
+    named = path.parent if path.name == "skycap" and path.parent.name else path
+    return named.parent.name or named.name
+
+
 def record_directories(root: Path) -> list[tuple[Path, str]]:
     """(record directory, project name) pairs under one root."""
     if is_record_directory(root):
-        return [(root, root.parent.name or root.name)]
+        return [(root, project_name(root))]
     found = []
     for child in _subdirectories(root):
         if is_record_directory(child):
-            found.append((child, root.name))
+            found.append((child, project_name(child)))
         else:
             grandchildren = _subdirectories(child)
-            found.extend((path, root.name) for path in grandchildren if is_record_directory(path))
+            found.extend((path, project_name(path)) for path in grandchildren if is_record_directory(path))
     return found
 
 
