@@ -70,6 +70,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0 picks a free one)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
     serve.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
+    serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                       help="also answer requests for this host name (e.g. the machine's name with --host 0.0.0.0)")
     serve.add_argument("--quiet", action="store_true", help="no access log")
     serve.add_argument("--open", action="store_true", help="open the page in a browser")
     serve.add_argument("--demo", action="store_true", help="serve the small example run shipped with the viewer")
@@ -114,7 +116,7 @@ def main(argv=None) -> int:
 
         return run_serve(served_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),
                          quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache,
-                         verify=not args.no_verify)
+                         verify=not args.no_verify, allowed_hosts=args.allowed_host)
     except UsageError as error:
         print(f"skycap-viewer: {error}", file=sys.stderr)
         return 2

@@ -165,3 +165,16 @@ def test_the_host_and_the_site_are_checked_before_any_route(web):
     assert web.get("/v1/runs", Host="evil.example").status == 400
     assert web.get("/v1/runs", Origin="http://evil.example").status == 403
     assert web.get("/v1/runs", **{"Sec-Fetch-Site": "cross-site"}).status == 403
+
+
+def test_a_name_given_with_allowed_host_is_answered_and_others_are_told_how(web):
+    refused = web.get("/v1/runs", Host="lab-box.example:8765")
+    assert refused.status == 400 and "--allowed-host" in refused.json()["detail"]
+    named = ViewerServer(("0.0.0.0", 8765), web.server.api, quiet=True, bind=False, allowed_hosts=["Lab-Box.example"])
+    try:
+        web.server, kept = named, web.server
+        assert web.get("/v1/runs", Host="lab-box.example:8765").status == 200
+        assert web.get("/v1/runs", Host="evil.example:8765").status == 400
+    finally:
+        web.server = kept
+        named.server_close()

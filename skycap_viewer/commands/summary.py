@@ -79,6 +79,7 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
     tasks = summary["tasks"]
     top_tasks = sorted(tasks.items(), key=lambda item: (-item[1], item[0]))[:10]
     more_tasks = " …" if len(tasks) > len(top_tasks) else ""
+    without_task = f"; {plural(summary['without_task'], 'record')} without a task" if summary["without_task"] else ""
     unreadable = f" (+{summary['unreadable']} unreadable)" if summary["unreadable"] else ""
     bridged = " ".join(f"{k}={calls['bridged'][k]}" for k in BRIDGED_KEYS)
     rows = [
@@ -86,8 +87,7 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
         ("statuses", counts(summary["statuses"])),
         ("modes", counts(summary["modes"])),
         ("steps", counts(summary["steps"])),
-        ("tasks", f"{len(tasks)} distinct: {counts(dict(top_tasks))}{more_tasks}"
-                  + (f"; {plural(summary['without_task'], 'record')} without a task" if summary["without_task"] else "")),
+        ("tasks", f"{len(tasks)} distinct: {counts(dict(top_tasks))}{more_tasks}{without_task}"),
         (
             "groups",
             f"{groups['count']} by {','.join(groups['by'])}; sizes {counts(groups['sizes'])}"

@@ -42,12 +42,13 @@ def stop_like_ctrl_c(signum, frame):
 
 
 def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group_by=DEFAULT_GROUP_BY,
-              quiet: bool = False, open_browser: bool = False, use_cache: bool = True, verify: bool = True) -> int:
+              quiet: bool = False, open_browser: bool = False, use_cache: bool = True, verify: bool = True,
+              allowed_hosts=()) -> int:
     """Serve `dirs` (checked by the command line) until Ctrl-C or SIGTERM."""
     catalog = Catalog(dirs)
     shown_host, host = host, host.strip("[]")
     try:
-        server = ViewerServer((host, port), Api(catalog, group_by), quiet=quiet)
+        server = ViewerServer((host, port), Api(catalog, group_by), quiet=quiet, allowed_hosts=allowed_hosts)
     except OSError as error:
         raise UsageError(f"cannot listen on {shown_host}:{port}: {error.strerror or error}") from None
     url = page_url(host, server.port)

@@ -123,11 +123,14 @@ def static_files() -> dict:
     return table
 
 
-def host_names(bound_host: str) -> frozenset:
-    """The `Host` names a browser uses for this server: loopback names and the bound address."""
+def host_names(bound_host: str, allowed=()) -> frozenset:
+    """The `Host` names a browser uses for this server: loopback names, the bound address, and the names
+    `--allowed-host` accepts (a machine's name when serving beyond loopback). Any other name is refused:
+    a page on another site that rebinds its own name to this address gets nothing."""
     names = set(LOOPBACK_NAMES)
-    bound = bound_host.lower()
-    names.add(f"[{bound}]" if ":" in bound else bound)
+    for name in (bound_host, *allowed):
+        name = name.strip().lower()
+        names.add(f"[{name.strip('[]')}]" if ":" in name else name)
     return frozenset(names)
 
 
@@ -166,7 +169,7 @@ class ViewerServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 64
 
-    def __init__(self, address, api: Api, quiet: bool = False, bind: bool = True):
+    def __init__(self, address, api: Api, quiet: bool = False, bind: bool = True, allowed_hosts=()):
         """`bind=False` opens no socket: requests are then handed in one connection at a time
         (`ViewerHandler(connection, address, server)`), as the in-process tests do."""
         host = address[0]
@@ -175,7 +178,7 @@ class ViewerServer(ThreadingHTTPServer):
         self.answers = AnswerCache(LISTING_CACHE_BYTES)
         self.quiet = quiet
         self.static = static_files()
-        self.allowed_names = host_names(host)
+        self.allowed_names = host_names(host, allowed_hosts)
         self.wildcard = is_wildcard(host)
         super().__init__(address, ViewerHandler, bind_and_activate=bind)
 
@@ -225,7 +228,9 @@ class ViewerHandler(BaseHTTPRequestHandler):
         if len(hosts) == 1 and host_allowed(hosts[0], server.allowed_names, server.port, server.wildcard):
             return False
         self.close_connection = True
-        self.reply_json(400, {"detail": "unexpected Host header (this viewer answers on localhost only)"})
+        names = ", ".join(sorted(server.allowed_names))
+        self.reply_json(400, {"detail": f"unexpected Host header: this viewer answers to {names} "
+                                        "(serve with --allowed-host NAME to accept another name)"})
         return True
 
     def cross_site(self) -> bool:
