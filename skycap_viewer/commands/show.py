@@ -7,11 +7,10 @@ characters other than newline and tab are printed escaped, never sent to the ter
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
-from skycap_viewer.commands.terminal import Painter, plural, print_out, wants_colour
+from skycap_viewer.commands.terminal import Painter, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
 from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
@@ -26,7 +25,6 @@ KIND_STYLES = {
     "sampled-untrained": ("yellow",),
 }
 LEVEL_STYLES = {"error": ("red", "bold"), "warn": ("yellow",), "info": ("blue",)}
-UNSAFE_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def document_file(record: Path) -> Path:
@@ -39,16 +37,6 @@ def document_file(record: Path) -> Path:
     if record.exists():
         raise UsageError(f"not a record document (*{DOCUMENT_SUFFIX}): {record}")
     raise UsageError(f"no such record: {record}")
-
-
-def escaped(match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def safe(text: str) -> str:
-    """Escape characters that could move the cursor, restyle the terminal or not encode at all."""
-    return UNSAFE_CHARACTERS.sub(escaped, text)
 
 
 def utf16_slice(text: str, start: int, end: int) -> str:
