@@ -29,9 +29,11 @@ def trajectory_forks(document: dict) -> list[Fork]:
     """Every fork of the document's graph, by node id (the order skycap prints them in)."""
     nodes = document["nodes"]
     token_mode = (document.get("capture") or {}).get("mode") == "tokens"
-    messages = [normalized(node.get("message"), token_mode) for node in nodes]
     forks = []
     for parent, children in sibling_groups(nodes):
+        if len(children) < 2:
+            continue  # no fork here: leave the messages of a long linear record alone
+        messages = {child: normalized(nodes[child].get("message"), token_mode) for child in children}
         for index in range(1, len(children)):
             node, earlier = children[index], children[:index]
             sibling = chosen_sibling(nodes, messages, node, earlier)
@@ -63,7 +65,7 @@ def same_hash(a: dict, b: dict) -> bool:
     return a.get("match_hash") is not None and a.get("match_hash") == b.get("match_hash")
 
 
-def chosen_sibling(nodes: list[dict], messages: list[dict], node: int, earlier: list[int]) -> int:
+def chosen_sibling(nodes: list[dict], messages: dict[int, dict], node: int, earlier: list[int]) -> int:
     """The earlier sibling a fork is compared with: §10's rules 1-5, the first that finds one."""
     this = nodes[node]
     latest = earlier[::-1]  # ties and "the latest" go to the most recent sibling
