@@ -6,7 +6,8 @@ The layers, in the order the data flows (each imports only the ones before it, a
 - base: `errors` (every error type), `flags` (the flag and text-only catalogues), `wire` (JSON
   as sent). They import nothing of the package.
 - `record/`: one record read from its files: zstd frames, the document and its schema, the sidecar
-  manifest and arrays, the graph, paths and blocks (`rollout`), the fields rules and the header.
+  manifest and arrays, the graph, its forks named as skycap's `check` names them, paths and blocks
+  (`rollout`), the fields rules and the header.
 - `catalog/`: the runs being served: discovery, the index row of a record, the in-memory run index
   and its snapshots, the persisted index, the worker pool and the polling watcher.
 - `views/`: answers computed from the catalog and records: listings (filters, sorts, pages, health),

@@ -87,6 +87,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     check = argparse.ArgumentParser(prog="skycap-viewer check", description="Validate records against format v1.")
     check.add_argument("dirs", nargs="+", metavar="DIR")
     check.add_argument("--json", action="store_true", help="print JSON")
+    check.add_argument("--forks", action="store_true",
+                       help="also name every fork the way skycap's check does (the exit status does not change)")
 
     show = argparse.ArgumentParser(prog="skycap-viewer show", description="Show one rollout in the terminal.")
     show.add_argument("record", metavar="RECORD", help="a record's document file ({id}.json.zst)")
@@ -107,7 +109,7 @@ def main(argv=None) -> int:
         if command == "check":
             from skycap_viewer.commands.check import run_check
 
-            return run_check(existing_directories(args.dirs), as_json=args.json)
+            return run_check(existing_directories(args.dirs), as_json=args.json, forks=args.forks)
         if command == "show":
             from skycap_viewer.commands.show import run_show
 

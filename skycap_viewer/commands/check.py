@@ -5,18 +5,25 @@ see because it never opens a sidecar: one zstd frame per file, arrays whose dtyp
 and size fit the payload, node slices inside their arrays, text cut on character boundaries.
 A listed sidecar whose file is absent is not a problem (a mirror may leave it out): it is
 counted per kind in the directory's summary line.
+
+With `--forks` it also names every fork of every readable record in skycap's own words
+(`record/forks.py`). Forks are not problems: the exit status stays about the format.
 """
 
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import record_directories
-from skycap_viewer.commands.terminal import Progress, plural, print_out
+from skycap_viewer.commands.terminal import Progress, plural, print_out, safe
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.record.document import document_path, list_record_ids, read_document
+from skycap_viewer.record.forks import Fork, trajectory_forks
+from skycap_viewer.record.graph import Graph
 from skycap_viewer.record.verify import document_problems, sidecar_problems
+from skycap_viewer.views.trajectory import fork_payload
 
 
 @dataclass
@@ -24,6 +31,8 @@ class RecordReport:
     id: str
     problems: list[str]
     absent: list[str]  # listed sidecar kinds whose files are not in the directory
+    forks: list[Fork] = field(default_factory=list)  # only with --forks
+    heading: str = ""  # skycap's line above a record's forks: `{document id}  {status}  {n} paths`
 
 
 @dataclass
@@ -32,27 +41,36 @@ class DirectoryReport:
     documents: int = 0
     bad: list[RecordReport] = field(default_factory=list)
     absent: dict[str, int] = field(default_factory=dict)
+    listed: list[RecordReport] = field(default_factory=list)  # with problems or forks, in id order
 
     def add(self, report: RecordReport) -> None:
         self.documents += 1
         if report.problems:
             self.bad.append(report)
+        if report.problems or report.forks:
+            self.listed.append(report)
         for kind in report.absent:
             self.absent[kind] = self.absent.get(kind, 0) + 1
 
 
-def check_record(directory: Path, record_id: str, present: set[str]) -> RecordReport:
-    """Every problem of one record; an unreadable document is one problem, its error."""
+def check_record(directory: Path, record_id: str, present: set[str], forks: bool = False) -> RecordReport:
+    """Every problem of one record (an unreadable document is one problem, its error), and with
+    `forks` the record's forks and skycap's heading line for them."""
     try:
         document = read_document(document_path(directory, record_id))
     except RecordError as error:
         return RecordReport(record_id, [error.problem], [])
     problems = document_problems(document, record_id)
     found, absent = sidecar_problems(directory, document, present, consistent=not problems)
-    return RecordReport(record_id, problems + found, absent)
+    report = RecordReport(record_id, problems + found, absent)
+    if forks:
+        report.forks = trajectory_forks(document)
+        leaves = Graph(document["nodes"]).leaves
+        report.heading = f"{document['id']}  {document['status']}  {len(leaves)} paths"
+    return report
 
 
-def check_directory(directory: Path) -> DirectoryReport:
+def check_directory(directory: Path, forks: bool = False) -> DirectoryReport:
     report = DirectoryReport(directory)
     try:
         present = set(os.listdir(directory))
@@ -61,7 +79,7 @@ def check_directory(directory: Path) -> DirectoryReport:
         raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
     progress = Progress(f"checking {directory}", len(ids))
     for done, record_id in enumerate(ids, 1):
-        report.add(check_record(directory, record_id, present))
+        report.add(check_record(directory, record_id, present, forks))
         progress.update(done)
     progress.close()
     return report
@@ -78,15 +96,44 @@ def resolve_directories(dirs) -> list[Path]:
     return found
 
 
-def summary_line(report: DirectoryReport) -> str:
+def fork_line(fork: Fork) -> str:
+    """One fork as skycap's `check` prints it."""
+    where = "new root" if fork.parent_id is None else f"under node {fork.parent_id}"
+    return f"  node {fork.node_id} ({where}, vs node {fork.sibling_id}): {fork.kind}: {fork.detail}"
+
+
+def fork_lines(report: DirectoryReport) -> list[str]:
+    """Each forked record's heading and fork lines; kinds and details name the record's roles and
+    message keys, so they are escaped like any record text."""
+    return [safe(line) for record in report.listed if record.forks
+            for line in [record.heading, *map(fork_line, record.forks)]]
+
+
+def fork_counts(report: DirectoryReport) -> str:
+    """`forks: 2 edited reply, 1 resample`: kinds, most common first (ties in the order first seen)."""
+    kinds = Counter(fork.kind for record in report.listed for fork in record.forks)
+    return "forks: " + ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
+
+
+def summary_line(report: DirectoryReport, forks: bool = False) -> str:
     line = f"{report.path}: {plural(report.documents, 'document')}, {len(report.bad)} with problems"
     if report.absent:
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.absent.items()))
         line += f"; listed sidecar files not here (read as absent): {kinds}"
+    if forks and any(record.forks for record in report.listed):
+        line += f"; {safe(fork_counts(report))}"
     return line
 
 
-def json_payload(reports: list[DirectoryReport]) -> dict:
+def record_entry(record: RecordReport, forks: bool) -> dict:
+    entry = {"id": record.id, "problems": record.problems}
+    if forks:
+        entry["forks"] = [fork_payload(fork) for fork in record.forks]
+    return entry
+
+
+def json_payload(reports: list[DirectoryReport], forks: bool = False) -> dict:
+    """Records with problems; with `forks`, the forked ones too, each with its forks."""
     return {
         "valid": not any(r.bad for r in reports),
         "directories": [
@@ -95,20 +142,22 @@ def json_payload(reports: list[DirectoryReport]) -> dict:
                 "documents": r.documents,
                 "with_problems": len(r.bad),
                 "absent_sidecars": dict(sorted(r.absent.items())),
-                "records": [{"id": b.id, "problems": b.problems} for b in r.bad],
+                "records": [record_entry(b, forks) for b in (r.listed if forks else r.bad)],
             }
             for r in reports
         ],
     }
 
 
-def run_check(dirs, as_json: bool = False) -> int:
-    """Exit 0 when every record is valid, 1 when any has a problem (2 is raised as UsageError)."""
+def run_check(dirs, as_json: bool = False, forks: bool = False) -> int:
+    """Exit 0 when every record is valid, 1 when any has a problem (2 is raised as UsageError);
+    forks, when asked for, are printed and never change it."""
     directories = resolve_directories(dirs)
-    reports = [check_directory(d) for d in directories]
+    reports = [check_directory(d, forks) for d in directories]
     if as_json:
-        print_out(json.dumps(json_payload(reports), indent=1, ensure_ascii=False))
+        print_out(json.dumps(json_payload(reports, forks), indent=1, ensure_ascii=False))
     else:
-        lines = [f"{r.path}/{bad.id}: {'; '.join(bad.problems)}" for r in reports for bad in r.bad]
-        print_out("\n".join(lines + [summary_line(r) for r in reports]))
+        lines = [line for r in reports for line in fork_lines(r)]
+        lines += [f"{r.path}/{bad.id}: {'; '.join(bad.problems)}" for r in reports for bad in r.bad]
+        print_out("\n".join(lines + [summary_line(r, forks) for r in reports]))
     return 1 if any(r.bad for r in reports) else 0

@@ -1,21 +1,22 @@
 """`skycap-viewer show RECORD`: one rollout in a terminal, for a researcher on an ssh session.
 
 The text view is printed from the same payload the server sends for `/paths` (`--json` prints
-it as is), so what the terminal shows is what the page shows. Record text is untrusted: control
-characters other than newline and tab are printed escaped, never sent to the terminal raw.
+it as is), so what the terminal shows is what the page shows; its `fork` lines are `/graph`'s
+forks. Record text is untrusted: control characters other than newline and tab are printed
+escaped, never sent to the terminal raw.
 """
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
-from skycap_viewer.commands.terminal import Painter, plural, print_out, wants_colour
+from skycap_viewer.commands.terminal import Painter, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
 from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
-from skycap_viewer.views.trajectory import paths_payload
+from skycap_viewer.record.forks import trajectory_forks
+from skycap_viewer.views.trajectory import fork_payload, paths_payload
 
 KIND_STYLES = {
     "given": ("grey",),
@@ -26,7 +27,6 @@ KIND_STYLES = {
     "sampled-untrained": ("yellow",),
 }
 LEVEL_STYLES = {"error": ("red", "bold"), "warn": ("yellow",), "info": ("blue",)}
-UNSAFE_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def document_file(record: Path) -> Path:
@@ -39,16 +39,6 @@ def document_file(record: Path) -> Path:
     if record.exists():
         raise UsageError(f"not a record document (*{DOCUMENT_SUFFIX}): {record}")
     raise UsageError(f"no such record: {record}")
-
-
-def escaped(match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def safe(text: str) -> str:
-    """Escape characters that could move the cursor, restyle the terminal or not encode at all."""
-    return UNSAFE_CHARACTERS.sub(escaped, text)
 
 
 def utf16_slice(text: str, start: int, end: int) -> str:
@@ -73,7 +63,14 @@ def compact(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def header_lines(payload: dict, path_count: int, paint: Painter) -> list[str]:
+def fork_text(fork: dict) -> str:
+    """`node n3 under n0 vs n2: resample: ...`: a fork, its sibling and its cause, in wire ids."""
+    where = f"under {fork['parent_id']}" if fork["parent_id"] else "a new root"
+    return f"node {fork['node_id']} {where} vs {fork['sibling_id']}: {fork['kind']}: {fork['detail']}"
+
+
+def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dict] = ()) -> list[str]:
+    """The rollout's header; `forks` (`/graph`'s shape) as one `fork` row each."""
     header = payload["trajectory"]
     ended = "ended" if header["ended"] else "not ended"
     first = f"{paint(header['id'], 'bold')}  {header['status']}  {ended}  {payload['mode']} mode"
@@ -85,6 +82,7 @@ def header_lines(payload: dict, path_count: int, paint: Painter) -> list[str]:
         rows.append(("created", f"{header['created_at']}  finished {header.get('finished_at') or '-'}"))
     bridged = " ".join(f"{k}={n}" for k, n in header["skycap"]["bridged"].items())
     rows.append(("calls", f"{header['capture']['exchange_count']}  bridged {bridged}"))
+    rows += [("fork", fork_text(fork)) for fork in forks]
     for name in header["flags"]:
         flag = FLAG_BY_NAME[name]
         rows.append(("flag", f"{paint(name, *LEVEL_STYLES[flag.level])} ({flag.level}): {flag.why}"))
@@ -148,7 +146,8 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False)
         print_out(json.dumps(payload, indent=1, ensure_ascii=False))
         return 0
     paint = Painter(wants_colour(sys.stdout))
-    lines = header_lines(payload, path_count, paint)
+    forks = [fork_payload(fork) for fork in trajectory_forks(document)]
+    lines = header_lines(payload, path_count, paint, forks)
     for path in payload["paths"]:
         lines += path_lines(path, payload["nodes"], paint)
     if not payload["paths"]:

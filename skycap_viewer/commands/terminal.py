@@ -1,4 +1,5 @@
-"""Terminal niceties for the CLI: colour only on a terminal, and a progress line on stderr.
+"""Terminal niceties for the CLI: colour only on a terminal, a progress line on stderr, and record
+text escaped before it reaches the terminal.
 
 Colour follows the NO_COLOR convention (https://no-color.org): set to anything non-empty, it
 turns colour off; piped output never gets escape codes, so `show | less` or a log file stays
@@ -6,6 +7,7 @@ plain text.
 """
 
 import os
+import re
 import sys
 
 STYLES = {
@@ -19,6 +21,18 @@ STYLES = {
     "cyan": "36",
     "grey": "90",
 }
+UNSAFE_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def escaped(match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe(text: str) -> str:
+    """Escape characters in record text that could move the cursor, restyle the terminal or not
+    encode at all (`show` and `check` print what a record says)."""
+    return UNSAFE_CHARACTERS.sub(escaped, text)
 
 
 def print_out(text: str) -> None:

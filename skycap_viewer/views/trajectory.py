@@ -10,6 +10,7 @@ from itertools import accumulate
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.blocks import Block, message_text, sampled_tokens, utf16_length
 from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
+from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData, read_tokens
@@ -211,8 +212,15 @@ def graph_node(rollout: Rollout, node: dict, signs: dict) -> dict:
     }
 
 
+def fork_payload(fork: Fork) -> dict:
+    """One fork as the wire has it: node ids as `"n<id>"`, `parent_id` null for a new root."""
+    return {"node_id": wire_id(fork.node_id), "parent_id": wire_id(fork.parent_id),
+            "sibling_id": wire_id(fork.sibling_id), "kind": fork.kind, "detail": fork.detail}
+
+
 def graph_payload(document: dict, present_names, file_id: str | None, **context) -> dict:
-    """The `/graph` answer: every node once, leaves, branch points, and the train-once check."""
+    """The `/graph` answer: every node once, leaves, branch points, each fork named as skycap's
+    `check` names it, and the train-once check."""
     rollout = Rollout(document, set(present_names), file_id)
     graph = rollout.graph
     signs = {
@@ -230,6 +238,7 @@ def graph_payload(document: dict, present_names, file_id: str | None, **context)
              "child_ids": [wire_id(c) for c in graph.children[n]]}
             for n in graph.branch_points
         ],
+        "forks": [fork_payload(fork) for fork in trajectory_forks(document)],
         "train_once": train_once(rollout),
     }
 
