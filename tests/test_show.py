@@ -8,8 +8,12 @@ import sys
 
 import pytest
 
+from skycap_viewer.commands.show import header_lines
+from skycap_viewer.commands.terminal import Painter
 from skycap_viewer.flags import FLAG_BY_NAME
+from skycap_viewer.record.document import read_document
 from skycap_viewer.record.frames import compress, decompress_one_frame
+from skycap_viewer.views.trajectory import paths_payload
 from tests.conftest import ORACLE, run_cli, trained_paths
 from tests.test_oracle import ALLOWED
 
@@ -163,3 +167,16 @@ def test_colour_on_a_terminal_unless_no_color(corpus):
     plain = on_a_terminal([record], dict(env, NO_COLOR="1"))
     assert ESC not in plain and "sampled" in plain
 
+
+
+def test_painted_header_lines_carry_real_styles_and_escaped_record_text(corpus):
+    directory = corpus / "spec"
+    document = read_document(directory / "tr_truncated.json.zst")
+    document["id"] = "tr_\x1b]0;owned\x07"
+    payload = paths_payload(directory, document, set(os.listdir(directory)), "tr_truncated")
+    lines = header_lines(payload, 1, Painter(True))
+    text = "\n".join(lines)
+    assert "\\x1b[" not in text  # styles are painted, never printed escaped
+    assert "\x1b[1m" in lines[0] and "tr_\\x1b]0;owned\\x07" in lines[0]  # the record's own ESC is escaped
+    flag_lines = [line for line in lines if line.startswith("flag")]
+    assert flag_lines and all("\x1b[" in line for line in flag_lines)

@@ -73,7 +73,7 @@ def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dic
     """The rollout's header; `forks` (`/graph`'s shape) as one `fork` row each."""
     header = payload["trajectory"]
     ended = "ended" if header["ended"] else "not ended"
-    first = f"{paint(header['id'], 'bold')}  {header['status']}  {ended}  {payload['mode']} mode"
+    first = f"{paint(safe(header['id']), 'bold')}  {safe(str(header['status']))}  {ended}  {payload['mode']} mode"
     first += f"  {plural(path_count, 'path')}"
     rows = [("meta", compact(header["meta"])), ("annotations", compact(header["annotations"]))]
     if header.get("tokenizer"):
@@ -83,9 +83,7 @@ def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dic
     bridged = " ".join(f"{k}={n}" for k, n in header["skycap"]["bridged"].items())
     rows.append(("calls", f"{header['capture']['exchange_count']}  bridged {bridged}"))
     rows += [("fork", fork_text(fork)) for fork in forks]
-    for name in header["flags"]:
-        flag = FLAG_BY_NAME[name]
-        rows.append(("flag", f"{paint(name, *LEVEL_STYLES[flag.level])} ({flag.level}): {flag.why}"))
+    flags = [FLAG_BY_NAME[name] for name in header["flags"]]
     rows += [("problem", problem) for problem in header["record_problems"]]
     if header["missing_sidecars"]:
         rows.append(("absent", "listed sidecars not here: " + ", ".join(header["missing_sidecars"])))
@@ -93,7 +91,11 @@ def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dic
         rows.append(("note", TEXT_ONLY_BY_REASON[payload["text_only"]].note))
     if payload.get("tokens_error"):
         rows.append(("tokens", payload["tokens_error"]))
-    return [safe(first)] + [f"{label:<12} {safe(str(value))}" for label, value in rows]
+    lines = [first] + [f"{label:<12} {safe(str(value))}" for label, value in rows]  # escaped, then painted
+    at = 1 + next((i for i, (label, _) in enumerate(rows) if label == "problem"), len(rows))
+    lines[at:at] = [f"{'flag':<12} {paint(flag.name, *LEVEL_STYLES[flag.level])} ({flag.level}): {flag.why}"
+                    for flag in flags]
+    return lines
 
 
 def path_lines(path: dict, nodes: dict, paint: Painter) -> list[str]:
