@@ -46,18 +46,28 @@ def group_keys(text: str) -> tuple[str, ...]:
     return keys
 
 
-def served_directories(args) -> list[Path]:
-    """The record directories to serve: the demo run shipped in the package, or the ones given."""
-    if args.demo:
-        from skycap_viewer.demo import records_directory
+def demo_directory() -> Path:
+    """The example run shipped inside the package (`--demo`), wherever the package is installed."""
+    from skycap_viewer.demo import records_directory
 
-        directory = records_directory()
-        if not directory.is_dir() or not any(n.endswith(".json.zst") for n in os.listdir(directory)):
-            raise UsageError(f"the demo records are not there yet ({directory} is empty)")
-        return [directory]
+    directory = records_directory()
+    if not directory.is_dir() or not any(n.endswith(".json.zst") for n in os.listdir(directory)):
+        raise UsageError(f"the demo records are not there yet ({directory} is empty)")
+    return directory
+
+
+def given_directories(args, check=readable_directories) -> list[Path]:
+    """The record directories a command works on: the demo run, or the ones given (one at least)."""
+    if args.demo:
+        return [demo_directory(), *check(args.dirs)]
     if not args.dirs:
-        raise UsageError("give one or more record directories (or --demo for an example run)")
-    return readable_directories(args.dirs)
+        raise UsageError("give one or more record directories (or --demo for the example run)")
+    return check(args.dirs)
+
+
+def shown_record(args) -> Path:
+    """`show`'s record: a document file, or with `--demo` an id of the example run."""
+    return demo_directory() / args.record if args.demo else Path(args.record)
 
 
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
@@ -80,18 +90,21 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
                        help="do not check every record's sidecars in the background (only those a view found damaged)")
 
     summary = argparse.ArgumentParser(prog="skycap-viewer summary", description="Print a summary of each run.")
-    summary.add_argument("dirs", nargs="+", metavar="DIR")
+    summary.add_argument("dirs", nargs="*", metavar="DIR")
+    summary.add_argument("--demo", action="store_true", help="the example run shipped with the viewer")
     summary.add_argument("--json", action="store_true", help="print JSON")
     summary.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
 
     check = argparse.ArgumentParser(prog="skycap-viewer check", description="Validate records against format v1.")
-    check.add_argument("dirs", nargs="+", metavar="DIR")
+    check.add_argument("dirs", nargs="*", metavar="DIR")
+    check.add_argument("--demo", action="store_true", help="the example run shipped with the viewer")
     check.add_argument("--json", action="store_true", help="print JSON")
     check.add_argument("--forks", action="store_true",
                        help="also name every fork the way skycap's check does (the exit status does not change)")
 
     show = argparse.ArgumentParser(prog="skycap-viewer show", description="Show one rollout in the terminal.")
-    show.add_argument("record", metavar="RECORD", help="a record's document file ({id}.json.zst)")
+    show.add_argument("record", metavar="RECORD", help="a record's document file ({id}.json.zst), or with --demo an id")
+    show.add_argument("--demo", action="store_true", help="RECORD is an id of the example run shipped with the viewer")
     show.add_argument("--path", type=int, default=None, metavar="N", help="only path N")
     show.add_argument("--json", action="store_true", help="print the rollout's paths as JSON")
     return {"serve": serve, "summary": summary, "check": check, "show": show}
@@ -105,18 +118,19 @@ def main(argv=None) -> int:
         if command == "summary":
             from skycap_viewer.commands.summary import run_summary
 
-            return run_summary(existing_directories(args.dirs), as_json=args.json, group_by=group_keys(args.group_by))
+            return run_summary(given_directories(args, existing_directories), as_json=args.json,
+                               group_by=group_keys(args.group_by))
         if command == "check":
             from skycap_viewer.commands.check import run_check
 
-            return run_check(existing_directories(args.dirs), as_json=args.json, forks=args.forks)
+            return run_check(given_directories(args, existing_directories), as_json=args.json, forks=args.forks)
         if command == "show":
             from skycap_viewer.commands.show import run_show
 
-            return run_show(Path(args.record), path_index=args.path, as_json=args.json)
+            return run_show(shown_record(args), path_index=args.path, as_json=args.json)
         from skycap_viewer.server.serve import run_serve
 
-        return run_serve(served_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),
+        return run_serve(given_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),
                          quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache,
                          verify=not args.no_verify, allowed_hosts=args.allowed_host)
     except UsageError as error:

@@ -108,3 +108,15 @@ def test_tool_call_multibyte_text_and_markup(demo):
     assert any(t and not t.text_bytes(n["tokens"]).isascii() for _, n, t in nodes)
     assert any(t and "" in t.pieces(n["tokens"]) for _, n, t in nodes)  # an emoji over two tokens
     assert any("<img src=x onerror=alert(1)>" in (n["message"].get("content") or "") for _, n, _ in nodes)
+
+
+def test_the_terminal_commands_take_the_demo_run_too():
+    summary = run_cli("summary", "--demo", "--json")
+    assert summary.returncode == 0, summary.stderr
+    records = sorted(p.name[: -len(".json.zst")] for p in DEMO.glob("*.json.zst"))
+    assert json.loads(summary.stdout)[0]["records"] == len(records)
+    check = run_cli("check", "--demo")
+    assert check.returncode == 0 and "0 with problems" in check.stdout
+    show = run_cli("show", "--demo", records[0])
+    assert show.returncode == 0 and show.stdout.startswith(records[0])
+    assert run_cli("show", "--demo", "tr_no_such_record").returncode == 2
