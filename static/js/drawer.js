@@ -3,16 +3,16 @@
 // redrawn only when the record changed, keeping the scroll position.
 
 import {get} from "./api.js";
-import {renderCalls} from "./calls.js";
+import {renderCalls} from "./tab-calls.js";
 import {button, copyText, el, replace} from "./dom.js";
 import {num, pct} from "./format.js";
-import {renderForks} from "./forks.js";
-import {renderJson} from "./json.js";
-import {renderPath} from "./path.js";
+import {renderForks} from "./tab-forks.js";
+import {renderJson} from "./tab-json.js";
+import {renderPath} from "./tab-path.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
 import {LazyText} from "./tokens.js";
-import {renderTree} from "./tree.js";
+import {renderTree} from "./tab-tree.js";
 import {flagBadge} from "./viewer.js";
 
 const WIDTH_KEY = "skycap-viewer.drawer-width";

@@ -6,7 +6,7 @@ import {el, replace, select} from "./dom.js";
 import {num, plural} from "./format.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
-import {trainOnce} from "./trainonce.js";
+import {trainOnce} from "./train-once.js";
 
 export function renderForks(bundle, state, {go, lazy}) {
   const paths = bundle.paths?.paths || [];

@@ -1,13 +1,13 @@
-// The Groups table: one row per prompt per step (a GRPO group). A group row expands in place
-// into its rollouts, several at a time; superseded attempts sit greyed under the attempt that
-// counts. Expanded groups are fetched once per filter/sort and re-read on every poll.
+// The run page's Groups table: one row per prompt per step (a GRPO group). A group row expands in
+// place into its rollouts, several at a time; superseded attempts sit greyed under the attempt
+// that counts. Expanded groups are fetched once per filter/sort and re-read on every poll.
 
 import {get} from "./api.js";
 import {el} from "./dom.js";
 import {num, range as span, shortId} from "./format.js";
 import {rewardCell, rewardDot} from "./reward.js";
 import {filterParams} from "./route.js";
-import {flagsCell, matchClass, sortHeader, statusBadge} from "./table.js";
+import {flagsCell, matchClass, sortHeader, statusBadge} from "./run-table.js";
 import {flagBadge, flagInfo, rowFlags} from "./viewer.js";
 
 const COLUMNS = 6;

@@ -1,10 +1,10 @@
-// The Rollouts table: one row per trajectory.
+// The run page's Rollouts table: one row per trajectory.
 
 import {el} from "./dom.js";
 import {age, isoOf, num, pct, shortId} from "./format.js";
 import {rewardCell} from "./reward.js";
 import {strip} from "./strip.js";
-import {flagsCell, sortHeader, statusBadge} from "./table.js";
+import {flagsCell, sortHeader, statusBadge} from "./run-table.js";
 
 export function rolloutsTable(listing, sort, {onSort, onOpen, openId}) {
   const range = listing.reward_range;

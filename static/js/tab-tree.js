@@ -5,7 +5,7 @@
 import {el} from "./dom.js";
 import {num, plural} from "./format.js";
 import {visible} from "./tokens.js";
-import {trainOnce} from "./trainonce.js";
+import {trainOnce} from "./train-once.js";
 import {flagInfo} from "./viewer.js";
 
 /** The readable text of a node: decoded text, else its token ids, else its message. */
