@@ -35,7 +35,7 @@ export function renderForks(bundle, state, {go, lazy}) {
 }
 
 function comparison(fork, bundle, pathA, pathB, lazy) {
-  const unit = pathA.token_count ? "tokens" : "chars";
+  const unit = fork.unit;
   const nodes = bundle.paths.nodes || {};
   const shared = fork.shared_nodes
     ? `They agree on ${plural(fork.shared_nodes, "node")} (${num(unit === "tokens" ? fork.shared_tokens : fork.shared_chars)} ${unit}), up to ${fork.last_shared_node_id}${fork.last_shared ? ` (${fork.last_shared.role ?? "-"}, ${fork.last_shared.author})` : ""}.`
@@ -44,7 +44,7 @@ function comparison(fork, bundle, pathA, pathB, lazy) {
     + ` and path ${fork.b} has ${num(fork.b_nodes_after)} from ${fork.b_node_id_first ?? "-"}.`;
   const column = (label, path, blocks) => {
     const readout = el("p", {className: "readout small"}, "hover a token");
-    const list = el("div", {className: "blocks"}, blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {controls: false})));
+    const list = el("div", {className: "blocks"}, blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {unit, controls: false})));
     wireReadout(list, readout);
     return el("div", {className: "fork-side", dataset: {side: label}},
       el("h3", {}, `path ${path.index}`, el("span", {className: "muted small"}, ` → ${path.leaf_node_id}`)),
@@ -54,7 +54,7 @@ function comparison(fork, bundle, pathA, pathB, lazy) {
     el("p", {className: "fork-sentence"}, shared, " ", then),
     trainOnce(fork.train_once),
     fork.shared_blocks?.length ? el("div", {className: "blocks shared-blocks"}, el("h3", {className: "muted small"}, "last shared node"),
-      fork.shared_blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {controls: false, dim: true}))) : null,
+      fork.shared_blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {unit, controls: false, dim: true}))) : null,
     el("div", {className: "side-by-side"}, column("a", pathA, fork.a_blocks || []), column("b", pathB, fork.b_blocks || [])),
   ];
 }

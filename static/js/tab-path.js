@@ -3,19 +3,11 @@
 // control characters.
 
 import {el} from "./dom.js";
-import {num, pct} from "./format.js";
+import {num, pct, sizeIn} from "./format.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 
 const pathOptions = {given: true, controls: false, logprobs: false};
-
-function pathSize(path) {
-  return path.token_count || path.char_count || 0;
-}
-
-function unitOf(path) {
-  return path.char_count !== null && path.char_count !== undefined && !path.token_count ? "chars" : "tokens";
-}
 
 export function renderPath(bundle, state, {go, redraw, lazy}) {
   const data = bundle.paths;
@@ -23,7 +15,7 @@ export function renderPath(bundle, state, {go, redraw, lazy}) {
   if (!paths.length) return el("p", {className: "notice"}, "This trajectory has no path to show.");
   const index = Math.min(state.path, paths.length - 1);
   const path = paths[index];
-  const unit = unitOf(path);
+  const unit = path.unit;
   const box = el("div", {className: "path-tab"});
   if (paths.length > 1) box.append(picker(paths, index, go));
   box.append(strip(path.blocks, {tall: true, unit, onpick: (i) => {
@@ -35,7 +27,7 @@ export function renderPath(bundle, state, {go, redraw, lazy}) {
     el("input", {type: "checkbox", checked: pathOptions[name], dataset: {option: name},
       onchange: (event) => { pathOptions[name] = event.target.checked; redraw(); }}), ` ${label}`);
   box.append(el("div", {className: "toolbar"},
-    el("span", {}, `${num(pathSize(path))} ${unit}`),
+    el("span", {}, `${num(sizeIn(path, unit))} ${unit}`),
     tokenMode ? el("span", {}, `${num(path.trainable_count)} trainable (${pct(path.trainable_count, path.token_count) || "0%"})`) : null,
     el("span", {}, `stop: ${path.stop_reason ?? "-"}`),
     toggle("given", "given", "show the given blocks (system, user, tool messages)"),
@@ -46,7 +38,7 @@ export function renderPath(bundle, state, {go, redraw, lazy}) {
   box.append(readout);
   const blocks = el("div", {className: "blocks"});
   const shown = path.blocks.filter((block) => pathOptions.given || block.kind !== "given");
-  for (const block of shown) blocks.append(blockElement(block, data.nodes?.[block.node_id], lazy, pathOptions));
+  for (const block of shown) blocks.append(blockElement(block, data.nodes?.[block.node_id], lazy, {...pathOptions, unit}));
   if (!shown.length) {
     blocks.append(el("p", {className: "notice"}, path.blocks.length
       ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));
@@ -63,8 +55,8 @@ function picker(paths, index, go) {
       onclick: () => go({path: i}, {replace: true})},
     el("span", {className: "pick-name"}, `path ${i}`),
     el("span", {className: "muted small"}, path.fork_from ? `from ${path.fork_from}` : ""),
-    strip(path.blocks, {unit: unitOf(path)}),
-    el("span", {className: "muted small"}, path.token_count
+    strip(path.blocks, {unit: path.unit}),
+    el("span", {className: "muted small"}, path.unit === "tokens"
       ? `${num(path.trainable_count)}/${num(path.token_count)} ${pct(path.trainable_count, path.token_count)}`
       : `${num(path.char_count)} ch`))));
 }
@@ -83,9 +75,9 @@ function notices(data, path, paths) {
   }
   const elsewhere = path.blocks.filter((b) => b.kind === "sampled-elsewhere");
   if (elsewhere.length) {
-    const count = elsewhere.reduce((sum, b) => sum + (b.token_count ?? b.char_count ?? 0), 0);
+    const count = elsewhere.reduce((sum, b) => sum + sizeIn(b, path.unit), 0);
     const where = [...new Set(elsewhere.map((b) => b.trained_in))].map((i) => `path ${i}`).join(", ");
-    note("info", `Train-once: ${num(count)} ${unitOf(path)} here were sampled by the model but are trained in ${where}, so this path masks them (sampled-elsewhere).`);
+    note("info", `Train-once: ${num(count)} ${path.unit} here were sampled by the model but are trained in ${where}, so this path masks them (sampled-elsewhere).`);
   }
   if (path.index > 0 && path.diverges_at) {
     note("info", path.fork_from

@@ -3,7 +3,7 @@
 // branches side by side with the text they share dimmed.
 
 import {el} from "./dom.js";
-import {num, plural} from "./format.js";
+import {num, plural, sizeIn, unitShort} from "./format.js";
 import {visible} from "./tokens.js";
 import {trainOnce} from "./train-once.js";
 import {flagInfo} from "./viewer.js";
@@ -32,17 +32,17 @@ function signBadges(node) {
   return badges;
 }
 
-function size(node) {
-  if (node.token_count !== null && node.token_count !== undefined) {
-    const sampled = node.author === "model" && node.sampled_token_count ? ` · ${num(node.sampled_token_count)} sampled` : "";
-    return `${num(node.token_count)} tok${sampled}`;
-  }
-  return `${num(node.char_count ?? 0)} ch`;
+/** A node's size in the rollout's unit (the header's `size.unit`). */
+function size(node, unit) {
+  const sampled = unit === "tokens" && node.author === "model" && node.sampled_token_count
+    ? ` · ${num(node.sampled_token_count)} sampled` : "";
+  return `${num(sizeIn(node, unit))} ${unitShort(unit)}${sampled}`;
 }
 
 export function renderTree(bundle, {openNode, setOpen}) {
   const nodes = bundle.graph.nodes || [];
   const byId = new Map(nodes.map((node) => [node.node_id, node]));
+  const unit = bundle.trajectory.size?.unit;
   const children = new Map(nodes.map((node) => [node.node_id, []]));
   const roots = [];
   for (const node of nodes) {
@@ -76,7 +76,7 @@ export function renderTree(bundle, {openNode, setOpen}) {
     el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
     el("span", {className: "muted small"}, node.author),
     ...signBadges(node),
-    el("span", {className: "muted small"}, `${size(node)}${kids.length ? "" : " · leaf"}`),
+    el("span", {className: "muted small"}, `${size(node, unit)}${kids.length ? "" : " · leaf"}`),
     kids.length > 1 ? el("span", {className: "branches"}, `${kids.length} branches`) : null,
     el("span", {className: "node-id"}, id));
     row.style.setProperty("--rail", String(rail));
@@ -107,7 +107,7 @@ function callLine(call, i) {
 function panel(bundle, node, kids, byId, trained) {
   const box = el("div", {className: "tree-panel"});
   box.style.setProperty("--rail", "0");
-  box.append(el("p", {className: "small"}, size(node), " · ",
+  box.append(el("p", {className: "small"}, size(node, bundle.trajectory.size?.unit), " · ",
     node.author === "model" ? (trained.has(node.node_id) ? `trains in path ${trained.get(node.node_id)}` : "not trained") : "context"));
   if ((node.calls || []).length) box.append(el("ul", {className: "calls small"}, node.calls.map(callLine)));
   box.append(el("pre", {className: "text"}, visible(nodeText(bundle, node.node_id), false)));
