@@ -67,7 +67,7 @@ export class Drawer {
   setRewardRange(range) {
     if (JSON.stringify(range) === JSON.stringify(this.rewardRange)) return;
     this.rewardRange = range;
-    if (this.rewardBox && this.bundle) replace(this.rewardBox, rewardCell(this.bundle.trajectory.annotations?.reward, range));
+    if (this.rewardBox && this.bundle) replace(this.rewardBox, rewardCell(this.bundle.trajectory.annotations?.reward, this.bundle.trajectory.reward_value, range));
   }
 
   /** Open, switch or close the drawer to match `state`. */
@@ -179,7 +179,7 @@ export class Drawer {
         el("span", {className: "grow"}),
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
       el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact"}, el("dt", {}, label), el("dd", {}, value))),
-        el("div", {className: "fact"}, el("dt", {}, "reward"), this.rewardBox = el("dd", {}, rewardCell(t.annotations?.reward, this.rewardRange)))),
+        el("div", {className: "fact"}, el("dt", {}, "reward"), this.rewardBox = el("dd", {}, rewardCell(t.annotations?.reward, t.reward_value, this.rewardRange)))),
       el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name))),
       notes);
   }

@@ -44,7 +44,7 @@ function rolloutRow(row, range, onOpen, openId) {
     size.trainable ? `${num(size.trainable)} ${pct(size.trainable, size.tokens)}` : "-"),
   el("td", {className: "num", title: "model calls"}, num(row.capture?.exchange_count)),
   el("td", {className: "num"}, num(summary.paths)),
-  el("td", {}, rewardCell(row.annotations?.reward, range)),
+  el("td", {}, rewardCell(row.annotations?.reward, row.reward_value, range)),
   flagsCell(summary.flags),
   el("td", {}, statusBadge(row)),
   el("td", {className: "when", title: isoOf(row.created_ts) || row.created_at || ""}, age(row.created_ts)));
