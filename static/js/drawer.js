@@ -18,6 +18,13 @@ import {flagBadge} from "./viewer.js";
 const WIDTH_KEY = "skycap-viewer.drawer-width";
 const CACHE_SIZE = 8;
 
+/** The header's trainable figure from the server's `size` (the largest path's). */
+function trainableFact(size) {
+  if (!size?.tokens) return "-";
+  if (size.unit !== "tokens") return `- (no tokens: ${num(size.tokens)} ch)`;
+  return `${num(size.trainable)}/${num(size.tokens)} ${pct(size.trainable, size.tokens)}`;
+}
+
 export class Drawer {
   constructor(root, body, grip, {go, close}) {
     this.root = root;
@@ -158,13 +165,10 @@ export class Drawer {
 
   header(bundle) {
     const t = bundle.trajectory;
-    const paths = bundle.paths?.paths || [];
-    const tokens = Math.max(0, ...paths.map((p) => p.token_count || 0));
-    const trainable = Math.max(0, ...paths.map((p) => p.trainable_count || 0));
     const bridged = t.skycap?.bridged || {};
     const facts = [
       ["mode", t.mode ?? "-"], ["status", `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`], ["task", t.task_id ?? "-"],
-      ["step", num(t.step)], ["trainable", tokens ? `${num(trainable)}/${num(tokens)} ${pct(trainable, tokens)}` : "-"],
+      ["step", num(t.step)], ["trainable", trainableFact(t.size)],
       ["tokenizer", t.tokenizer ?? "-"],
       ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
       ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],

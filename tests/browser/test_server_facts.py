@@ -1,0 +1,48 @@
+"""The page draws the facts the server states (tests/test_facts.py) instead of deriving them again:
+the header's size, where a node trains, call durations, the tree's shape, units, rewards, the
+flags a row shows, the block kinds and the text-only notes. Also: the Path tab's options live in
+the URL, so a reload (or a pasted link) keeps them.
+"""
+
+import json
+import re
+
+from playwright.sync_api import expect
+
+FORKED = "tr_86f0b750382298e2"  # real-like: 5 paths, 2 branch points
+
+
+def js_percent(part, whole):
+    """Math.round(part / whole * 100) as the page computes it (Python's round() rounds half to even)."""
+    return int(part / whole * 100 + 0.5)
+
+
+def fact(tab, label):
+    return tab.locator("#drawer .fact", has=tab.locator("dt", has_text=label)).locator("dd")
+
+
+def test_the_header_trainable_figure_is_the_servers_size(page, corpus_server):
+    size = corpus_server.get(f"/v1/trajectories/{FORKED}?run_id=real-like")["size"]
+    assert size["unit"] == "tokens" and size["tokens"]
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}")
+    expect(fact(tab, "trainable")).to_have_text(
+        f"{size['trainable']:,}/{size['tokens']:,} {js_percent(size['trainable'], size['tokens'])}%")
+
+    mirror = corpus_server.get("/v1/trajectories/tr_bac9802dee51ae08?run_id=mirror-text")["size"]
+    assert mirror["unit"] == "chars"
+    tab = page.open("#/run/mirror-text/rollouts/t/tr_bac9802dee51ae08")
+    expect(fact(tab, "trainable")).to_have_text(f"- (no tokens: {mirror['tokens']:,} ch)")
+    row = tab.locator(f'tr.rollout-row[data-traj="tr_bac9802dee51ae08"]')
+    expect(row.locator("td:nth-child(5)")).to_have_text(f"{mirror['tokens']:,} ch")
+
+
+def num(value):
+    """format.js num() for a number: grouped when whole, else two decimals."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:.2f}"
+
+
+def recorded(raw):
+    """reward.js recordedReward(): a number as num() shows it, anything else as JSON."""
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return num(raw)
+    return json.dumps(raw, separators=(",", ":"))
