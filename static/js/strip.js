@@ -4,7 +4,7 @@
 
 import {el} from "./dom.js";
 import {num, sizeIn} from "./format.js";
-import {kindWhy} from "./viewer.js";
+import {blockKinds, kindWhy} from "./viewer.js";
 
 export function strip(blocks, {tall = false, unit = "tokens", onpick = null} = {}) {
   const node = el("span", {className: `strip${tall ? " tall" : ""}`, role: "img",
@@ -29,6 +29,6 @@ export function strip(blocks, {tall = false, unit = "tokens", onpick = null} = {
 
 export function kindLegend() {
   return el("p", {className: "legend kinds muted small"},
-    ["given", "replayed", "scaffold", "sampled", "sampled-elsewhere"].map((kind) =>
+    blockKinds().map((kind) =>
       el("span", {className: "legend-item", title: kindWhy(kind)}, el("span", {className: `swatch kind-${kind}`}), kind)));
 }

@@ -17,13 +17,18 @@ export function flagInfo(name) {
   return flagIndex.get(name) || {flag: name, level: "info", why: name, order: 999};
 }
 
+/** The block kinds, in the order the server lists them (display order). */
+export function blockKinds() {
+  return (info.block_kinds || []).map((entry) => entry.kind);
+}
+
 export function kindWhy(kind) {
   return (info.block_kinds || []).find((entry) => entry.kind === kind)?.why || kind;
 }
 
-/** Flags a table row shows: the catalogue order, without the ones true of every old record. */
+/** Flags a table row shows (the catalogue's `row`), in the catalogue's order. */
 export function rowFlags(names) {
-  return (names || []).filter((name) => name !== "bridged-unknown")
+  return (names || []).filter((name) => flagInfo(name).row !== false)
     .sort((a, b) => flagInfo(a).order - flagInfo(b).order);
 }
 

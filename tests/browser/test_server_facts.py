@@ -36,6 +36,25 @@ def test_the_header_trainable_figure_is_the_servers_size(page, corpus_server):
     expect(row.locator("td:nth-child(5)")).to_have_text(f"{mirror['tokens']:,} ch")
 
 
+def test_rows_hide_the_flags_the_catalogue_keeps_off_rows(page_over, tmp_path, corpus_server):
+    from skycap_viewer.demo.writer import RecordBuilder
+
+    hidden = [f["flag"] for f in corpus_server.get("/__viewer")["flags"] if not f["row"]]
+    assert hidden
+    run = tmp_path / "old"
+    run.mkdir()
+    builder = RecordBuilder("tr_old", "tokens")
+    builder.add_model(builder.add_client(None, "user", "hi"), "hello")
+    for node in builder.nodes:  # an old record: calls without `bridged`
+        for call in node["calls"]:
+            del call["bridged"]
+    builder.write(run)
+    tab = page_over(run).open("#/run/old/rollouts/t/tr_old")
+    for flag in hidden:
+        expect(tab.locator("#drawer .drawer-head .flags")).to_contain_text(flag)
+        expect(tab.locator('tr.rollout-row[data-traj="tr_old"] td.flags')).not_to_contain_text(flag)
+
+
 def num(value):
     """format.js num() for a number: grouped when whole, else two decimals."""
     return f"{int(value):,}" if float(value).is_integer() else f"{value:.2f}"
@@ -46,3 +65,9 @@ def recorded(raw):
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return num(raw)
     return json.dumps(raw, separators=(",", ":"))
+
+
+def test_the_kind_legend_is_the_servers_list(page, corpus_server):
+    kinds = [entry["kind"] for entry in corpus_server.get("/__viewer")["block_kinds"]]
+    tab = page.open("#/run/groups/rollouts")
+    expect(tab.locator(".legend.kinds .legend-item")).to_have_text(kinds)
