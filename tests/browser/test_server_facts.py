@@ -71,3 +71,24 @@ def test_the_kind_legend_is_the_servers_list(page, corpus_server):
     kinds = [entry["kind"] for entry in corpus_server.get("/__viewer")["block_kinds"]]
     tab = page.open("#/run/groups/rollouts")
     expect(tab.locator(".legend.kinds .legend-item")).to_have_text(kinds)
+
+
+def test_rewards_show_the_servers_number_and_hover_the_recorded_value(page, corpus_server):
+    rows = corpus_server.get("/v1/trajectories?run_id=groups&limit=1000")["data"]
+    tab = page.open("#/run/groups/rollouts")
+    for row in rows[:5]:
+        cell = tab.locator(f'tr.rollout-row[data-traj="{row["id"]}"] .reward-num')
+        value = row["reward_value"]
+        expect(cell).to_have_text("-" if value is None else num(value))
+        expect(cell).to_have_attribute("title", f"recorded as {recorded(row['annotations'].get('reward'))}"
+                                       if "reward" in row["annotations"] else "recorded as -")
+    group = corpus_server.get("/v1/groups?run_id=groups&limit=1000")["data"][0]
+    tab = page.open("#/run/groups/groups")
+    dots = tab.locator(f'tr.group-row[data-key="{group["key"]}"] .dots .dot')
+    expect(dots).to_have_count(len(group["rewards"]))
+    dash = lambda value: "-" if value is None else value  # noqa: E731
+    for i, entry in enumerate(group["rewards"]):
+        expect(dots.nth(i)).to_have_attribute(
+            "title", f"rep {dash(entry['repetition_id'])} · attempt {dash(entry['attempt'])}"
+                     f" · reward {recorded(entry['reward'])} · stop {dash(entry['stop_reason'])}")
+        expect(dots.nth(i)).to_have_class(re.compile("hollow") if entry["value"] is None else re.compile(r"^dot$"))
