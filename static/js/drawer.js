@@ -13,7 +13,7 @@ import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
 import {LazyText} from "./tokens.js";
 import {renderTree} from "./tab-tree.js";
-import {flagBadge} from "./viewer.js";
+import {flagBadge, textOnlyNotice} from "./viewer.js";
 
 const WIDTH_KEY = "skycap-viewer.drawer-width";
 const CACHE_SIZE = 8;
@@ -173,8 +173,7 @@ export class Drawer {
       ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
       ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],
     ];
-    const notes = [];
-    if (bundle.paths?.text_only === "tokens-missing") notes.push(el("p", {className: "notice warn"}, "tokens sidecar missing: showing message text only."));
+    const notes = [textOnlyNotice(bundle.paths)];
     for (const problem of t.unreadable ? [] : t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));
     return el("header", {className: "drawer-head"},
       el("div", {className: "drawer-title"},

@@ -6,6 +6,7 @@ import {el} from "./dom.js";
 import {num, pct, sizeIn} from "./format.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
+import {textOnlyNotice} from "./viewer.js";
 
 const pathOptions = {given: true, controls: false, logprobs: false};
 
@@ -64,12 +65,9 @@ function picker(paths, index, go) {
 function notices(data, path, paths) {
   const out = [];
   const note = (level, text) => out.push(el("p", {className: `notice ${level}`}, text));
-  if (data.text_only === "tokens-missing") {
-    note("warn", "Tokens sidecar missing (a mirror?): showing message text only. Widths are characters; token ids, the mask and ranges are unavailable.");
-  } else if (data.text_only === "tokens-unlisted") {
-    note("error", "Malformed record: nodes carry tokens but no tokens sidecar is listed. Shown from message text.");
-  } else if (data.text_only === "tokens-unreadable") {
-    note("error", `The tokens sidecar cannot be read (${data.tokens_error || "damaged"}): showing message text only.`);
+  const textOnly = textOnlyNotice(data);
+  if (textOnly) {
+    out.push(textOnly);
   } else if (data.mode === "text") {
     note("info", "Text mode: no token ids were captured, so there is no mask, no ranges and nothing to re-feed. Blocks are the messages, and their widths are characters.");
   }

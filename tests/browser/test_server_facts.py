@@ -36,6 +36,21 @@ def test_the_header_trainable_figure_is_the_servers_size(page, corpus_server):
     expect(row.locator("td:nth-child(5)")).to_have_text(f"{mirror['tokens']:,} ch")
 
 
+def test_text_only_notes_are_the_servers_catalogue(page, corpus_server):
+    notes = {entry["reason"]: entry for entry in corpus_server.get("/__viewer")["text_only"]}
+    paths = corpus_server.get("/v1/trajectories/tr_truncated_sidecar/paths?run_id=broken")
+    assert paths["text_only"] == "tokens-unreadable" and paths["tokens_error"]
+    note = notes["tokens-unreadable"]
+    tab = page.open("#/run/broken/rollouts/t/tr_truncated_sidecar")
+    for where in ("#drawer .drawer-head", "#drawer .path-tab"):
+        shown = tab.locator(f"{where} .notice.{note['level']}.text-only")
+        expect(shown).to_contain_text(note["note"][1:])
+        expect(shown).to_contain_text(paths["tokens_error"])
+    tab = page.open("#/run/mirror-text/rollouts/t/tr_bac9802dee51ae08")
+    missing = notes["tokens-missing"]
+    expect(tab.locator(f"#drawer .path-tab .notice.{missing['level']}.text-only")).to_contain_text(missing["note"][1:])
+
+
 def test_rows_hide_the_flags_the_catalogue_keeps_off_rows(page_over, tmp_path, corpus_server):
     from skycap_viewer.demo.writer import RecordBuilder
 
