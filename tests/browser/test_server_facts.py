@@ -36,6 +36,25 @@ def test_the_header_trainable_figure_is_the_servers_size(page, corpus_server):
     expect(row.locator("td:nth-child(5)")).to_have_text(f"{mirror['tokens']:,} ch")
 
 
+def test_the_tree_says_which_later_path_trains_a_node(page, corpus_server):
+    graph = corpus_server.get(f"/v1/trajectories/{FORKED}/graph?run_id=real-like")
+    node = next(n for n in graph["nodes"] if n["trained_in"] is not None and n["trained_in"] > 0)
+    timed = next(n for n in graph["nodes"] if any(c["duration_ms"] is not None for c in n["calls"]))
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree")
+    expect(tab.locator(".tree-tab > p.muted").first).to_have_text(
+        f"{len(graph['nodes'])} nodes, {len(graph['leaf_node_ids'])} leaves, {len(graph['branch_points'])} branch points")
+    for leaf in graph["leaf_node_ids"]:
+        expect(tab.locator(f'.tree-row[data-node="{leaf}"]')).to_contain_text("· leaf")
+    tab.click(f'.tree-row[data-node="{node["node_id"]}"]')
+    expect(tab.locator(".tree-panel")).to_contain_text(f"trains in path {node['trained_in']}")
+    tab.click(f'.tree-row[data-node="{timed["node_id"]}"]')
+    call = next(c for c in timed["calls"] if c["duration_ms"] is not None)
+    expect(tab.locator(".tree-panel ul.calls")).to_contain_text(f"{round(call['duration_ms'])} ms")
+    rows = tab.locator(".tree-row").evaluate_all("rows => rows.map(r => r.dataset.node)")
+    assert rows[0] == graph["root_node_ids"][0]
+    assert set(rows) == {n["node_id"] for n in graph["nodes"]}
+
+
 def test_text_only_notes_are_the_servers_catalogue(page, corpus_server):
     notes = {entry["reason"]: entry for entry in corpus_server.get("/__viewer")["text_only"]}
     paths = corpus_server.get("/v1/trajectories/tr_truncated_sidecar/paths?run_id=broken")
