@@ -6,7 +6,7 @@ import {get} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
 import {button, copyText, el, replace} from "./dom.js";
 import {num, pct} from "./format.js";
-import {renderForks} from "./tab-forks.js";
+import {forkPair, renderForks} from "./tab-forks.js";
 import {renderJson} from "./tab-json.js";
 import {renderPath} from "./tab-path.js";
 import {rewardCell} from "./reward.js";
@@ -102,7 +102,8 @@ export class Drawer {
       }
       if (key !== this.key) return;
     }
-    this.draw(false);
+    await this.loadFork(state);
+    if (key === this.key) this.draw(false);
   }
 
   hide() {
@@ -122,11 +123,25 @@ export class Drawer {
     if (!trajectory.unreadable) {
       const [paths, graph, exchanges] = await Promise.all([
         get(`${base}/paths`, params), get(`${base}/graph`, params), get(`${base}/exchanges`, params)]);
-      bundle = {trajectory, paths, graph, exchanges};
+      bundle = {trajectory, paths, graph, exchanges, forks: new Map()};  // forks: "a|b" -> /forks answer
     }
     this.cache.delete(key);
     this.cache.set(key, bundle);
     while (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value);
+  }
+
+  /** On the Forks tab, the comparison of its pair, fetched once per pair into the bundle. */
+  async loadFork(state) {
+    const bundle = this.bundle;
+    const pair = state.tab === "forks" && bundle?.forks ? forkPair(bundle.paths, state) : null;
+    if (!pair || pair.a === pair.b || bundle.forks.has(pair.key)) return;
+    let fork;
+    try {
+      fork = await get(`/trajectories/${encodeURIComponent(state.traj)}/forks`, {a: pair.a, b: pair.b, run_id: state.run});
+    } catch (error) {
+      fork = {error: error.message};
+    }
+    bundle.forks.set(pair.key, fork);
   }
 
   get bundle() {
@@ -142,7 +157,9 @@ export class Drawer {
     const state = this.state;
     const bundle = this.bundle;
     if (!bundle) return;  // still loading: the show() that started the load draws when it lands
-    const drawn = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb, this.treeOpen]);
+    const fork = forkPair(bundle.paths, state);
+    const drawn = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb, this.treeOpen,
+      Boolean(fork && bundle.forks?.has(fork.key))]);
     if (this.drawn === drawn && !keepScroll) return;
     this.drawn = drawn;
     const scroll = this.content?.scrollTop ?? 0;
@@ -220,6 +237,7 @@ export class Drawer {
       } catch {
         return;
       }
+      await this.loadFork(this.state);
       if (key === this.key) this.draw(false);
       return;
     }
@@ -234,6 +252,7 @@ export class Drawer {
     const signature = (t) => JSON.stringify([t.revision, t.status, t.capture?.node_count, t.capture?.exchange_count]);
     if (key !== this.key || signature(fresh) === signature(old)) return;
     await this.load(run, id);
+    await this.loadFork(this.state);
     if (key === this.key) this.draw(true);
   }
 

@@ -126,3 +126,27 @@ def test_rewards_show_the_servers_number_and_hover_the_recorded_value(page, corp
             "title", f"rep {dash(entry['repetition_id'])} · attempt {dash(entry['attempt'])}"
                      f" · reward {recorded(entry['reward'])} · stop {dash(entry['stop_reason'])}")
         expect(dots.nth(i)).to_have_class(re.compile("hollow") if entry["value"] is None else re.compile(r"^dot$"))
+
+
+def test_the_drawer_loads_each_fork_pair_once_and_the_tab_only_draws(page, corpus_server):
+    asked = []
+    tab = page.tab
+    tab.on("request", lambda request: "/forks?" in request.url and asked.append(
+        tuple(int(part.split("=")[1]) for part in request.url.split("?")[1].split("&") if part[0] in "ab")))
+    page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=forks")
+    sentence = tab.locator(".fork-sentence")
+    expect(sentence).to_contain_text("up to")
+    tab.select_option("select[data-fork=b]", "3")
+    expect(tab.locator("select[data-fork=b]")).to_have_value("3")
+    tab.select_option("select[data-fork=a]", "1")
+    fork = corpus_server.get(f"/v1/trajectories/{FORKED}/forks?a=1&b=3&run_id=real-like")
+    expect(sentence).to_contain_text(f"from {fork['a_node_id_first']}")
+    tab.select_option("select[data-fork=a]", "0")
+    expect(tab.locator("select[data-fork=a]")).to_have_value("0")
+    expect(sentence).to_be_visible()
+    tab.click("#drawer .tab[data-tab=path]")
+    expect(tab.locator(".path-tab")).to_be_visible()
+    tab.click("#drawer .tab[data-tab=forks]")
+    tab.select_option("select[data-fork=a]", "1")
+    expect(sentence).to_contain_text(f"from {fork['a_node_id_first']}")
+    assert asked == [(0, 1), (0, 3), (1, 3)]
