@@ -1,6 +1,6 @@
 // The drawer: one rollout, with its header and the Path / Tree / Forks / Calls / JSON tabs.
-// Its trajectory, tab and selected paths live in the URL; it is re-read on every poll and
-// redrawn only when the record changed, keeping the scroll position.
+// Its trajectory, tab, selected paths and the Path tab's options live in the URL; it is re-read
+// on every poll and redrawn only when the record changed, keeping the scroll position.
 
 import {get} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
@@ -91,6 +91,7 @@ export class Drawer {
       this.key = key;
       this.treeOpen = null;
       this.drawn = null;
+      this.place = null;
       if (!this.cache.has(key)) replace(this.body, el("p", {className: "muted pad"}, "loading…"));
       try {
         await this.load(state.run, state.traj);
@@ -111,6 +112,7 @@ export class Drawer {
     document.body.classList.remove("drawer-open");
     this.key = null;
     this.drawn = null;
+    this.place = null;
     this.lazy?.disconnect();
   }
 
@@ -158,10 +160,13 @@ export class Drawer {
     const bundle = this.bundle;
     if (!bundle) return;  // still loading: the show() that started the load draws when it lands
     const fork = forkPair(bundle.paths, state);
-    const drawn = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb, this.treeOpen,
+    const place = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb]);
+    const drawn = JSON.stringify([place, this.treeOpen, state.given, state.controls, state.logprobs,
       Boolean(fork && bundle.forks?.has(fork.key))]);
     if (this.drawn === drawn && !keepScroll) return;
+    keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
     this.drawn = drawn;
+    this.place = place;
     const scroll = this.content?.scrollTop ?? 0;
     this.lazy?.disconnect();
     this.content = el("div", {className: "drawer-content", tabindex: "-1"});
@@ -174,10 +179,6 @@ export class Drawer {
     this.content.append(this.tab(bundle, state));
     replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
     if (keepScroll) this.content.scrollTop = scroll;
-  }
-
-  redraw() {
-    this.draw(true);
   }
 
   header(bundle) {
@@ -217,7 +218,7 @@ export class Drawer {
   }
 
   tab(bundle, state) {
-    const context = {go: this.go, redraw: () => this.redraw(), lazy: this.lazy};
+    const context = {go: this.go, lazy: this.lazy};
     if (state.tab === "tree") {
       return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }});
     }

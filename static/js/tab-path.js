@@ -1,6 +1,6 @@
 // The Path tab: one path of the rollout as the trainer sees it, cut into blocks, with the
 // mask strip, token hover and the options to colour by logprob, hide given blocks and show
-// control characters.
+// control characters. The options are state in the URL (route.js: given, controls, logprobs).
 
 import {el} from "./dom.js";
 import {num, pct, sizeIn} from "./format.js";
@@ -8,9 +8,8 @@ import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 import {textOnlyNotice} from "./viewer.js";
 
-const pathOptions = {given: true, controls: false, logprobs: false};
-
-export function renderPath(bundle, state, {go, redraw, lazy}) {
+export function renderPath(bundle, state, {go, lazy}) {
+  const options = {given: state.given, controls: state.controls, logprobs: state.logprobs};
   const data = bundle.paths;
   const paths = data.paths || [];
   if (!paths.length) return el("p", {className: "notice"}, "This trajectory has no path to show.");
@@ -25,8 +24,8 @@ export function renderPath(bundle, state, {go, redraw, lazy}) {
   const tokenMode = unit === "tokens";
   const hasLogprobs = tokenMode && path.logprob_count > 0;
   const toggle = (name, label, title) => el("label", {className: "option", title},
-    el("input", {type: "checkbox", checked: pathOptions[name], dataset: {option: name},
-      onchange: (event) => { pathOptions[name] = event.target.checked; redraw(); }}), ` ${label}`);
+    el("input", {type: "checkbox", checked: options[name], dataset: {option: name},
+      onchange: (event) => go({[name]: event.target.checked}, {replace: true})}), ` ${label}`);
   box.append(el("div", {className: "toolbar"},
     el("span", {}, `${num(sizeIn(path, unit))} ${unit}`),
     tokenMode ? el("span", {}, `${num(path.trainable_count)} trainable (${pct(path.trainable_count, path.token_count) || "0%"})`) : null,
@@ -38,8 +37,8 @@ export function renderPath(bundle, state, {go, redraw, lazy}) {
   const readout = el("p", {className: "readout", id: "readout", "aria-live": "polite", hidden: !tokenMode}, "hover a token");
   box.append(readout);
   const blocks = el("div", {className: "blocks"});
-  const shown = path.blocks.filter((block) => pathOptions.given || block.kind !== "given");
-  for (const block of shown) blocks.append(blockElement(block, data.nodes?.[block.node_id], lazy, {...pathOptions, unit}));
+  const shown = path.blocks.filter((block) => options.given || block.kind !== "given");
+  for (const block of shown) blocks.append(blockElement(block, data.nodes?.[block.node_id], lazy, {...options, unit}));
   if (!shown.length) {
     blocks.append(el("p", {className: "notice"}, path.blocks.length
       ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));

@@ -55,6 +55,29 @@ def test_the_tree_says_which_later_path_trains_a_node(page, corpus_server):
     assert set(rows) == {n["node_id"] for n in graph["nodes"]}
 
 
+def test_path_options_survive_a_reload(page, corpus_server):
+    tab = page.open("#/run/groups/rollouts/t/tr_fea17a04aa9905d5")
+    tab.check("input[data-option=logprobs]")
+    expect(tab.locator(".block.kind-sampled span.t[class*=lp-]").first).to_be_visible()
+    assert "lp=1" in page.hash()
+    tab.uncheck("input[data-option=given]")
+    assert "hide=given" in page.hash()
+    tab.reload()
+    expect(tab.locator("#drawer .traj-id")).to_have_text("tr_fea17a04aa9905d5")
+    expect(tab.locator("input[data-option=logprobs]")).to_be_checked()
+    expect(tab.locator("input[data-option=given]")).not_to_be_checked()
+    expect(tab.locator(".block.kind-sampled span.t[class*=lp-]").first).to_be_visible()
+    expect(tab.locator(".block.kind-given")).to_have_count(0)
+    tab.check("input[data-option=controls]")
+    assert "controls=1" in page.hash()
+    tab.check("input[data-option=given]")
+    tab.uncheck("input[data-option=logprobs]")
+    assert "hide=" not in page.hash() and "lp=" not in page.hash()
+    tab.keyboard.press("Escape")  # options belong to an open rollout: closing it drops them from the URL
+    expect(tab.locator("#drawer")).to_be_hidden()
+    assert "controls=" not in page.hash()
+
+
 def test_text_only_notes_are_the_servers_catalogue(page, corpus_server):
     notes = {entry["reason"]: entry for entry in corpus_server.get("/__viewer")["text_only"]}
     paths = corpus_server.get("/v1/trajectories/tr_truncated_sidecar/paths?run_id=broken")
