@@ -6,7 +6,7 @@ import {get} from "./api.js";
 import {Drawer} from "./drawer.js";
 import {el, replace} from "./dom.js";
 import {setupKeys} from "./keys.js";
-import {defaultView, RunPage} from "./run.js";
+import {defaultView, RunPage} from "./run-page.js";
 import {format, parse} from "./route.js";
 import {Sidebar} from "./sidebar.js";
 import {setupTheme} from "./theme.js";

@@ -1,22 +1,29 @@
 // The drawer: one rollout, with its header and the Path / Tree / Forks / Calls / JSON tabs.
-// Its trajectory, tab and selected paths live in the URL; it is re-read on every poll and
-// redrawn only when the record changed, keeping the scroll position.
+// Its trajectory, tab, selected paths and the Path tab's options live in the URL; it is re-read
+// on every poll and redrawn only when the record changed, keeping the scroll position.
 
 import {get} from "./api.js";
-import {renderCalls} from "./calls.js";
+import {renderCalls} from "./tab-calls.js";
 import {button, copyText, el, replace} from "./dom.js";
 import {num, pct} from "./format.js";
-import {renderForks} from "./forks.js";
-import {renderJson} from "./json.js";
-import {renderPath} from "./path.js";
+import {forkPair, renderForks} from "./tab-forks.js";
+import {renderJson} from "./tab-json.js";
+import {renderPath} from "./tab-path.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
 import {LazyText} from "./tokens.js";
-import {renderTree} from "./tree.js";
-import {flagBadge} from "./viewer.js";
+import {renderTree} from "./tab-tree.js";
+import {flagBadge, textOnlyNotice} from "./viewer.js";
 
 const WIDTH_KEY = "skycap-viewer.drawer-width";
 const CACHE_SIZE = 8;
+
+/** The header's trainable figure from the server's `size` (the largest path's). */
+function trainableFact(size) {
+  if (!size?.tokens) return "-";
+  if (size.unit !== "tokens") return `- (no tokens: ${num(size.tokens)} ch)`;
+  return `${num(size.trainable)}/${num(size.tokens)} ${pct(size.trainable, size.tokens)}`;
+}
 
 export class Drawer {
   constructor(root, body, grip, {go, close}) {
@@ -67,7 +74,7 @@ export class Drawer {
   setRewardRange(range) {
     if (JSON.stringify(range) === JSON.stringify(this.rewardRange)) return;
     this.rewardRange = range;
-    if (this.rewardBox && this.bundle) replace(this.rewardBox, rewardCell(this.bundle.trajectory.annotations?.reward, range));
+    if (this.rewardBox && this.bundle) replace(this.rewardBox, rewardCell(this.bundle.trajectory.annotations?.reward, this.bundle.trajectory.reward_value, range));
   }
 
   /** Open, switch or close the drawer to match `state`. */
@@ -84,6 +91,7 @@ export class Drawer {
       this.key = key;
       this.treeOpen = null;
       this.drawn = null;
+      this.place = null;
       if (!this.cache.has(key)) replace(this.body, el("p", {className: "muted pad"}, "loading…"));
       try {
         await this.load(state.run, state.traj);
@@ -95,7 +103,8 @@ export class Drawer {
       }
       if (key !== this.key) return;
     }
-    this.draw(false);
+    await this.loadFork(state);
+    if (key === this.key) this.draw(false);
   }
 
   hide() {
@@ -103,6 +112,7 @@ export class Drawer {
     document.body.classList.remove("drawer-open");
     this.key = null;
     this.drawn = null;
+    this.place = null;
     this.lazy?.disconnect();
   }
 
@@ -115,11 +125,25 @@ export class Drawer {
     if (!trajectory.unreadable) {
       const [paths, graph, exchanges] = await Promise.all([
         get(`${base}/paths`, params), get(`${base}/graph`, params), get(`${base}/exchanges`, params)]);
-      bundle = {trajectory, paths, graph, exchanges};
+      bundle = {trajectory, paths, graph, exchanges, forks: new Map()};  // forks: "a|b" -> /forks answer
     }
     this.cache.delete(key);
     this.cache.set(key, bundle);
     while (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value);
+  }
+
+  /** On the Forks tab, the comparison of its pair, fetched once per pair into the bundle. */
+  async loadFork(state) {
+    const bundle = this.bundle;
+    const pair = state.tab === "forks" && bundle?.forks ? forkPair(bundle.paths, state) : null;
+    if (!pair || pair.a === pair.b || bundle.forks.has(pair.key)) return;
+    let fork;
+    try {
+      fork = await get(`/trajectories/${encodeURIComponent(state.traj)}/forks`, {a: pair.a, b: pair.b, run_id: state.run});
+    } catch (error) {
+      fork = {error: error.message};
+    }
+    bundle.forks.set(pair.key, fork);
   }
 
   get bundle() {
@@ -135,9 +159,14 @@ export class Drawer {
     const state = this.state;
     const bundle = this.bundle;
     if (!bundle) return;  // still loading: the show() that started the load draws when it lands
-    const drawn = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb, this.treeOpen]);
+    const fork = forkPair(bundle.paths, state);
+    const place = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb]);
+    const drawn = JSON.stringify([place, this.treeOpen, state.given, state.controls, state.logprobs,
+      Boolean(fork && bundle.forks?.has(fork.key))]);
     if (this.drawn === drawn && !keepScroll) return;
+    keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
     this.drawn = drawn;
+    this.place = place;
     const scroll = this.content?.scrollTop ?? 0;
     this.lazy?.disconnect();
     this.content = el("div", {className: "drawer-content", tabindex: "-1"});
@@ -152,25 +181,17 @@ export class Drawer {
     if (keepScroll) this.content.scrollTop = scroll;
   }
 
-  redraw() {
-    this.draw(true);
-  }
-
   header(bundle) {
     const t = bundle.trajectory;
-    const paths = bundle.paths?.paths || [];
-    const tokens = Math.max(0, ...paths.map((p) => p.token_count || 0));
-    const trainable = Math.max(0, ...paths.map((p) => p.trainable_count || 0));
     const bridged = t.skycap?.bridged || {};
     const facts = [
       ["mode", t.mode ?? "-"], ["status", `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`], ["task", t.task_id ?? "-"],
-      ["step", num(t.step)], ["trainable", tokens ? `${num(trainable)}/${num(tokens)} ${pct(trainable, tokens)}` : "-"],
+      ["step", num(t.step)], ["trainable", trainableFact(t.size)],
       ["tokenizer", t.tokenizer ?? "-"],
       ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
       ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],
     ];
-    const notes = [];
-    if (bundle.paths?.text_only === "tokens-missing") notes.push(el("p", {className: "notice warn"}, "tokens sidecar missing: showing message text only."));
+    const notes = [textOnlyNotice(bundle.paths)];
     for (const problem of t.unreadable ? [] : t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));
     return el("header", {className: "drawer-head"},
       el("div", {className: "drawer-title"},
@@ -179,7 +200,7 @@ export class Drawer {
         el("span", {className: "grow"}),
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
       el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact"}, el("dt", {}, label), el("dd", {}, value))),
-        el("div", {className: "fact"}, el("dt", {}, "reward"), this.rewardBox = el("dd", {}, rewardCell(t.annotations?.reward, this.rewardRange)))),
+        el("div", {className: "fact"}, el("dt", {}, "reward"), this.rewardBox = el("dd", {}, rewardCell(t.annotations?.reward, t.reward_value, this.rewardRange)))),
       el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name))),
       notes);
   }
@@ -197,7 +218,7 @@ export class Drawer {
   }
 
   tab(bundle, state) {
-    const context = {go: this.go, redraw: () => this.redraw(), lazy: this.lazy};
+    const context = {go: this.go, lazy: this.lazy};
     if (state.tab === "tree") {
       return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }});
     }
@@ -217,6 +238,7 @@ export class Drawer {
       } catch {
         return;
       }
+      await this.loadFork(this.state);
       if (key === this.key) this.draw(false);
       return;
     }
@@ -231,6 +253,7 @@ export class Drawer {
     const signature = (t) => JSON.stringify([t.revision, t.status, t.capture?.node_count, t.capture?.exchange_count]);
     if (key !== this.key || signature(fresh) === signature(old)) return;
     await this.load(run, id);
+    await this.loadFork(this.state);
     if (key === this.key) this.draw(true);
   }
 

@@ -42,3 +42,14 @@ export function isoOf(seconds) {
 export function plural(count, word, many = `${word}s`) {
   return `${num(count)} ${count === 1 ? word : many}`;
 }
+
+/** The size of a block, path or node in `unit` (the server's "tokens" or "chars"): its
+ *  token_count when the unit is tokens, else its char_count. */
+export function sizeIn(item, unit) {
+  return (unit === "tokens" ? item?.token_count : item?.char_count) ?? 0;
+}
+
+/** "tok" or "ch", the short label of a unit. */
+export function unitShort(unit) {
+  return unit === "tokens" ? "tok" : "ch";
+}

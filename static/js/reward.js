@@ -1,12 +1,14 @@
-// Rewards on one continuous red→green scale over the run-wide range the listing reports.
+// Rewards on one continuous red→green scale over the run-wide range the listing reports. The
+// colour is the server's number for the reward (`reward_value`, a group entry's `value`); the
+// value as recorded is what the hover says.
 
 import {el} from "./dom.js";
 import {num} from "./format.js";
 
-/** A reward as a number (booleans count as 0/1), or null. */
-function rewardValue(value) {
-  if (typeof value === "boolean") return value ? 1 : 0;
-  return typeof value === "number" && Number.isFinite(value) ? value : null;
+/** The reward as recorded, as text: `true`, `0.5`, `"pass"`, or - when there is none. */
+export function recordedReward(raw) {
+  if (raw === undefined) return "-";
+  return typeof raw === "number" ? num(raw) : JSON.stringify(raw);
 }
 
 /** 0..100 on the scale; 50 when the range is a single value. */
@@ -25,15 +27,16 @@ function paint(node, value, range) {
   return node;
 }
 
-export function rewardDot(raw, range, title) {
-  return paint(el("span", {className: "dot", title: title ?? `reward ${num(raw)}`}), rewardValue(raw), range);
+/** A dot coloured by `value` (the server's number, or null); `raw` is the reward as recorded. */
+export function rewardDot(raw, value, range, title) {
+  return paint(el("span", {className: "dot", title: title ?? `reward ${recordedReward(raw)}`}), value ?? null, range);
 }
 
 /** A dot and the value, coloured. */
-export function rewardCell(raw, range) {
-  const value = rewardValue(raw);
-  return el("span", {className: "reward"}, rewardDot(raw, range),
-    paint(el("span", {className: "reward-num"}, value === null ? "-" : num(value)), value, range));
+export function rewardCell(raw, value, range) {
+  return el("span", {className: "reward"}, rewardDot(raw, value, range),
+    paint(el("span", {className: "reward-num", title: `recorded as ${recordedReward(raw)}`},
+      value === null || value === undefined ? "-" : num(value)), value ?? null, range));
 }
 
 export function rewardLegend(range) {
@@ -42,7 +45,7 @@ export function rewardLegend(range) {
   }
   const equal = range.min === range.max;
   return el("p", {className: "legend muted small"}, "reward colour: ",
-    rewardDot(range.min, range, `lowest: ${num(range.min)}`), ` red = ${num(range.min)} (lowest shown) → `,
-    rewardDot(range.max, range, `highest: ${num(range.max)}`), ` green = ${num(range.max)} (highest shown)`,
+    rewardDot(range.min, range.min, range, `lowest: ${num(range.min)}`), ` red = ${num(range.min)} (lowest shown) → `,
+    rewardDot(range.max, range.max, range, `highest: ${num(range.max)}`), ` green = ${num(range.max)} (highest shown)`,
     equal ? ", every reward is equal: middle colour" : ", over every rollout the filters list");
 }

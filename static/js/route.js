@@ -2,14 +2,20 @@
 //   #/run/<run>[/groups|/rollouts][/t/<trajectory>]?<query>
 // query keys: step task status ann (repeatable "key=value") q flag sort order page
 //             open (group keys, comma separated) tab path fa fb
+//             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
+//             characters shown, sampled tokens coloured by logprob)
+// The drawer's keys (tab .. lp) are written only while a rollout is open, and only when not
+// the default.
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "sort", "order", "page", "open",
-  "tab", "path", "fa", "fb"];
+  "tab", "path", "fa", "fb", "given", "controls", "logprobs"];
+const DRAWER_KEYS = ["tab", "path", "fa", "fb", "given", "controls", "logprobs"];
 export const TABS = ["path", "tree", "forks", "calls", "json"];
 
 export function emptyState() {
   return {run: null, view: null, traj: null, step: "", task: "", status: "", ann: [], q: "", flag: "",
-    sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1};
+    sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1,
+    given: true, controls: false, logprobs: false};
 }
 
 export function parse(hash) {
@@ -36,6 +42,9 @@ export function parse(hash) {
   state.path = Math.max(0, parseInt(query.get("path"), 10) || 0);
   state.fa = Math.max(0, parseInt(query.get("fa"), 10) || 0);
   state.fb = Math.max(0, parseInt(query.get("fb") ?? "1", 10) || 0);
+  state.given = !(query.get("hide") || "").split(",").includes("given");
+  state.controls = query.get("controls") === "1";
+  state.logprobs = query.get("lp") === "1";
   return state;
 }
 
@@ -53,8 +62,12 @@ export function format(state) {
       if (value.length) query.push(`open=${value.map(encodeURIComponent).join(",")}`);
     } else if (key === "page") {
       if (value > 1) add("page", value);
-    } else if (["tab", "path", "fa", "fb"].includes(key)) {
-      if (state.traj && value !== emptyState()[key]) add(key, value);
+    } else if (DRAWER_KEYS.includes(key)) {
+      if (!state.traj || value === emptyState()[key]) continue;
+      if (key === "given") add("hide", "given");
+      else if (key === "controls") add("controls", 1);
+      else if (key === "logprobs") add("lp", 1);
+      else add(key, value);
     } else if (value) add(key, value);
   }
   return query.length ? `${path}?${query.join("&")}` : path;

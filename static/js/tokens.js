@@ -3,7 +3,7 @@
 // token, so a 64k-token rollout opens at once and hovering still reads every token.
 
 import {el, copyText} from "./dom.js";
-import {num} from "./format.js";
+import {num, sizeIn, unitShort} from "./format.js";
 import {kindWhy} from "./viewer.js";
 
 const CHUNK_TOKENS = 1500;
@@ -18,14 +18,15 @@ export function visible(text, showControls) {
     .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)));
 }
 
-function isTokenBlock(block, node) {
-  return Boolean(node && node.token_ids && block.token_count !== undefined && block.token_count !== null);
+/** A block is drawn token by token when its path's unit is tokens (and its node has the ids). */
+function isTokenBlock(node, unit) {
+  return unit === "tokens" && Boolean(node?.token_ids);
 }
 
 /** The characters of a block: its slice of the node's text. */
-function blockText(block, node) {
+function blockText(block, node, unit) {
   if (!node) return "";
-  if (isTokenBlock(block, node)) {
+  if (isTokenBlock(node, unit)) {
     if (node.text === null || node.text === undefined || !node.token_offsets) return null;
     return node.text.slice(node.token_offsets[block.node_start], node.token_offsets[block.node_end]);
   }
@@ -63,7 +64,7 @@ export class LazyText {
   text(block, node, options) {
     const box = el("div", {className: "text"});
     if (!node) return box;
-    if (isTokenBlock(block, node)) {
+    if (isTokenBlock(node, options.unit)) {
       for (let from = block.node_start; from < block.node_end; from += CHUNK_TOKENS) {
         const to = Math.min(block.node_end, from + CHUNK_TOKENS);
         const chunk = el("span", {className: "chunk"});
@@ -73,7 +74,7 @@ export class LazyText {
         this.observer.observe(chunk);
       }
     } else {
-      const text = blockText(block, node);
+      const text = blockText(block, node, options.unit);
       if (!text) box.append(el("span", {className: "muted"}, node.text === null ? "(no text recorded)" : "(empty)"));
       for (let from = 0; from < (text || "").length; from += CHUNK_CHARS) {
         box.append(el("span", {className: "chunk"}, visible(text.slice(from, from + CHUNK_CHARS), options.controls)));
@@ -147,10 +148,9 @@ export function wireReadout(root, readout) {
   });
 }
 
-/** One block: a gutter (kind, role, node, range, size) and its text. */
+/** One block: a gutter (kind, role, node, range, size) and its text. `options`: the unit of
+ *  the block's path ("tokens" or "chars"), and controls, logprobs, dim. */
 export function blockElement(block, node, lazy, options) {
-  const size = block.token_count ?? block.char_count ?? 0;
-  const unit = block.token_count !== undefined && block.token_count !== null ? "tok" : "ch";
   const range = `[${block.start}:${block.end}]`;
   const copy = el("button", {type: "button", className: "range ghost", title: "copy this range",
     onclick: (event) => copyText(`${block.start}:${block.end}`, event.currentTarget)}, range);
@@ -163,9 +163,9 @@ export function blockElement(block, node, lazy, options) {
       ? el("span", {className: "trained-in"}, `trained in path ${block.trained_in}`) : null,
     el("span", {className: "node-id"}, block.node_id),
     copy,
-    el("span", {className: "size muted"}, `${num(size)} ${unit}`)),
+    el("span", {className: "size muted"}, `${num(sizeIn(block, options.unit))} ${unitShort(options.unit)}`)),
   lazy.text(block, node, options));
-  const text = blockText(block, node) ?? "";
+  const text = blockText(block, node, options.unit) ?? "";
   if (block.kind === "given" && text.length > LONG_GIVEN) {
     section.classList.add("collapsed");
     section.querySelector(".gutter").append(el("button", {type: "button", className: "ghost fold",

@@ -1,10 +1,10 @@
-// What the server says about itself: roots, and the flag and block-kind catalogue. Levels and
-// meanings live in Python; the page only looks them up here.
+// What the server says about itself: roots, and the flag, block-kind and text-only catalogues.
+// Levels, meanings and notes live in Python; the page only looks them up here.
 
 import {el} from "./dom.js";
 import {get} from "./api.js";
 
-let info = {roots: [], flags: [], block_kinds: []};
+let info = {roots: [], flags: [], block_kinds: [], text_only: []};
 let flagIndex = new Map();
 
 export async function loadViewer() {
@@ -17,14 +17,31 @@ export function flagInfo(name) {
   return flagIndex.get(name) || {flag: name, level: "info", why: name, order: 999};
 }
 
+/** The block kinds, in the order the server lists them (display order). */
+export function blockKinds() {
+  return (info.block_kinds || []).map((entry) => entry.kind);
+}
+
 export function kindWhy(kind) {
   return (info.block_kinds || []).find((entry) => entry.kind === kind)?.why || kind;
 }
 
-/** Flags a table row shows: the catalogue order, without the ones true of every old record. */
+/** Flags a table row shows (the catalogue's `row`), in the catalogue's order. */
 export function rowFlags(names) {
-  return (names || []).filter((name) => name !== "bridged-unknown")
+  return (names || []).filter((name) => flagInfo(name).row !== false)
     .sort((a, b) => flagInfo(a).order - flagInfo(b).order);
+}
+
+/** Why a rollout is shown from message text (`/paths`'s text_only), as the catalogue says it,
+ *  with the sidecar's error when the server gives one; null when it has its tokens. */
+export function textOnlyNotice(paths) {
+  const reason = paths?.text_only;
+  if (!reason) return null;
+  const entry = (info.text_only || []).find((item) => item.reason === reason)
+    || {level: "warn", note: `message text only (${reason})`};
+  const note = `${entry.note.charAt(0).toUpperCase()}${entry.note.slice(1)}`;
+  return el("p", {className: `notice ${entry.level} text-only`, dataset: {reason}},
+    paths.tokens_error ? `${note} (${paths.tokens_error}).` : `${note}.`);
 }
 
 export function flagBadge(name, suffix = "") {

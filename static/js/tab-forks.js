@@ -1,41 +1,46 @@
 // The Forks tab: two paths compared from where they part: the last node they share (dimmed),
-// then both continuations side by side.
+// then both continuations side by side. The drawer loads the comparison of the pair (/forks)
+// into its bundle; this only draws it.
 
-import {get} from "./api.js";
-import {el, replace, select} from "./dom.js";
+import {el, select} from "./dom.js";
 import {num, plural} from "./format.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
-import {trainOnce} from "./trainonce.js";
+import {trainOnce} from "./train-once.js";
+
+/** The pair the tab compares: fa and fb, clamped to the paths there are; null under two paths. */
+export function forkPair(paths, state) {
+  const count = (paths?.paths || []).length;
+  if (count < 2) return null;
+  const a = Math.min(state.fa, count - 1);
+  const b = Math.min(state.fb, count - 1);
+  return {a, b, key: `${a}|${b}`};
+}
 
 export function renderForks(bundle, state, {go, lazy}) {
   const paths = bundle.paths?.paths || [];
   const box = el("div", {className: "forks-tab"});
-  if (paths.length < 2) {
+  const pair = forkPair(bundle.paths, state);
+  if (!pair) {
     box.append(el("p", {className: "notice"}, "One path: this trajectory never forked, so there is nothing to compare."));
     return box;
   }
-  const a = Math.min(state.fa, paths.length - 1);
-  const b = Math.min(state.fb, paths.length - 1);
+  const {a, b} = pair;
   const options = paths.map((p) => [String(p.index), `path ${p.index} → ${p.leaf_node_id}`]);
   box.append(el("div", {className: "toolbar"},
     el("label", {}, "a ", select(options, a, (v) => go({fa: Number(v)}, {replace: true}), {dataset: {fork: "a"}, "aria-label": "path a"})),
     el("label", {}, "b ", select(options, b, (v) => go({fb: Number(v)}, {replace: true}), {dataset: {fork: "b"}, "aria-label": "path b"}))));
-  const result = el("div", {className: "fork-result"}, el("p", {className: "muted"}, "comparing…"));
-  box.append(result);
-  if (a === b) {
-    replace(result, el("p", {className: "notice"}, "Pick two different paths to compare."));
-    return box;
-  }
-  const t = bundle.trajectory;
-  get(`/trajectories/${encodeURIComponent(t.id)}/forks`, {a, b, run_id: t.run_id})
-    .then((fork) => replace(result, ...comparison(fork, bundle, paths[a], paths[b], lazy)))
-    .catch((error) => replace(result, el("p", {className: "notice error"}, `Cannot compare: ${error.message}`)));
+  const fork = bundle.forks?.get(pair.key);
+  box.append(el("div", {className: "fork-result"},
+    a === b ? el("p", {className: "notice"}, "Pick two different paths to compare.")
+      : !fork ? el("p", {className: "muted"}, "comparing…")
+        : fork.error ? el("p", {className: "notice error"}, `Cannot compare: ${fork.error}`)
+          : comparison(fork, bundle, paths[a], paths[b], lazy)));
   return box;
 }
 
 function comparison(fork, bundle, pathA, pathB, lazy) {
-  const unit = pathA.token_count ? "tokens" : "chars";
+  const unit = fork.unit;
   const nodes = bundle.paths.nodes || {};
   const shared = fork.shared_nodes
     ? `They agree on ${plural(fork.shared_nodes, "node")} (${num(unit === "tokens" ? fork.shared_tokens : fork.shared_chars)} ${unit}), up to ${fork.last_shared_node_id}${fork.last_shared ? ` (${fork.last_shared.role ?? "-"}, ${fork.last_shared.author})` : ""}.`
@@ -44,7 +49,7 @@ function comparison(fork, bundle, pathA, pathB, lazy) {
     + ` and path ${fork.b} has ${num(fork.b_nodes_after)} from ${fork.b_node_id_first ?? "-"}.`;
   const column = (label, path, blocks) => {
     const readout = el("p", {className: "readout small"}, "hover a token");
-    const list = el("div", {className: "blocks"}, blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {controls: false})));
+    const list = el("div", {className: "blocks"}, blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {unit, controls: false})));
     wireReadout(list, readout);
     return el("div", {className: "fork-side", dataset: {side: label}},
       el("h3", {}, `path ${path.index}`, el("span", {className: "muted small"}, ` → ${path.leaf_node_id}`)),
@@ -54,7 +59,7 @@ function comparison(fork, bundle, pathA, pathB, lazy) {
     el("p", {className: "fork-sentence"}, shared, " ", then),
     trainOnce(fork.train_once),
     fork.shared_blocks?.length ? el("div", {className: "blocks shared-blocks"}, el("h3", {className: "muted small"}, "last shared node"),
-      fork.shared_blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {controls: false, dim: true}))) : null,
+      fork.shared_blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {unit, controls: false, dim: true}))) : null,
     el("div", {className: "side-by-side"}, column("a", pathA, fork.a_blocks || []), column("b", pathB, fork.b_blocks || [])),
   ];
 }

@@ -1,11 +1,12 @@
 // The Tree tab: every node as a row in depth-first order. A node with one child continues on
 // the same rail; a branch point opens one rail per child. Opening a branch point shows its
-// branches side by side with the text they share dimmed.
+// branches side by side with the text they share dimmed. The shape (children, roots, leaves,
+// branch points), the path that trains each node and call durations are the server's /graph.
 
 import {el} from "./dom.js";
-import {num, plural} from "./format.js";
+import {num, plural, sizeIn, unitShort} from "./format.js";
 import {visible} from "./tokens.js";
-import {trainOnce} from "./trainonce.js";
+import {trainOnce} from "./train-once.js";
 import {flagInfo} from "./viewer.js";
 
 /** The readable text of a node: decoded text, else its token ids, else its message. */
@@ -32,41 +33,36 @@ function signBadges(node) {
   return badges;
 }
 
-function size(node) {
-  if (node.token_count !== null && node.token_count !== undefined) {
-    const sampled = node.author === "model" && node.sampled_token_count ? ` · ${num(node.sampled_token_count)} sampled` : "";
-    return `${num(node.token_count)} tok${sampled}`;
-  }
-  return `${num(node.char_count ?? 0)} ch`;
+/** A node's size in the rollout's unit (the header's `size.unit`). */
+function size(node, unit) {
+  const sampled = unit === "tokens" && node.author === "model" && node.sampled_token_count
+    ? ` · ${num(node.sampled_token_count)} sampled` : "";
+  return `${num(sizeIn(node, unit))} ${unitShort(unit)}${sampled}`;
 }
 
 export function renderTree(bundle, {openNode, setOpen}) {
   const nodes = bundle.graph.nodes || [];
   const byId = new Map(nodes.map((node) => [node.node_id, node]));
-  const children = new Map(nodes.map((node) => [node.node_id, []]));
-  const roots = [];
-  for (const node of nodes) {
-    if (node.parent_node_id && children.has(node.parent_node_id)) children.get(node.parent_node_id).push(node.node_id);
-    else roots.push(node.node_id);
-  }
-  const branchPoints = nodes.filter((node) => children.get(node.node_id).length > 1);
-  const leaves = nodes.filter((node) => !children.get(node.node_id).length);
-  const trained = trainedPaths(bundle);
+  const unit = bundle.trajectory.size?.unit;
+  const graph = bundle.graph;
+  const leaves = new Set(graph.leaf_node_ids || []);
+  const branchPoints = new Set((graph.branch_points || []).map((point) => point.node_id));
   const box = el("div", {className: "tree-tab"});
-  box.append(el("p", {className: "muted"}, `${plural(nodes.length, "node")}, ${plural(leaves.length, "leaf", "leaves")}, ${plural(branchPoints.length, "branch point")}`));
+  box.append(el("p", {className: "muted"}, `${plural(nodes.length, "node")}, ${plural(leaves.size, "leaf", "leaves")}, ${plural(branchPoints.size, "branch point")}`));
   if ((bundle.paths?.paths || []).length > 1) box.append(trainOnce(bundle.graph.train_once));
   if (!nodes.length) {
     box.append(el("p", {className: "notice"}, "This trajectory has no nodes."));
     return box;
   }
   const list = el("div", {className: "tree", role: "tree"});
-  const stack = roots.map((id) => [id, 0]).reverse();
+  const stack = (graph.root_node_ids || []).map((id) => [id, 0]).reverse();
   while (stack.length) {
     const [id, rail] = stack.pop();
     const node = byId.get(id);
-    const kids = children.get(id);
+    const kids = node.child_ids || [];
+    const branching = branchPoints.has(id);
     const open = openNode === id;
-    const row = el("div", {className: `tree-row${kids.length > 1 ? " branch-point" : ""}${open ? " open" : ""}`,
+    const row = el("div", {className: `tree-row${branching ? " branch-point" : ""}${open ? " open" : ""}`,
       role: "treeitem", tabindex: "0", dataset: {node: id}, "aria-expanded": open ? "true" : "false",
       title: `${node.author}${node.sampled_start !== null && node.sampled_start !== undefined ? ` · sampled from ${node.sampled_start}` : ""}${node.has_logprobs ? " · logprobs" : ""}`,
       onclick: () => setOpen(open ? null : id),
@@ -76,39 +72,31 @@ export function renderTree(bundle, {openNode, setOpen}) {
     el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
     el("span", {className: "muted small"}, node.author),
     ...signBadges(node),
-    el("span", {className: "muted small"}, `${size(node)}${kids.length ? "" : " · leaf"}`),
-    kids.length > 1 ? el("span", {className: "branches"}, `${kids.length} branches`) : null,
+    el("span", {className: "muted small"}, `${size(node, unit)}${leaves.has(id) ? " · leaf" : ""}`),
+    branching ? el("span", {className: "branches"}, `${kids.length} branches`) : null,
     el("span", {className: "node-id"}, id));
     row.style.setProperty("--rail", String(rail));
     list.append(row);
-    if (open) list.append(panel(bundle, node, kids, byId, trained));
-    const childRail = kids.length > 1 ? rail + 1 : rail;
+    if (open) list.append(panel(bundle, node, byId));
+    const childRail = branching ? rail + 1 : rail;
     for (const kid of [...kids].reverse()) stack.push([kid, childRail]);
   }
   box.append(list);
   return box;
 }
 
-/** node id -> the path index that trains it (a sampled block on that path). */
-function trainedPaths(bundle) {
-  const trained = new Map();
-  for (const path of bundle.paths?.paths || []) {
-    for (const block of path.blocks) if (block.kind === "sampled") trained.set(block.node_id, path.index);
-  }
-  return trained;
-}
-
 function callLine(call, i) {
   const usage = call.usage || {};
-  return el("li", {}, `call ${i}: ${call.model ?? "-"} · ${call.t_end && call.t_start ? `${Math.round((call.t_end - call.t_start) * 1000)} ms` : "-"}`
+  return el("li", {}, `call ${i}: ${call.model ?? "-"} · ${call.duration_ms === null || call.duration_ms === undefined ? "-" : `${Math.round(call.duration_ms)} ms`}`
     + ` · finish ${call.finish_reason ?? "-"} · bridged ${String(call.bridged)} · ${usage.prompt_tokens ?? "-"} prompt / ${usage.completion_tokens ?? "-"} completion tokens`);
 }
 
-function panel(bundle, node, kids, byId, trained) {
+function panel(bundle, node, byId) {
+  const kids = node.child_ids || [];
   const box = el("div", {className: "tree-panel"});
   box.style.setProperty("--rail", "0");
-  box.append(el("p", {className: "small"}, size(node), " · ",
-    node.author === "model" ? (trained.has(node.node_id) ? `trains in path ${trained.get(node.node_id)}` : "not trained") : "context"));
+  box.append(el("p", {className: "small"}, size(node, bundle.trajectory.size?.unit), " · ",
+    node.author === "model" ? (node.trained_in !== null && node.trained_in !== undefined ? `trains in path ${node.trained_in}` : "not trained") : "context"));
   if ((node.calls || []).length) box.append(el("ul", {className: "calls small"}, node.calls.map(callLine)));
   box.append(el("pre", {className: "text"}, visible(nodeText(bundle, node.node_id), false)));
   if (!kids.length) {

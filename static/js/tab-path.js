@@ -1,29 +1,21 @@
 // The Path tab: one path of the rollout as the trainer sees it, cut into blocks, with the
 // mask strip, token hover and the options to colour by logprob, hide given blocks and show
-// control characters.
+// control characters. The options are state in the URL (route.js: given, controls, logprobs).
 
 import {el} from "./dom.js";
-import {num, pct} from "./format.js";
+import {num, pct, sizeIn} from "./format.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
+import {textOnlyNotice} from "./viewer.js";
 
-const pathOptions = {given: true, controls: false, logprobs: false};
-
-function pathSize(path) {
-  return path.token_count || path.char_count || 0;
-}
-
-function unitOf(path) {
-  return path.char_count !== null && path.char_count !== undefined && !path.token_count ? "chars" : "tokens";
-}
-
-export function renderPath(bundle, state, {go, redraw, lazy}) {
+export function renderPath(bundle, state, {go, lazy}) {
+  const options = {given: state.given, controls: state.controls, logprobs: state.logprobs};
   const data = bundle.paths;
   const paths = data.paths || [];
   if (!paths.length) return el("p", {className: "notice"}, "This trajectory has no path to show.");
   const index = Math.min(state.path, paths.length - 1);
   const path = paths[index];
-  const unit = unitOf(path);
+  const unit = path.unit;
   const box = el("div", {className: "path-tab"});
   if (paths.length > 1) box.append(picker(paths, index, go));
   box.append(strip(path.blocks, {tall: true, unit, onpick: (i) => {
@@ -32,10 +24,10 @@ export function renderPath(bundle, state, {go, redraw, lazy}) {
   const tokenMode = unit === "tokens";
   const hasLogprobs = tokenMode && path.logprob_count > 0;
   const toggle = (name, label, title) => el("label", {className: "option", title},
-    el("input", {type: "checkbox", checked: pathOptions[name], dataset: {option: name},
-      onchange: (event) => { pathOptions[name] = event.target.checked; redraw(); }}), ` ${label}`);
+    el("input", {type: "checkbox", checked: options[name], dataset: {option: name},
+      onchange: (event) => go({[name]: event.target.checked}, {replace: true})}), ` ${label}`);
   box.append(el("div", {className: "toolbar"},
-    el("span", {}, `${num(pathSize(path))} ${unit}`),
+    el("span", {}, `${num(sizeIn(path, unit))} ${unit}`),
     tokenMode ? el("span", {}, `${num(path.trainable_count)} trainable (${pct(path.trainable_count, path.token_count) || "0%"})`) : null,
     el("span", {}, `stop: ${path.stop_reason ?? "-"}`),
     toggle("given", "given", "show the given blocks (system, user, tool messages)"),
@@ -45,8 +37,8 @@ export function renderPath(bundle, state, {go, redraw, lazy}) {
   const readout = el("p", {className: "readout", id: "readout", "aria-live": "polite", hidden: !tokenMode}, "hover a token");
   box.append(readout);
   const blocks = el("div", {className: "blocks"});
-  const shown = path.blocks.filter((block) => pathOptions.given || block.kind !== "given");
-  for (const block of shown) blocks.append(blockElement(block, data.nodes?.[block.node_id], lazy, pathOptions));
+  const shown = path.blocks.filter((block) => options.given || block.kind !== "given");
+  for (const block of shown) blocks.append(blockElement(block, data.nodes?.[block.node_id], lazy, {...options, unit}));
   if (!shown.length) {
     blocks.append(el("p", {className: "notice"}, path.blocks.length
       ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));
@@ -63,8 +55,8 @@ function picker(paths, index, go) {
       onclick: () => go({path: i}, {replace: true})},
     el("span", {className: "pick-name"}, `path ${i}`),
     el("span", {className: "muted small"}, path.fork_from ? `from ${path.fork_from}` : ""),
-    strip(path.blocks, {unit: unitOf(path)}),
-    el("span", {className: "muted small"}, path.token_count
+    strip(path.blocks, {unit: path.unit}),
+    el("span", {className: "muted small"}, path.unit === "tokens"
       ? `${num(path.trainable_count)}/${num(path.token_count)} ${pct(path.trainable_count, path.token_count)}`
       : `${num(path.char_count)} ch`))));
 }
@@ -72,20 +64,17 @@ function picker(paths, index, go) {
 function notices(data, path, paths) {
   const out = [];
   const note = (level, text) => out.push(el("p", {className: `notice ${level}`}, text));
-  if (data.text_only === "tokens-missing") {
-    note("warn", "Tokens sidecar missing (a mirror?): showing message text only. Widths are characters; token ids, the mask and ranges are unavailable.");
-  } else if (data.text_only === "tokens-unlisted") {
-    note("error", "Malformed record: nodes carry tokens but no tokens sidecar is listed. Shown from message text.");
-  } else if (data.text_only === "tokens-unreadable") {
-    note("error", `The tokens sidecar cannot be read (${data.tokens_error || "damaged"}): showing message text only.`);
+  const textOnly = textOnlyNotice(data);
+  if (textOnly) {
+    out.push(textOnly);
   } else if (data.mode === "text") {
     note("info", "Text mode: no token ids were captured, so there is no mask, no ranges and nothing to re-feed. Blocks are the messages, and their widths are characters.");
   }
   const elsewhere = path.blocks.filter((b) => b.kind === "sampled-elsewhere");
   if (elsewhere.length) {
-    const count = elsewhere.reduce((sum, b) => sum + (b.token_count ?? b.char_count ?? 0), 0);
+    const count = elsewhere.reduce((sum, b) => sum + sizeIn(b, path.unit), 0);
     const where = [...new Set(elsewhere.map((b) => b.trained_in))].map((i) => `path ${i}`).join(", ");
-    note("info", `Train-once: ${num(count)} ${unitOf(path)} here were sampled by the model but are trained in ${where}, so this path masks them (sampled-elsewhere).`);
+    note("info", `Train-once: ${num(count)} ${path.unit} here were sampled by the model but are trained in ${where}, so this path masks them (sampled-elsewhere).`);
   }
   if (path.index > 0 && path.diverges_at) {
     note("info", path.fork_from

@@ -1,13 +1,13 @@
-// The Groups table: one row per prompt per step (a GRPO group). A group row expands in place
-// into its rollouts, several at a time; superseded attempts sit greyed under the attempt that
-// counts. Expanded groups are fetched once per filter/sort and re-read on every poll.
+// The run page's Groups table: one row per prompt per step (a GRPO group). A group row expands in
+// place into its rollouts, several at a time; superseded attempts sit greyed under the attempt
+// that counts. Expanded groups are fetched once per filter/sort and re-read on every poll.
 
 import {get} from "./api.js";
 import {el} from "./dom.js";
 import {num, range as span, shortId} from "./format.js";
-import {rewardCell, rewardDot} from "./reward.js";
+import {recordedReward, rewardCell, rewardDot} from "./reward.js";
 import {filterParams} from "./route.js";
-import {flagsCell, matchClass, sortHeader, statusBadge} from "./table.js";
+import {flagsCell, matchClass, sortHeader, statusBadge} from "./run-table.js";
 import {flagBadge, flagInfo, rowFlags} from "./viewer.js";
 
 const COLUMNS = 6;
@@ -71,8 +71,8 @@ export class GroupsTable {
       short ? el("span", {className: "muted", title: "rollouts in this group / the run's usual group size"},
         ` · ${group.n} of ${group.modal_n}`) : null,
       group.superseded_count ? el("span", {className: "muted small"}, ` · ${group.superseded_count} retried`) : null),
-    el("td", {}, el("span", {className: "dots"}, (group.rewards || []).map((r) => rewardDot(r.reward, range,
-      `rep ${r.repetition_id ?? "-"} · attempt ${r.attempt ?? "-"} · reward ${num(r.reward)} · stop ${r.stop_reason ?? "-"}`)))),
+    el("td", {}, el("span", {className: "dots"}, (group.rewards || []).map((r) => rewardDot(r.reward, r.value, range,
+      `rep ${r.repetition_id ?? "-"} · attempt ${r.attempt ?? "-"} · reward ${recordedReward(r.reward)} · stop ${r.stop_reason ?? "-"}`)))),
     el("td", {className: "num"}, span(group.turns)),
     el("td", {className: "num"}, span(group.tokens)),
     el("td", {className: "flags"}, (group.flags || []).map((name) => flagBadge(name)), rollup(group.rollup)));
@@ -106,7 +106,7 @@ export class GroupsTable {
     el("td", {className: "num"}, num(row.step)),
     el("td", {className: "member"}, superseded ? "↳ " : "", label, " ", el("span", {className: "muted", title: row.id}, shortId(row.id)),
       row.status !== "finished" ? [" ", statusBadge(row)] : null),
-    el("td", {}, rewardCell(row.annotations?.reward, range)),
+    el("td", {}, rewardCell(row.annotations?.reward, row.reward_value, range)),
     el("td", {className: "num"}, num(row.capture?.exchange_count)),
     el("td", {className: "num"}, num(row.summary?.tokens)),
     flagsCell(row.summary?.flags));

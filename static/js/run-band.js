@@ -1,5 +1,5 @@
-// The health band: one chip per flag with its count over the filtered run. Clicking a chip
-// filters to it; clicking the active chip clears the filter.
+// The run page's health band: one chip per flag with its count over the filtered run. Clicking a
+// chip filters to it; clicking the active chip clears the filter.
 
 import {el} from "./dom.js";
 import {num} from "./format.js";

@@ -3,12 +3,12 @@
 // when that state changes and polled (with its ETag) so new records appear in place.
 
 import {get} from "./api.js";
-import {band} from "./band.js";
+import {band} from "./run-band.js";
 import {el, replace, select} from "./dom.js";
 import {num, plural} from "./format.js";
-import {GroupsTable} from "./groups.js";
+import {GroupsTable} from "./run-groups.js";
 import {rewardLegend} from "./reward.js";
-import {rolloutsTable} from "./rollouts.js";
+import {rolloutsTable} from "./run-rollouts.js";
 import {emptyState, filterParams, hasFilters} from "./route.js";
 import {kindLegend} from "./strip.js";
 

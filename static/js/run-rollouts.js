@@ -1,10 +1,10 @@
-// The Rollouts table: one row per trajectory.
+// The run page's Rollouts table: one row per trajectory.
 
 import {el} from "./dom.js";
 import {age, isoOf, num, pct, shortId} from "./format.js";
 import {rewardCell} from "./reward.js";
 import {strip} from "./strip.js";
-import {flagsCell, sortHeader, statusBadge} from "./table.js";
+import {flagsCell, sortHeader, statusBadge} from "./run-table.js";
 
 export function rolloutsTable(listing, sort, {onSort, onOpen, openId}) {
   const range = listing.reward_range;
@@ -30,8 +30,8 @@ export function rolloutsTable(listing, sort, {onSort, onOpen, openId}) {
 
 function rolloutRow(row, range, onOpen, openId) {
   const summary = row.summary || {};
-  const unit = row.mode === "text" || summary.strip?.some((b) => b.token_count === null || b.token_count === undefined)
-    ? "chars" : "tokens";
+  const size = row.size || {};
+  const unit = size.unit;
   return el("tr", {className: `nav rollout-row${row.id === openId ? " open" : ""}${row.unreadable ? " unreadable" : ""}`,
     dataset: {traj: row.id}, tabindex: "-1", onclick: () => onOpen(row.id)},
   el("td", {className: "id", title: row.error ? `${row.id}: ${row.error}` : row.id}, shortId(row.id)),
@@ -39,12 +39,12 @@ function rolloutRow(row, range, onOpen, openId) {
   el("td", {className: "num"}, num(row.step)),
   el("td", {className: "mask"}, strip(summary.strip, {unit})),
   el("td", {className: "num", title: unit === "chars" ? "no tokens: characters" : "tokens (largest path)"},
-    unit === "chars" ? `${num(summary.tokens)} ch` : num(summary.tokens)),
+    unit === "chars" ? `${num(size.tokens)} ch` : num(size.tokens)),
   el("td", {className: "num", title: "tokens in the loss (largest path)"},
-    summary.trainable ? `${num(summary.trainable)} ${pct(summary.trainable, summary.tokens)}` : "-"),
+    size.trainable ? `${num(size.trainable)} ${pct(size.trainable, size.tokens)}` : "-"),
   el("td", {className: "num", title: "model calls"}, num(row.capture?.exchange_count)),
   el("td", {className: "num"}, num(summary.paths)),
-  el("td", {}, rewardCell(row.annotations?.reward, range)),
+  el("td", {}, rewardCell(row.annotations?.reward, row.reward_value, range)),
   flagsCell(summary.flags),
   el("td", {}, statusBadge(row)),
   el("td", {className: "when", title: isoOf(row.created_ts) || row.created_at || ""}, age(row.created_ts)));

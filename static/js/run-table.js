@@ -1,4 +1,4 @@
-// Pieces shared by the Groups and Rollouts tables: sortable headers and row cells.
+// Pieces shared by the run page's Groups and Rollouts tables: sortable headers and row cells.
 
 import {el} from "./dom.js";
 import {flagBadge, rowFlags} from "./viewer.js";

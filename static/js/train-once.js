@@ -1,4 +1,5 @@
-// skycap trains each sampled node on exactly one path; this states whether that holds here.
+// The drawer's train-once line (Tree and Forks tabs): skycap trains each sampled node on exactly
+// one path; this states whether that holds here.
 
 import {el} from "./dom.js";
 
