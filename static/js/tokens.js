@@ -122,7 +122,8 @@ function describeToken(span) {
   const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : null;
   const position = block.start + (i - block.node_start);
   const loss = block.kind === "sampled" ? "in the loss"
-    : block.kind === "sampled-elsewhere" ? `masked (trained in path ${block.trained_in})` : "masked";
+    : block.kind === "sampled-elsewhere" ? `masked (trained in path ${block.trained_in})`
+    : block.kind === "sampled-untrained" ? "masked (the record trains it on no path)" : "masked";
   const parts = [hasText ? JSON.stringify(piece) : "(no text)", `#${position}`, `id ${node.token_ids[i]}`, loss];
   if (hasText && piece === "") parts.push("owns no whole character: it shares one with the next token");
   if (i >= (node.sampled_start ?? Infinity)) {
