@@ -43,6 +43,10 @@ def test_after_verification_the_band_agrees_with_check(tmp_path):
             assert any("sidecar" in problem for problem in found[record_id]), found[record_id]
         band = dict(server.get("/v1/trajectories?run_id=broken")["health"]["counts"])
         assert band["malformed-record"] == len(expected)
+        for record_id in sidecar_only:  # the row's size is in the unit its paths can be shown in
+            header = server.get(f"/v1/trajectories/{record_id}?run_id=broken")
+            paths = server.get(f"/v1/trajectories/{record_id}/paths?run_id=broken")["paths"]
+            assert header["size"]["unit"] == "chars" == paths[0]["unit"]
 
 
 def test_verification_is_remembered_across_a_restart(tmp_path):

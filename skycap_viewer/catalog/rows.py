@@ -72,8 +72,8 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
     try:
         document = read_document(path)
         present = present_sidecars(directory, document)
-        found = sidecar_problems(directory, document, present, not document_problems(document, file_id))[0] \
-            if verify else ()
+        found = sidecar_problems(directory, document, present, not document_problems(document, file_id)) \
+            if verify else None
         rollout = Rollout(document, present, file_id, found)
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
         row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document))

@@ -61,8 +61,8 @@ def check_record(directory: Path, record_id: str, present: set[str], forks: bool
     except RecordError as error:
         return RecordReport(record_id, [error.problem], [])
     problems = document_problems(document, record_id)
-    found, absent = sidecar_problems(directory, document, present, consistent=not problems)
-    report = RecordReport(record_id, problems + found, absent)
+    sidecars = sidecar_problems(directory, document, present, consistent=not problems)
+    report = RecordReport(record_id, problems + sidecars.problems, sidecars.absent)
     if forks:
         report.forks = trajectory_forks(document)
         leaves = Graph(document["nodes"]).leaves

@@ -63,8 +63,8 @@ class PathView:
 
 class Rollout:
     def __init__(self, document: dict, present: set[str] | None = None, file_id: str | None = None,
-                 sidecar_problems=()):
-        """`sidecar_problems`: what reading the sidecars found (`record.verify`), when they were read."""
+                 sidecars=None):
+        """`sidecars`: what reading the sidecars found (a `record.verify.SidecarReport`), when they were read."""
         self.document = document
         self.nodes = document["nodes"]
         self.graph = Graph(self.nodes, document.get("samples"))
@@ -74,7 +74,9 @@ class Rollout:
             kind for kind in listed_kinds(document)
             if present is not None and (kind not in self.sidecars or self.sidecars[kind]["file"] not in present)
         )
-        self.record_problems = layout_problems(document, file_id) + self.graph.problems + list(sidecar_problems)
+        self.damaged_sidecars = sidecars.damaged if sidecars is not None else set()
+        self.record_problems = layout_problems(document, file_id) + self.graph.problems + (
+            sidecars.problems if sidecars is not None else [])
 
     @cached_property
     def mode(self) -> str:
@@ -86,12 +88,14 @@ class Rollout:
 
     @cached_property
     def text_only(self) -> str | None:
-        """Why a token record must be shown from message text: tokens missing, or unlisted."""
+        """Why a token record must be shown from message text: tokens missing, unlisted, or found damaged."""
         if not token_nodes(self.document):
             return None
         if "tokens" not in listed_kinds(self.document):
             return "tokens-unlisted"
-        return "tokens-missing" if "tokens" in self.missing_sidecars else None
+        if "tokens" in self.missing_sidecars:
+            return "tokens-missing"
+        return "tokens-unreadable" if "tokens" in self.damaged_sidecars else None
 
     @cached_property
     def paths(self) -> list[PathView]:

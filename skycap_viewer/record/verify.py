@@ -6,6 +6,7 @@ boundaries, sampling-mask offsets in order). A listed sidecar whose file is abse
 problem (a mirror may leave it out): it is returned as absent.
 """
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
@@ -19,20 +20,29 @@ def document_problems(document: dict, file_id: str | None) -> list[str]:
     return layout_problems(document, file_id) + Graph(document["nodes"], document.get("samples")).problems
 
 
-def sidecar_problems(directory, document: dict, present, consistent: bool) -> tuple[list[str], list[str]]:
-    """(problems, absent kinds) of the record's sidecars: every present one is opened and read.
+@dataclass
+class SidecarReport:
+    problems: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)  # listed kinds whose files are not in the directory
+    damaged: set[str] = field(default_factory=set)  # kinds with a problem (a damaged `tokens` hides the text)
+
+
+def sidecar_problems(directory, document: dict, present, consistent: bool) -> SidecarReport:
+    """What is wrong with the record's sidecars: every present one is opened and read.
 
     Arrays are checked against the nodes only when the document agrees with itself (`consistent`),
     so a problem the document already shows is not reported twice."""
     sidecars = document.get("sidecars") or {}
-    absent = sorted(listed_kinds(document) - set(sidecars))  # a mirror's `omitted_sidecars`
-    problems = []
+    report = SidecarReport(absent=sorted(listed_kinds(document) - set(sidecars)))  # a mirror's `omitted_sidecars`
     for kind, manifest in sidecars.items():
         if manifest["file"] not in present:
-            absent.append(kind)
-        else:
-            problems += one_sidecar_problems(Path(directory) / manifest["file"], document, kind, manifest, consistent)
-    return problems, absent
+            report.absent.append(kind)
+            continue
+        found = one_sidecar_problems(Path(directory) / manifest["file"], document, kind, manifest, consistent)
+        report.problems += found
+        if found:
+            report.damaged.add(kind)
+    return report
 
 
 def one_sidecar_problems(path: Path, document: dict, kind: str, manifest: dict, consistent: bool) -> list[str]:
