@@ -180,3 +180,10 @@ def test_painted_header_lines_carry_real_styles_and_escaped_record_text(corpus):
     assert "\x1b[1m" in lines[0] and "tr_\\x1b]0;owned\\x07" in lines[0]  # the record's own ESC is escaped
     flag_lines = [line for line in lines if line.startswith("flag")]
     assert flag_lines and all("\x1b[" in line for line in flag_lines)
+
+
+def test_show_says_what_decides_what_trained(corpus):
+    final = run_cli("show", corpus / "spec" / "tr_final_rule.json.zst").stdout.splitlines()
+    assert "trains       final rule (the record's samples): 1 sample, 55 tokens, 11 in the loss" in final
+    tokens = run_cli("show", corpus / "spec" / "tr_tokens.json.zst").stdout
+    assert "all rule, applied by the viewer (the record has no samples)" in tokens

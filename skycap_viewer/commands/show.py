@@ -69,6 +69,17 @@ def fork_text(fork: dict) -> str:
     return f"node {fork['node_id']} {where} vs {fork['sibling_id']}: {fork['kind']}: {fork['detail']}"
 
 
+def trains_text(header: dict) -> str:
+    """What decides what trained: the record's samples (and their rule), or the `all` rule applied here."""
+    size = header["size"]
+    total = f"{plural(size['samples'], 'sample')}, {size['tokens']} {size['unit']}"
+    if size["unit"] == "tokens":
+        total += f", {size['trainable']} in the loss"
+    if header["samples_rule"] is None:
+        return f"all rule, applied by the viewer (the record has no samples): {total}"
+    return f"{header['samples_rule']} rule (the record's samples): {total}"
+
+
 def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dict] = ()) -> list[str]:
     """The rollout's header; `forks` (`/graph`'s shape) as one `fork` row each."""
     header = payload["trajectory"]
@@ -82,6 +93,7 @@ def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dic
         rows.append(("created", f"{header['created_at']}  finished {header.get('finished_at') or '-'}"))
     bridged = " ".join(f"{k}={n}" for k, n in header["skycap"]["bridged"].items())
     rows.append(("calls", f"{header['capture']['exchange_count']}  bridged {bridged}"))
+    rows.append(("trains", trains_text(header)))
     rows += [("fork", fork_text(fork)) for fork in forks]
     flags = [FLAG_BY_NAME[name] for name in header["flags"]]
     rows += [("problem", problem) for problem in header["record_problems"]]
