@@ -70,6 +70,15 @@ def shown_record(args) -> Path:
     return demo_directory() / args.record if args.demo else Path(args.record)
 
 
+def directories_command(name: str, description: str) -> argparse.ArgumentParser:
+    """A terminal command over record directories (or the demo run), printing text or `--json`."""
+    parser = argparse.ArgumentParser(prog=f"skycap-viewer {name}", description=description)
+    parser.add_argument("dirs", nargs="*", metavar="DIR")
+    parser.add_argument("--demo", action="store_true", help="the example run shipped with the viewer")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve = argparse.ArgumentParser(
         prog="skycap-viewer",
@@ -89,16 +98,10 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve.add_argument("--no-verify", action="store_true",
                        help="do not check every record's sidecars in the background (only those a view found damaged)")
 
-    summary = argparse.ArgumentParser(prog="skycap-viewer summary", description="Print a summary of each run.")
-    summary.add_argument("dirs", nargs="*", metavar="DIR")
-    summary.add_argument("--demo", action="store_true", help="the example run shipped with the viewer")
-    summary.add_argument("--json", action="store_true", help="print JSON")
+    summary = directories_command("summary", "Print a summary of each run.")
     summary.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
 
-    check = argparse.ArgumentParser(prog="skycap-viewer check", description="Validate records against format v1.")
-    check.add_argument("dirs", nargs="*", metavar="DIR")
-    check.add_argument("--demo", action="store_true", help="the example run shipped with the viewer")
-    check.add_argument("--json", action="store_true", help="print JSON")
+    check = directories_command("check", "Validate records against format v1.")
     check.add_argument("--forks", action="store_true",
                        help="also name every fork the way skycap's check does (the exit status does not change)")
 
