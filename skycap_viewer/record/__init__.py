@@ -1,4 +1,4 @@
 """One record read from its files alone.
 
-Frames, document, schema, manifest, sidecars, graph, forks, blocks, rollout, fields, header.
+Frames, document, schema, manifest, sidecars, graph, forks, blocks, rollout, fields, header, verify.
 """
