@@ -27,6 +27,7 @@ from skycap_viewer.catalog.rows import compute_row
 SMALL_BATCH = 64  # fewer documents than this are computed in this process
 MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few enough that rows stream in
 # and that the last (largest: the watcher sends smallest first) chunk does not leave a core idle for long
+WORKER_NICENESS = 10  # workers yield the cores to the server's own process, which answers requests
 IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
 
 
@@ -61,12 +62,14 @@ def start_method() -> str:
 
 
 def _start_worker(lifeline):
-    """Worker initializer: leave Ctrl-C to the server, and exit as soon as the server is gone.
+    """Worker initializer: leave Ctrl-C to the server, run below it, and exit as soon as it is gone.
 
     `lifeline` is the read end of a pipe whose write end only the server holds: the read ends when
     the server's process does, however it ends. (Not "when the parent goes": a forkserver's children
     keep it alive, so it never goes; not a pid probe: a killed server stays a zombie until reaped.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with suppress(AttributeError, OSError):  # below the server: indexing and verifying never slow a request
+        os.nice(WORKER_NICENESS)
 
     def exit_with_the_server():
         with suppress(EOFError, OSError):
