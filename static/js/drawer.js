@@ -5,7 +5,7 @@
 import {get} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
 import {button, copyText, el, replace} from "./dom.js";
-import {num, pct} from "./format.js";
+import {num, pct, unitShort} from "./format.js";
 import {forkPair, renderForks} from "./tab-forks.js";
 import {renderJson} from "./tab-json.js";
 import {renderPath} from "./tab-path.js";
@@ -18,11 +18,22 @@ import {flagBadge, textOnlyNotice} from "./viewer.js";
 const WIDTH_KEY = "skycap-viewer.drawer-width";
 const CACHE_SIZE = 8;
 
-/** The header's trainable figure from the server's `size` (the largest path's). */
+/** The header's trainable figure from the server's `size`: totals over the samples the trainer gets. */
 function trainableFact(size) {
   if (!size?.tokens) return "-";
   if (size.unit !== "tokens") return `- (no tokens: ${num(size.tokens)} ch)`;
   return `${num(size.trainable)}/${num(size.tokens)} ${pct(size.trainable, size.tokens)}`;
+}
+
+/** Which rule chose what trains: the record's own samples, or (no samples) the viewer's `all`. */
+function ruleFact(rule) {
+  return rule ? `${rule} rule (the record's samples)` : "all rule (applied by the viewer: the record has no samples)";
+}
+
+/** How many samples the trainer gets, and the longest path (sample or not), from `size`. */
+function samplesFact(size) {
+  if (!size) return "-";
+  return `${num(size.samples)} · longest ${num(size.longest)} ${unitShort(size.unit)}`;
 }
 
 export class Drawer {
@@ -186,7 +197,8 @@ export class Drawer {
     const bridged = t.skycap?.bridged || {};
     const facts = [
       ["mode", t.mode ?? "-"], ["status", `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`], ["task", t.task_id ?? "-"],
-      ["step", num(t.step)], ["trainable", trainableFact(t.size)],
+      ["step", num(t.step)], ["trains", ruleFact(t.samples_rule)], ["samples", samplesFact(t.size)],
+      ["trainable", trainableFact(t.size)],
       ["tokenizer", t.tokenizer ?? "-"],
       ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
       ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],
@@ -199,7 +211,7 @@ export class Drawer {
         button("copy id", (event) => copyText(t.id, event.currentTarget), {className: "ghost"}),
         el("span", {className: "grow"}),
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
-      el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact"}, el("dt", {}, label), el("dd", {}, value))),
+      el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact", dataset: {fact: label}}, el("dt", {}, label), el("dd", {}, value))),
         el("div", {className: "fact"}, el("dt", {}, "reward"), this.rewardBox = el("dd", {}, rewardCell(t.annotations?.reward, t.reward_value, this.rewardRange)))),
       el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name))),
       notes);

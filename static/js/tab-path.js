@@ -70,6 +70,9 @@ function notices(data, path, paths) {
   } else if (data.mode === "text") {
     note("info", "Text mode: no token ids were captured, so there is no mask, no ranges and nothing to re-feed. Blocks are the messages, and their widths are characters.");
   }
+  if (path.trains === false) {
+    note("warn no-train-path", "The record's samples do not train this path: its replies are sampled-untrained, in no loss.");
+  }
   const elsewhere = path.blocks.filter((b) => b.kind === "sampled-elsewhere");
   if (elsewhere.length) {
     const count = elsewhere.reduce((sum, b) => sum + sizeIn(b, path.unit), 0);

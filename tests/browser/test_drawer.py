@@ -220,3 +220,29 @@ def test_a_rollout_opened_by_editing_the_url_loads_once_and_draws(page, corpus_s
         expect(tab.locator("#drawer .traj-id")).to_have_text(record)
         expect(tab.locator("#drawer .block").first).to_be_visible()
     assert page.errors == []
+
+
+def test_the_header_names_the_rule_and_a_path_no_sample_trains_says_so(page, corpus_server):
+    record = corpus_server.get("/v1/trajectories/tr_final_rule?run_id=spec")
+    paths = corpus_server.get("/v1/trajectories/tr_final_rule/paths?run_id=spec")["paths"]
+    assert record["samples_rule"] == "final" and paths[0]["trains"] is False
+    tab = page.open("#/run/spec/rollouts/t/tr_final_rule?path=0")
+    head = tab.locator("#drawer .drawer-head")
+    expect(head.locator(".fact[data-fact=trains]")).to_contain_text("final rule (the record's samples)")
+    size = record["size"]
+    expect(head.locator(".fact[data-fact=samples]")).to_contain_text(f"{size['samples']} · longest {size['longest']} tok")
+    expect(tab.locator("#drawer .notice.no-train-path")).to_contain_text("samples do not train this path")
+    expect(tab.locator("#drawer .block.kind-sampled")).to_have_count(0)
+    expect(tab.locator("#drawer .block.kind-sampled-untrained")).not_to_have_count(0)
+    trained = next(p["index"] for p in paths if p["trains"])
+    tab.locator(f'.picker .pick[data-path="{trained}"]').click()
+    expect(tab.locator("#drawer .block.kind-sampled")).not_to_have_count(0)
+    expect(tab.locator("#drawer .notice.no-train-path")).to_have_count(0)
+
+
+def test_a_record_without_samples_says_the_viewer_applied_all(page, corpus_server):
+    rows = corpus_server.get("/v1/trajectories?run_id=spec&limit=200")["data"]
+    bare = next(row for row in rows if row.get("samples_rule") is None and not row.get("unreadable"))
+    tab = page.open(f"#/run/spec/rollouts/t/{bare['id']}")
+    expect(tab.locator("#drawer .fact[data-fact=trains]")).to_contain_text(
+        "all rule (applied by the viewer: the record has no samples)")
