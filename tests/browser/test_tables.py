@@ -253,3 +253,38 @@ def test_a_narrow_window_hides_the_sidebar_and_offers_a_run_picker(page_on, corp
     expect(tab.locator("table.rollouts tr.rollout-row")).to_have_count(
         corpus_server.get("/v1/trajectories?run_id=spec")["total"])
     narrow.shot("narrow")
+
+
+def test_rollouts_with_no_group_key_are_counted_and_listed_not_hidden(page_over, corpus, tmp_path):
+    from tests.browser.conftest import copy_record
+
+    run = tmp_path / "mixed"
+    run.mkdir()
+    grouped = sorted(p.name[:-len(".json.zst")] for p in (corpus / "groups").glob("*.json.zst"))
+    for record in grouped:
+        copy_record(corpus / "groups", record, run)
+    keyless = ["tr_media", "tr_tokens", "tr_utf8"]
+    for record in keyless:
+        copy_record(corpus / "spec", record, run)
+    page = page_over(run)
+    server = page.server
+    listing = server.get("/v1/groups?run_id=mixed")
+    assert listing["ungrouped"] == len(keyless)
+    tab = page.open("#/run/mixed/groups")
+    expect(tab.locator(".band-title")).to_contain_text("groups, each counted once per flag")
+    notice = tab.locator(".ungrouped-notice")
+    expect(notice).to_contain_text(f"{len(keyless)} rollouts have no group key (step, instance_id): list them")
+    notice.locator("a[data-link=ungrouped]").click()
+    expect(tab.locator(".view-toggle [data-view=rollouts]")).to_have_attribute("aria-selected", "true")
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(keyless))
+    assert sorted(table_ids(tab)) == keyless
+    assert "ungrouped=1" in page.hash()
+    expect(tab.locator(".band-title")).to_contain_text("rollouts with no group key")
+    chip = tab.locator(".filters [data-filter=ungrouped]")
+    expect(chip).to_contain_text("no group key")
+    tab.reload()  # a pasted link keeps the filter
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(keyless))
+    tab.locator(".filters [data-filter=ungrouped]").click()
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(grouped) + len(keyless))
+    assert "ungrouped" not in page.hash()
+    expect(tab.locator(".filters [data-filter=ungrouped]")).to_have_count(0)
