@@ -13,7 +13,7 @@ import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
 import {LazyText} from "./tokens.js";
 import {renderTree} from "./tab-tree.js";
-import {flagBadge, textOnlyNotice} from "./viewer.js";
+import {flagBadge, forkKinds, textOnlyNotice} from "./viewer.js";
 
 const WIDTH_KEY = "skycap-viewer.drawer-width";
 const CACHE_SIZE = 8;
@@ -213,7 +213,8 @@ export class Drawer {
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
       el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact", dataset: {fact: label}}, el("dt", {}, label), el("dd", {}, value))),
         el("div", {className: "fact"}, el("dt", {}, "reward"), this.rewardBox = el("dd", {}, rewardCell(t.annotations?.reward, t.reward_value, this.rewardRange)))),
-      el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name))),
+      el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name, "",
+        {more: name === "forked" && bundle.graph?.forks?.length ? `Forks: ${forkKinds(bundle.graph.forks)}.` : ""}))),
       notes);
   }
 

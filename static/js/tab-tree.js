@@ -7,7 +7,7 @@ import {el} from "./dom.js";
 import {num, plural, sizeIn, unitShort} from "./format.js";
 import {visible} from "./tokens.js";
 import {trainOnce} from "./train-once.js";
-import {flagInfo} from "./viewer.js";
+import {flagInfo, forkBadge} from "./viewer.js";
 
 /** The readable text of a node: decoded text, else its token ids, else its message. */
 function nodeText(bundle, nodeId) {
@@ -47,6 +47,7 @@ export function renderTree(bundle, {openNode, setOpen}) {
   const graph = bundle.graph;
   const leaves = new Set(graph.leaf_node_ids || []);
   const branchPoints = new Set((graph.branch_points || []).map((point) => point.node_id));
+  const forkOf = new Map((graph.forks || []).map((fork) => [fork.node_id, fork]));
   const box = el("div", {className: "tree-tab"});
   box.append(el("p", {className: "muted"}, `${plural(nodes.length, "node")}, ${plural(leaves.size, "leaf", "leaves")}, ${plural(branchPoints.size, "branch point")}`));
   if ((bundle.paths?.paths || []).length > 1) box.append(trainOnce(bundle.graph.train_once));
@@ -71,6 +72,7 @@ export function renderTree(bundle, {openNode, setOpen}) {
     el("span", {className: "caret"}, open ? "▾" : "▸"),
     el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
     el("span", {className: "muted small"}, node.author),
+    forkOf.has(id) ? forkBadge(forkOf.get(id)) : null,
     ...signBadges(node),
     el("span", {className: "muted small"}, `${size(node, unit)}${leaves.has(id) ? " · leaf" : ""}`),
     branching ? el("span", {className: "branches"}, `${kids.length} branches`) : null,

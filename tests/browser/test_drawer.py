@@ -1,6 +1,7 @@
 """The rollout drawer: opened from a pasted URL, read token by token, Tree, Forks, Calls and JSON."""
 
 import math
+import re
 
 from playwright.sync_api import expect
 
@@ -246,3 +247,26 @@ def test_a_record_without_samples_says_the_viewer_applied_all(page, corpus_serve
     tab = page.open(f"#/run/spec/rollouts/t/{bare['id']}")
     expect(tab.locator("#drawer .fact[data-fact=trains]")).to_contain_text(
         "all rule (applied by the viewer: the record has no samples)")
+
+
+def test_forks_are_named_in_the_tree_the_forks_tab_and_the_flag(page, corpus_server):
+    graph = corpus_server.get(f"/v1/trajectories/{FORKED}/graph?run_id=real-like")
+    forks = graph["forks"]
+    assert {f["kind"] for f in forks} >= {"resample", "edited reply", "different message"}
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree")
+    for fork in forks:
+        badge = tab.locator(f'.tree-row[data-node="{fork["node_id"]}"] .fork-kind')
+        expect(badge).to_have_text(fork["kind"])
+        expect(badge).to_have_attribute("title", fork["detail"])
+    expect(tab.locator(".tree-row .fork-kind")).to_have_count(len(forks))
+    flag = tab.locator('#drawer .flags [data-flag="forked"]')
+    for kind in {f["kind"] for f in forks}:
+        expect(flag).to_have_attribute("title", re.compile(re.escape(kind)))
+    paths = corpus_server.get(f"/v1/trajectories/{FORKED}/paths?run_id=real-like")["paths"]
+    fork = next(f for f in forks if f["kind"] == "edited reply")
+    a = next(p["index"] for p in paths if fork["sibling_id"] in p["node_ids"])
+    b = next(p["index"] for p in paths if fork["node_id"] in p["node_ids"])
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=forks&fa={a}&fb={b}")
+    sentence = tab.locator(".fork-sentence")
+    expect(sentence).to_contain_text(f"They fork there: edited reply at {fork['node_id']} beside {fork['sibling_id']} ({fork['detail']})")
+    expect(sentence.locator(".fork-kind")).to_have_attribute("title", fork["detail"])
