@@ -270,3 +270,27 @@ def test_forks_are_named_in_the_tree_the_forks_tab_and_the_flag(page, corpus_ser
     sentence = tab.locator(".fork-sentence")
     expect(sentence).to_contain_text(f"They fork there: edited reply at {fork['node_id']} beside {fork['sibling_id']} ({fork['detail']})")
     expect(sentence.locator(".fork-kind")).to_have_attribute("title", fork["detail"])
+
+
+def test_the_tree_keeps_the_main_line_on_rail_0_and_each_branch_beside_it(page, corpus_server):
+    graph = corpus_server.get(f"/v1/trajectories/{FORKED}/graph?run_id=real-like")
+    paths = corpus_server.get(f"/v1/trajectories/{FORKED}/paths?run_id=real-like")["paths"]
+    parent = {kid: node["node_id"] for node in graph["nodes"] for kid in node.get("child_ids") or []}
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree")
+    expect(tab.locator(".tree-row")).to_have_count(len(graph["nodes"]))
+    rails = dict(tab.locator(".tree-row").evaluate_all("rows => rows.map(r => [r.dataset.node, Number(r.dataset.rail)])"))
+    assert all(rails[node] == 0 for node in paths[0]["node_ids"]), rails
+    for path in paths[1:]:
+        first = path["diverges_at"]
+        assert rails[first] >= 1, (path["index"], rails)
+        if first in parent:
+            assert rails[parent[first]] < rails[first]
+        for node in path["node_ids"][path["node_ids"].index(first):]:
+            assert rails[node] == rails[first], "a branch stays on its rail until it forks again"
+    order = tab.locator(".tree-row").evaluate_all("rows => rows.map(r => r.dataset.node)")
+    for point in graph["branch_points"]:  # siblings: one indentation, right under their parent
+        kids = point["child_ids"]
+        assert len({rails[kid] for kid in kids[1:]}) == 1 and rails[kids[1]] == rails[point["node_id"]] + 1
+        assert order.index(kids[1]) == order.index(point["node_id"]) + 1
+        expect(tab.locator(f'.tree-row[data-node="{kids[1]}"] .rails')).to_contain_text("├─")
+    page.shot("tree-rails")
