@@ -100,6 +100,7 @@ export class Drawer {
     document.body.classList.add("drawer-open");
     if (key !== this.key) {
       this.key = key;
+      this.gone = false;
       this.treeOpen = null;
       this.drawn = null;
       this.place = null;
@@ -172,7 +173,7 @@ export class Drawer {
     if (!bundle) return;  // still loading: the show() that started the load draws when it lands
     const fork = forkPair(bundle.paths, state);
     const place = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb]);
-    const drawn = JSON.stringify([place, this.treeOpen, state.given, state.controls, state.logprobs,
+    const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs,
       Boolean(fork && bundle.forks?.has(fork.key))]);
     if (this.drawn === drawn && !keepScroll) return;
     keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
@@ -203,7 +204,8 @@ export class Drawer {
       ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
       ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],
     ];
-    const notes = [textOnlyNotice(bundle.paths)];
+    const notes = [this.gone ? el("p", {className: "notice error gone"},
+      "This record is gone from disk: what is shown is the last version read.") : null, textOnlyNotice(bundle.paths)];
     for (const problem of t.unreadable ? [] : t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));
     return el("header", {className: "drawer-head"},
       el("div", {className: "drawer-title"},
@@ -260,14 +262,23 @@ export class Drawer {
     let fresh;
     try {
       fresh = await get(`/trajectories/${encodeURIComponent(id)}`, {run_id: run});
-    } catch {
+    } catch (error) {
+      if (error.status === 404 && key === this.key) this.markGone(true);
       return;
     }
+    if (key === this.key) this.markGone(false);
     const signature = (t) => JSON.stringify([t.revision, t.status, t.capture?.node_count, t.capture?.exchange_count]);
     if (key !== this.key || signature(fresh) === signature(old)) return;
     await this.load(run, id);
     await this.loadFork(this.state);
     if (key === this.key) this.draw(true);
+  }
+
+  /** The record vanished from disk (404 on a poll), or came back: say so instead of staying stale. */
+  markGone(gone) {
+    if (Boolean(this.gone) === gone) return;
+    this.gone = gone;
+    this.draw(true);
   }
 
   /** The number keys switch tabs. */

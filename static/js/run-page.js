@@ -213,6 +213,14 @@ export class RunPage {
       : rolloutsTable(listing, sort, {onSort: (k, o) => this.sort(k, o), onOpen: (id) => this.open(id), openId: state.traj});
     const current = this.tableBox.querySelector("tr.current");
     const currentKey = current && (current.dataset.traj || current.dataset.key);
+    const pages = Math.max(1, Math.ceil((listing.total ?? 0) / LIMIT));
+    if (!listing.data.length && state.page > pages) {
+      replace(this.tableBox, el("p", {className: "notice warn past-last"}, `page ${num(state.page)} is past the last page (${num(pages)}): `,
+        el("a", {href: format({...state, page: pages}), dataset: {link: "last-page"},
+          onclick: (event) => { event.preventDefault(); this.go({page: pages}); }}, `go to page ${num(pages)}`)));
+      this.drawPager();
+      return;
+    }
     replace(this.tableBox, table);
     if (currentKey) {
       const again = [...table.querySelectorAll("tr.nav")].find((row) => (row.dataset.traj || row.dataset.key) === currentKey);

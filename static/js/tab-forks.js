@@ -37,6 +37,9 @@ export function renderForks(bundle, state, {go, lazy}) {
     return box;
   }
   const {a, b} = pair;
+  for (const [asked, shown] of [[state.fa, a], [state.fb, b]]) {
+    if (asked > shown) box.append(el("p", {className: "notice warn past-last"}, `path ${asked} does not exist: comparing path ${shown} of 0–${paths.length - 1}.`));
+  }
   const options = paths.map((p) => [String(p.index), `path ${p.index} → ${p.leaf_node_id}`]);
   box.append(el("div", {className: "toolbar"},
     el("label", {}, "a ", select(options, a, (v) => go({fa: Number(v)}, {replace: true}), {dataset: {fork: "a"}, "aria-label": "path a"})),

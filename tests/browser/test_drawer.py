@@ -294,3 +294,32 @@ def test_the_tree_keeps_the_main_line_on_rail_0_and_each_branch_beside_it(page, 
         assert order.index(kids[1]) == order.index(point["node_id"]) + 1
         expect(tab.locator(f'.tree-row[data-node="{kids[1]}"] .rails')).to_contain_text("├─")
     page.shot("tree-rails")
+
+
+def test_a_pasted_path_past_the_last_says_which_path_it_shows(page, corpus_server):
+    paths = corpus_server.get("/v1/trajectories/tr_forked_unbridged/paths?run_id=spec")["paths"]
+    assert len(paths) == 3
+    tab = page.open("#/run/spec/rollouts/t/tr_forked_unbridged?path=99")
+    expect(tab.locator("#drawer .notice.past-last")).to_have_text("path 99 does not exist: showing path 2 of 0–2.")
+    expect(tab.locator('.picker .pick[data-path="2"]')).to_have_attribute("aria-selected", "true")
+    tab.locator('.picker .pick[data-path="1"]').click()
+    expect(tab.locator("#drawer .notice.past-last")).to_have_count(0)
+
+
+def test_a_drawer_whose_record_is_deleted_says_it_is_gone(page_over, corpus, tmp_path):
+    from tests.browser.conftest import copy_record
+
+    run = tmp_path / "going"
+    run.mkdir()
+    for record in ("tr_tokens", "tr_utf8"):
+        copy_record(corpus / "spec", record, run)
+    page = page_over(run)
+    tab = page.open("#/run/going/rollouts/t/tr_tokens")
+    expect(tab.locator("#drawer .traj-id")).to_have_text("tr_tokens")
+    expect(tab.locator("#drawer .notice.gone")).to_have_count(0)
+    for item in run.glob("tr_tokens.*"):
+        item.unlink()
+    expect(tab.locator("#drawer .notice.gone")).to_contain_text("gone from disk", timeout=20_000)
+    expect(tab.locator("#drawer .traj-id")).to_have_text("tr_tokens")
+    # the browser logs the poll's 404 itself: that one is expected here, nothing else is
+    page.errors[:] = [e for e in page.errors if "status of 404" not in e]

@@ -1,5 +1,6 @@
 """The run page driven as a person would: views, groups, sorting, the band, every filter, paging by URL."""
 
+import re
 from urllib.parse import quote
 
 from playwright.sync_api import expect
@@ -288,3 +289,26 @@ def test_rollouts_with_no_group_key_are_counted_and_listed_not_hidden(page_over,
     expect(tab.locator("tr.rollout-row")).to_have_count(len(grouped) + len(keyless))
     assert "ungrouped" not in page.hash()
     expect(tab.locator(".filters [data-filter=ungrouped]")).to_have_count(0)
+
+
+def test_a_pasted_page_past_the_end_says_so_and_links_to_the_last(page, corpus_server):
+    total = corpus_server.get("/v1/trajectories?run_id=spec")["total"]
+    tab = page.open("#/run/spec/rollouts?page=99")
+    notice = tab.locator(".table-box .notice.past-last")
+    expect(notice).to_contain_text("page 99 is past the last page (1)")
+    expect(tab.locator("#main")).not_to_contain_text("No trajectories match")
+    notice.locator("a[data-link=last-page]").click()
+    expect(tab.locator("tr.rollout-row")).to_have_count(total)
+    assert "page=" not in page.hash()
+
+
+def test_table_ids_keep_their_end_and_the_whole_id_in_the_title(page, corpus_server):
+    tab = page.open("#/run/broken/rollouts")
+    for record in ("tr_truncated_doc", "tr_truncated_sidecar", "tr_two_frames_appended", "tr_two_frames_split"):
+        cell = tab.locator(f'tr.rollout-row[data-traj="{record}"] td.id')
+        expect(cell).to_have_attribute("title", re.compile(rf"^{record}\b"))
+        shown = cell.inner_text()
+        assert shown == record or ("…" in shown and record.endswith(shown.split("…")[1])), shown
+    shown = {tab.locator(f'tr.rollout-row[data-traj="{r}"] td.id').inner_text()
+             for r in ("tr_truncated_doc", "tr_truncated_sidecar", "tr_two_frames_appended", "tr_two_frames_split")}
+    assert len(shown) == 4, shown
