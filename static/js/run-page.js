@@ -18,6 +18,15 @@ export function defaultView(run) {
   return run?.default_view || (run?.groupable ? "groups" : "rollouts");
 }
 
+/** "sidecars verified 12/30" while the server has not yet read every record's sidecars (its
+ *  flags may still grow), else null. */
+function verifying(run) {
+  const done = run.sidecars_verified;
+  const total = run.trajectory_count;
+  if (done === undefined || done === null || total === undefined || done >= total) return null;
+  return `sidecars verified ${num(done)}/${num(total)}`;
+}
+
 export class RunPage {
   constructor(main, {go, open, runs}) {
     this.main = main;
@@ -99,6 +108,7 @@ export class RunPage {
       run.created_at ? String(run.created_at).replace("T", " ").slice(0, 19) : null,
       run.upstream?.model || null,
       run.unreadable ? `${run.unreadable} unreadable` : null,
+      verifying(run),
     ].filter(Boolean);
     replace(this.headBox,
       el("h1", {}, run.id, run.project ? el("span", {className: "project muted"}, ` · ${run.project}`) : null),

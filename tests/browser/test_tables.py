@@ -312,3 +312,23 @@ def test_table_ids_keep_their_end_and_the_whole_id_in_the_title(page, corpus_ser
     shown = {tab.locator(f'tr.rollout-row[data-traj="{r}"] td.id').inner_text()
              for r in ("tr_truncated_doc", "tr_truncated_sidecar", "tr_two_frames_appended", "tr_two_frames_split")}
     assert len(shown) == 4, shown
+
+
+def test_the_run_header_says_how_many_sidecars_are_verified_until_all_are(page_on, corpus, corpus_server, tmp_path):
+    import shutil
+
+    from tests.server_process import ServerProcess
+
+    shutil.copytree(corpus / "broken", tmp_path / "broken")
+    with ServerProcess([tmp_path], "--no-verify") as server:  # nothing verifies in the background: N < M stays
+        server.wait_indexed()
+        entry = next(r for r in server.get("/v1/runs")["data"] if r["id"] == "broken")
+        done, total = entry["sidecars_verified"], entry["trajectory_count"]
+        assert done < total
+        page = page_on(server)
+        tab = page.open("#/run/broken/rollouts")
+        expect(tab.locator(".run-head .facts")).to_contain_text(f"sidecars verified {done}/{total}")
+        page.context.close()  # before its server goes: its polls would fail
+    tab = page_on(corpus_server).open("#/run/spec/rollouts")
+    expect(tab.locator(".run-head .facts")).to_contain_text("11 trajectories")
+    expect(tab.locator(".run-head .facts")).not_to_contain_text("sidecars verified", timeout=30_000)
