@@ -4,7 +4,7 @@
 
 import {get} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
-import {button, copyText, el, replace} from "./dom.js";
+import {button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
 import {num, pct, unitShort} from "./format.js";
 import {forkPair, renderForks} from "./tab-forks.js";
 import {renderJson} from "./tab-json.js";
@@ -101,6 +101,7 @@ export class Drawer {
     if (key !== this.key) {
       this.key = key;
       this.gone = false;
+      this.wantFocus = true;  // a newly opened rollout takes the focus once it is drawn
       this.treeOpen = null;
       this.drawn = null;
       this.place = null;
@@ -180,17 +181,27 @@ export class Drawer {
     this.drawn = drawn;
     this.place = place;
     const scroll = this.content?.scrollTop ?? 0;
+    const focused = this.focusTab ? `button[data-tab="${state.tab}"]` : focusKey(this.body);
+    this.focusTab = false;
     this.lazy?.disconnect();
-    this.content = el("div", {className: "drawer-content", tabindex: "-1"});
+    this.content = el("div", {className: "drawer-content", tabindex: "-1", id: "drawer-panel"});
     this.lazy = new LazyText(this.content);
     if (bundle.trajectory.unreadable) {
       this.content.append(el("p", {className: "notice error"}, `This record cannot be read: ${bundle.trajectory.error}`));
       replace(this.body, this.header(bundle), this.content);
-      return;
+    } else {
+      this.content.setAttribute("role", "tabpanel");
+      this.content.setAttribute("aria-labelledby", `drawer-tab-${state.tab}`);
+      this.content.append(this.tab(bundle, state));
+      replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
+      if (keepScroll) this.content.scrollTop = scroll;
     }
-    this.content.append(this.tab(bundle, state));
-    replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
-    if (keepScroll) this.content.scrollTop = scroll;
+    if (this.wantFocus) {
+      this.wantFocus = false;
+      this.body.querySelector(".traj-id")?.focus({preventScroll: true});
+    } else {
+      restoreFocus(this.body, focused);
+    }
   }
 
   header(bundle) {
@@ -209,7 +220,7 @@ export class Drawer {
     for (const problem of t.unreadable ? [] : t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));
     return el("header", {className: "drawer-head"},
       el("div", {className: "drawer-title"},
-        el("h2", {className: "traj-id"}, t.id),
+        el("h2", {className: "traj-id", tabindex: "-1"}, t.id),
         button("copy id", (event) => copyText(t.id, event.currentTarget), {className: "ghost"}),
         el("span", {className: "grow"}),
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
@@ -225,11 +236,25 @@ export class Drawer {
     const calls = (bundle.exchanges?.data || []).length;
     const labels = {path: "Path", tree: pathCount > 1 ? `Tree ${pathCount}` : "Tree",
       forks: pathCount > 1 ? `Forks ${pathCount}` : "Forks", calls: `Calls ${calls}`, json: "JSON"};
-    return el("nav", {className: "tabs", role: "tablist"}, TABS.map((tab, i) => el("button", {
-      type: "button", role: "tab", className: `tab${tab === active ? " active" : ""}`, dataset: {tab},
-      "aria-selected": tab === active ? "true" : "false", title: `${labels[tab]} (${i + 1})`,
-      onclick: () => this.go({tab}, {replace: true}),
-    }, labels[tab])));
+    return el("div", {className: "tabs", role: "tablist", "aria-label": "rollout views", onkeydown: (event) => this.tabKey(event, active)},
+      TABS.map((tab, i) => el("button", {
+        type: "button", role: "tab", id: `drawer-tab-${tab}`, "aria-controls": "drawer-panel",
+        className: `tab${tab === active ? " active" : ""}`, dataset: {tab}, tabindex: tab === active ? "0" : "-1",
+        "aria-selected": tab === active ? "true" : "false", title: `${labels[tab]} (${i + 1})`,
+        onclick: () => { this.focusTab = true; this.go({tab}, {replace: true}); },
+      }, labels[tab])));
+  }
+
+  /** The tablist's keys: ← → move to the previous / next tab (wrapping), Home and End to the ends. */
+  tabKey(event, active) {
+    const at = TABS.indexOf(active);
+    const next = {ArrowRight: (at + 1) % TABS.length, ArrowLeft: (at - 1 + TABS.length) % TABS.length,
+      Home: 0, End: TABS.length - 1}[event.key];
+    if (next === undefined) return;
+    event.preventDefault();
+    event.stopPropagation();
+    this.focusTab = true;
+    this.go({tab: TABS[next]}, {replace: true});
   }
 
   tab(bundle, state) {
@@ -283,6 +308,8 @@ export class Drawer {
 
   /** The number keys switch tabs. */
   selectTab(index) {
-    if (this.isOpen && TABS[index]) this.go({tab: TABS[index]}, {replace: true});
+    if (!this.isOpen || !TABS[index]) return;
+    if (this.body.contains(document.activeElement) && document.activeElement.getAttribute("role") === "tab") this.focusTab = true;
+    this.go({tab: TABS[index]}, {replace: true});
   }
 }

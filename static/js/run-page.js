@@ -4,7 +4,7 @@
 
 import {get} from "./api.js";
 import {band} from "./run-band.js";
-import {el, replace, select} from "./dom.js";
+import {el, focusKey, replace, restoreFocus, select} from "./dom.js";
 import {num, plural} from "./format.js";
 import {GroupsTable} from "./run-groups.js";
 import {rewardLegend} from "./reward.js";
@@ -46,8 +46,10 @@ export class RunPage {
     this.state = state;
     this.run = run;
     if (this.runId !== state.run) this.build(state.run);
+    const focused = focusKey(this.main);
     this.drawHead();
     this.drawFilters();
+    restoreFocus(this.main, focused);
     const key = JSON.stringify([state.run, this.view(), this.listParams(state), state.sort, state.order, state.page]);
     if (key !== this.listingKey) {
       this.listingKey = key;
@@ -200,6 +202,12 @@ export class RunPage {
   }
 
   drawListing() {
+    const focused = focusKey(this.main);  // a chip, sort header or pager button keeps the focus
+    this.drawListingParts();
+    restoreFocus(this.main, focused);
+  }
+
+  drawListingParts() {
     const state = this.state;
     const listing = this.listing;
     const view = this.view();
@@ -257,9 +265,9 @@ export class RunPage {
     const first = (page - 1) * LIMIT;
     const shown = listing.data.length;
     replace(this.pagerBox,
-      el("button", {type: "button", className: "ghost", disabled: page <= 1, onclick: () => this.go({page: page - 1})}, "‹ prev"),
+      el("button", {type: "button", className: "ghost", disabled: page <= 1, dataset: {page: "prev"}, onclick: () => this.go({page: page - 1})}, "‹ prev"),
       el("span", {className: "pager-text"}, shown ? `${num(first + 1)}–${num(first + shown)} of ${num(listing.total ?? shown)}` : `0 of ${num(listing.total ?? 0)}`),
-      el("button", {type: "button", className: "ghost", disabled: !listing.has_more, onclick: () => this.go({page: page + 1})}, "next ›"));
+      el("button", {type: "button", className: "ghost", disabled: !listing.has_more, dataset: {page: "next"}, onclick: () => this.go({page: page + 1})}, "next ›"));
   }
 
   /** Re-read the listing and the open groups; redraw only what changed. */
@@ -272,6 +280,15 @@ export class RunPage {
   /** Trajectory ids in table order, for [ and ] in the drawer. */
   rolloutOrder() {
     return [...this.tableBox.querySelectorAll("tr[data-traj]")].map((row) => row.dataset.traj);
+  }
+
+  /** Focus the row of rollout `id` (the drawer closed) and make it the current row for j / k. */
+  focusRow(id) {
+    const row = id && this.tableBox.querySelector(`tr[data-traj="${CSS.escape(id)}"]`);
+    if (!row) return;
+    for (const other of this.main.querySelectorAll("tr.nav.current")) other.classList.remove("current");
+    row.classList.add("current");
+    row.focus({preventScroll: true});
   }
 
   markOpen(id) {
