@@ -36,8 +36,11 @@ function openRollout(id) {
   go({traj: id, view: state.view || defaultView(runOf(state.run))});
 }
 
+/** Close the drawer and give the focus back to the row of the rollout it showed. */
 function closeDrawer() {
+  const id = state.traj;
   go({traj: null});
+  runPage.focusRow(id);
 }
 
 const sidebar = new Sidebar(document.getElementById("runs"), document.getElementById("run-filter"));

@@ -58,3 +58,27 @@ export function select(options, current, onchange, props = {}) {
   return el("select", {...props, onchange: (event) => onchange(event.target.value)},
     options.map(([value, label]) => el("option", {value, selected: String(value) === String(current ?? "")}, label)));
 }
+
+// Focus survives a redraw: the focused control is named by its data attribute (or id) before the
+// nodes are replaced, and the control with the same name is focused again after.
+const FOCUS_KEYS = ["tab", "path", "option", "fork", "flag", "sort", "filter", "view", "page", "link", "node", "traj", "key"];
+
+/** A selector for the focused element inside `root`, or null. */
+export function focusKey(root) {
+  const active = document.activeElement;
+  if (!active || active === document.body || !root.contains(active)) return null;
+  const tag = active.tagName.toLowerCase();
+  for (const name of FOCUS_KEYS) {
+    const value = active.dataset?.[name];
+    if (value !== undefined) return `${tag}[data-${name}="${CSS.escape(value)}"]`;
+  }
+  return active.id ? `#${CSS.escape(active.id)}` : null;
+}
+
+/** Focus the element `key` names again, if focus was lost with the old nodes. */
+export function restoreFocus(root, key) {
+  if (!key) return;
+  const active = document.activeElement;
+  if (active && active !== document.body && active.isConnected) return;
+  root.querySelector(key)?.focus({preventScroll: true});
+}

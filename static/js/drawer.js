@@ -4,8 +4,8 @@
 
 import {get} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
-import {button, copyText, el, replace} from "./dom.js";
-import {num, pct} from "./format.js";
+import {button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
+import {num, pct, unitShort} from "./format.js";
 import {forkPair, renderForks} from "./tab-forks.js";
 import {renderJson} from "./tab-json.js";
 import {renderPath} from "./tab-path.js";
@@ -13,16 +13,27 @@ import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
 import {LazyText} from "./tokens.js";
 import {renderTree} from "./tab-tree.js";
-import {flagBadge, textOnlyNotice} from "./viewer.js";
+import {flagBadge, forkKinds, textOnlyNotice} from "./viewer.js";
 
 const WIDTH_KEY = "skycap-viewer.drawer-width";
 const CACHE_SIZE = 8;
 
-/** The header's trainable figure from the server's `size` (the largest path's). */
+/** The header's trainable figure from the server's `size`: totals over the samples the trainer gets. */
 function trainableFact(size) {
   if (!size?.tokens) return "-";
   if (size.unit !== "tokens") return `- (no tokens: ${num(size.tokens)} ch)`;
   return `${num(size.trainable)}/${num(size.tokens)} ${pct(size.trainable, size.tokens)}`;
+}
+
+/** Which rule chose what trains: the record's own samples, or (no samples) the viewer's `all`. */
+function ruleFact(rule) {
+  return rule ? `${rule} rule (the record's samples)` : "all rule (applied by the viewer: the record has no samples)";
+}
+
+/** How many samples the trainer gets, and the longest path (sample or not), from `size`. */
+function samplesFact(size) {
+  if (!size) return "-";
+  return `${num(size.samples)} · longest ${num(size.longest)} ${unitShort(size.unit)}`;
 }
 
 export class Drawer {
@@ -89,6 +100,8 @@ export class Drawer {
     document.body.classList.add("drawer-open");
     if (key !== this.key) {
       this.key = key;
+      this.gone = false;
+      this.wantFocus = true;  // a newly opened rollout takes the focus once it is drawn
       this.treeOpen = null;
       this.drawn = null;
       this.place = null;
@@ -161,24 +174,34 @@ export class Drawer {
     if (!bundle) return;  // still loading: the show() that started the load draws when it lands
     const fork = forkPair(bundle.paths, state);
     const place = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb]);
-    const drawn = JSON.stringify([place, this.treeOpen, state.given, state.controls, state.logprobs,
+    const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs,
       Boolean(fork && bundle.forks?.has(fork.key))]);
     if (this.drawn === drawn && !keepScroll) return;
     keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
     this.drawn = drawn;
     this.place = place;
     const scroll = this.content?.scrollTop ?? 0;
+    const focused = this.focusTab ? `button[data-tab="${state.tab}"]` : focusKey(this.body);
+    this.focusTab = false;
     this.lazy?.disconnect();
-    this.content = el("div", {className: "drawer-content", tabindex: "-1"});
+    this.content = el("div", {className: "drawer-content", tabindex: "-1", id: "drawer-panel"});
     this.lazy = new LazyText(this.content);
     if (bundle.trajectory.unreadable) {
       this.content.append(el("p", {className: "notice error"}, `This record cannot be read: ${bundle.trajectory.error}`));
       replace(this.body, this.header(bundle), this.content);
-      return;
+    } else {
+      this.content.setAttribute("role", "tabpanel");
+      this.content.setAttribute("aria-labelledby", `drawer-tab-${state.tab}`);
+      this.content.append(this.tab(bundle, state));
+      replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
+      if (keepScroll) this.content.scrollTop = scroll;
     }
-    this.content.append(this.tab(bundle, state));
-    replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
-    if (keepScroll) this.content.scrollTop = scroll;
+    if (this.wantFocus) {
+      this.wantFocus = false;
+      this.body.querySelector(".traj-id")?.focus({preventScroll: true});
+    } else {
+      restoreFocus(this.body, focused);
+    }
   }
 
   header(bundle) {
@@ -186,22 +209,25 @@ export class Drawer {
     const bridged = t.skycap?.bridged || {};
     const facts = [
       ["mode", t.mode ?? "-"], ["status", `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`], ["task", t.task_id ?? "-"],
-      ["step", num(t.step)], ["trainable", trainableFact(t.size)],
+      ["step", num(t.step)], ["trains", ruleFact(t.samples_rule)], ["samples", samplesFact(t.size)],
+      ["trainable", trainableFact(t.size)],
       ["tokenizer", t.tokenizer ?? "-"],
       ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
       ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],
     ];
-    const notes = [textOnlyNotice(bundle.paths)];
+    const notes = [this.gone ? el("p", {className: "notice error gone"},
+      "This record is gone from disk: what is shown is the last version read.") : null, textOnlyNotice(bundle.paths)];
     for (const problem of t.unreadable ? [] : t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));
     return el("header", {className: "drawer-head"},
       el("div", {className: "drawer-title"},
-        el("h2", {className: "traj-id"}, t.id),
+        el("h2", {className: "traj-id", tabindex: "-1"}, t.id),
         button("copy id", (event) => copyText(t.id, event.currentTarget), {className: "ghost"}),
         el("span", {className: "grow"}),
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
-      el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact"}, el("dt", {}, label), el("dd", {}, value))),
+      el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact", dataset: {fact: label}}, el("dt", {}, label), el("dd", {}, value))),
         el("div", {className: "fact"}, el("dt", {}, "reward"), this.rewardBox = el("dd", {}, rewardCell(t.annotations?.reward, t.reward_value, this.rewardRange)))),
-      el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name))),
+      el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name, "",
+        {more: name === "forked" && bundle.graph?.forks?.length ? `Forks: ${forkKinds(bundle.graph.forks)}.` : ""}))),
       notes);
   }
 
@@ -210,11 +236,25 @@ export class Drawer {
     const calls = (bundle.exchanges?.data || []).length;
     const labels = {path: "Path", tree: pathCount > 1 ? `Tree ${pathCount}` : "Tree",
       forks: pathCount > 1 ? `Forks ${pathCount}` : "Forks", calls: `Calls ${calls}`, json: "JSON"};
-    return el("nav", {className: "tabs", role: "tablist"}, TABS.map((tab, i) => el("button", {
-      type: "button", role: "tab", className: `tab${tab === active ? " active" : ""}`, dataset: {tab},
-      "aria-selected": tab === active ? "true" : "false", title: `${labels[tab]} (${i + 1})`,
-      onclick: () => this.go({tab}, {replace: true}),
-    }, labels[tab])));
+    return el("div", {className: "tabs", role: "tablist", "aria-label": "rollout views", onkeydown: (event) => this.tabKey(event, active)},
+      TABS.map((tab, i) => el("button", {
+        type: "button", role: "tab", id: `drawer-tab-${tab}`, "aria-controls": "drawer-panel",
+        className: `tab${tab === active ? " active" : ""}`, dataset: {tab}, tabindex: tab === active ? "0" : "-1",
+        "aria-selected": tab === active ? "true" : "false", title: `${labels[tab]} (${i + 1})`,
+        onclick: () => { this.focusTab = true; this.go({tab}, {replace: true}); },
+      }, labels[tab])));
+  }
+
+  /** The tablist's keys: ← → move to the previous / next tab (wrapping), Home and End to the ends. */
+  tabKey(event, active) {
+    const at = TABS.indexOf(active);
+    const next = {ArrowRight: (at + 1) % TABS.length, ArrowLeft: (at - 1 + TABS.length) % TABS.length,
+      Home: 0, End: TABS.length - 1}[event.key];
+    if (next === undefined) return;
+    event.preventDefault();
+    event.stopPropagation();
+    this.focusTab = true;
+    this.go({tab: TABS[next]}, {replace: true});
   }
 
   tab(bundle, state) {
@@ -247,9 +287,11 @@ export class Drawer {
     let fresh;
     try {
       fresh = await get(`/trajectories/${encodeURIComponent(id)}`, {run_id: run});
-    } catch {
+    } catch (error) {
+      if (error.status === 404 && key === this.key) this.markGone(true);
       return;
     }
+    if (key === this.key) this.markGone(false);
     const signature = (t) => JSON.stringify([t.revision, t.status, t.capture?.node_count, t.capture?.exchange_count]);
     if (key !== this.key || signature(fresh) === signature(old)) return;
     await this.load(run, id);
@@ -257,8 +299,17 @@ export class Drawer {
     if (key === this.key) this.draw(true);
   }
 
+  /** The record vanished from disk (404 on a poll), or came back: say so instead of staying stale. */
+  markGone(gone) {
+    if (Boolean(this.gone) === gone) return;
+    this.gone = gone;
+    this.draw(true);
+  }
+
   /** The number keys switch tabs. */
   selectTab(index) {
-    if (this.isOpen && TABS[index]) this.go({tab: TABS[index]}, {replace: true});
+    if (!this.isOpen || !TABS[index]) return;
+    if (this.body.contains(document.activeElement) && document.activeElement.getAttribute("role") === "tab") this.focusTab = true;
+    this.go({tab: TABS[index]}, {replace: true});
   }
 }

@@ -21,8 +21,10 @@ export function range(pair) {
   return pair[0] === pair[1] ? num(pair[0]) : `${num(pair[0])}–${num(pair[1])}`;
 }
 
+/** An id short enough for a table cell, cut in the middle so its end still tells it apart
+ *  (tr_trunca…_sidecar, tr_86f0b7…382298e2); the cell's title holds the whole id. */
 export function shortId(id) {
-  return id && id.length > 14 ? `${id.slice(0, 13)}…` : id;
+  return id && id.length > 18 ? `${id.slice(0, 9)}…${id.slice(-8)}` : id;
 }
 
 /** "3 m ago" from unix seconds. */

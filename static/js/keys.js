@@ -13,18 +13,34 @@ const KEYS = [
   ["?", "show these keys"],
 ];
 
+/** Keys go to a box being typed in (a checkbox is no such box: Esc still closes there). */
 function typing(target) {
-  return target instanceof HTMLElement
-    && (target.isContentEditable || ["INPUT", "SELECT", "TEXTAREA"].includes(target.tagName));
+  if (!(target instanceof HTMLElement)) return false;
+  if (target.tagName === "INPUT") return !["checkbox", "radio", "button"].includes(target.type);
+  return target.isContentEditable || ["SELECT", "TEXTAREA"].includes(target.tagName);
 }
 
 export function setupKeys({main, help, helpButton, drawer, open, close, search}) {
-  replace(help, el("div", {className: "help-card"},
+  const card = el("div", {className: "help-card", tabindex: "-1"},
     el("h2", {}, "Keys"),
     el("dl", {}, KEYS.flatMap(([key, what]) => [el("dt", {}, el("kbd", {}, key)), el("dd", {}, what)])),
-    el("p", {className: "muted small"}, "Keys are ignored while you type in a box. Esc closes this.")));
-  help.addEventListener("click", () => { help.hidden = true; });
-  helpButton.addEventListener("click", () => { help.hidden = !help.hidden; });
+    el("p", {className: "muted small"}, "Keys are ignored while you type in a box. Esc closes this."));
+  replace(help, card);
+  help.setAttribute("aria-modal", "true");
+  let returnTo = null;  // what had the focus before the help took it
+  const showHelp = () => {
+    returnTo = document.activeElement;
+    help.hidden = false;
+    card.focus();
+  };
+  const hideHelp = () => {
+    help.hidden = true;
+    if (returnTo?.isConnected && returnTo !== document.body) returnTo.focus();
+    returnTo = null;
+  };
+  const toggleHelp = () => (help.hidden ? showHelp() : hideHelp());
+  help.addEventListener("click", hideHelp);
+  helpButton.addEventListener("click", toggleHelp);
 
   const rows = () => [...main.querySelectorAll("tr.nav")];
   const move = (step) => {
@@ -51,10 +67,10 @@ export function setupKeys({main, help, helpButton, drawer, open, close, search})
     }
     const key = event.key;
     if (key === "Escape") {
-      if (!help.hidden) help.hidden = true;
+      if (!help.hidden) hideHelp();
       else if (drawer.isOpen) close();
     } else if (key === "?") {
-      help.hidden = !help.hidden;
+      toggleHelp();
     } else if (key === "j" || key === "k") {
       move(key === "j" ? 1 : -1);
     } else if (key === "Enter") {

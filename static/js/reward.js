@@ -29,7 +29,8 @@ function paint(node, value, range) {
 
 /** A dot coloured by `value` (the server's number, or null); `raw` is the reward as recorded. */
 export function rewardDot(raw, value, range, title) {
-  return paint(el("span", {className: "dot", title: title ?? `reward ${recordedReward(raw)}`}), value ?? null, range);
+  const label = title ?? `reward ${recordedReward(raw)}`;
+  return paint(el("span", {className: "dot", title: label, role: "img", "aria-label": label}), value ?? null, range);
 }
 
 /** A dot and the value, coloured. */

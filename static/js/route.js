@@ -1,19 +1,20 @@
 // The URL hash holds the whole view, so a pasted link shows exactly the same thing:
 //   #/run/<run>[/groups|/rollouts][/t/<trajectory>]?<query>
-// query keys: step task status ann (repeatable "key=value") q flag sort order page
+// query keys: step task status ann (repeatable "key=value") q flag ungrouped=1 (the Rollouts
+//             view's "no group key" filter: the rollouts no group holds) sort order page
 //             open (group keys, comma separated) tab path fa fb
 //             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
 //             characters shown, sampled tokens coloured by logprob)
 // The drawer's keys (tab .. lp) are written only while a rollout is open, and only when not
 // the default.
 
-const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "sort", "order", "page", "open",
+const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "ungrouped", "sort", "order", "page", "open",
   "tab", "path", "fa", "fb", "given", "controls", "logprobs"];
 const DRAWER_KEYS = ["tab", "path", "fa", "fb", "given", "controls", "logprobs"];
 export const TABS = ["path", "tree", "forks", "calls", "json"];
 
 export function emptyState() {
-  return {run: null, view: null, traj: null, step: "", task: "", status: "", ann: [], q: "", flag: "",
+  return {run: null, view: null, traj: null, step: "", task: "", status: "", ann: [], q: "", flag: "", ungrouped: false,
     sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1,
     given: true, controls: false, logprobs: false};
 }
@@ -37,6 +38,7 @@ export function parse(hash) {
   state.ann = query.getAll("ann").filter(Boolean);
   const rawOpen = queryPart.split("&").find((pair) => pair.startsWith("open="))?.slice(5) || "";
   state.open = rawOpen.split(",").filter(Boolean).map(decodeURIComponent);
+  state.ungrouped = query.get("ungrouped") === "1";
   state.page = Math.max(1, parseInt(query.get("page"), 10) || 1);
   state.tab = TABS.includes(query.get("tab")) ? query.get("tab") : "path";
   state.path = Math.max(0, parseInt(query.get("path"), 10) || 0);
@@ -60,6 +62,8 @@ export function format(state) {
     if (key === "ann") value.forEach((item) => add("ann", item));
     else if (key === "open") {
       if (value.length) query.push(`open=${value.map(encodeURIComponent).join(",")}`);
+    } else if (key === "ungrouped") {
+      if (value) add("ungrouped", 1);
     } else if (key === "page") {
       if (value > 1) add("page", value);
     } else if (DRAWER_KEYS.includes(key)) {
@@ -82,4 +86,9 @@ export function hasFilters(state) {
 export function filterParams(state) {
   return {run_id: state.run, step: state.step, task_id: state.task, status: state.status,
     annotation: state.ann, q: state.q, flag: state.flag};
+}
+
+/** The Rollouts view's parameters: the filters, and `ungrouped=true` for the "no group key" chip. */
+export function rolloutParams(state) {
+  return {...filterParams(state), ungrouped: state.ungrouped ? "true" : null};
 }

@@ -4,18 +4,27 @@
 
 import {get} from "./api.js";
 import {band} from "./run-band.js";
-import {el, replace, select} from "./dom.js";
+import {el, focusKey, replace, restoreFocus, select} from "./dom.js";
 import {num, plural} from "./format.js";
 import {GroupsTable} from "./run-groups.js";
 import {rewardLegend} from "./reward.js";
 import {rolloutsTable} from "./run-rollouts.js";
-import {emptyState, filterParams, hasFilters} from "./route.js";
+import {emptyState, filterParams, format, hasFilters, rolloutParams} from "./route.js";
 import {kindLegend} from "./strip.js";
 
 const LIMIT = 100;
 
 export function defaultView(run) {
   return run?.default_view || (run?.groupable ? "groups" : "rollouts");
+}
+
+/** "sidecars verified 12/30" while the server has not yet read every record's sidecars (its
+ *  flags may still grow), else null. */
+function verifying(run) {
+  const done = run.sidecars_verified;
+  const total = run.trajectory_count;
+  if (done === undefined || done === null || total === undefined || done >= total) return null;
+  return `sidecars verified ${num(done)}/${num(total)}`;
 }
 
 export class RunPage {
@@ -37,9 +46,11 @@ export class RunPage {
     this.state = state;
     this.run = run;
     if (this.runId !== state.run) this.build(state.run);
+    const focused = focusKey(this.main);
     this.drawHead();
     this.drawFilters();
-    const key = JSON.stringify([state.run, this.view(), filterParams(state), state.sort, state.order, state.page]);
+    restoreFocus(this.main, focused);
+    const key = JSON.stringify([state.run, this.view(), this.listParams(state), state.sort, state.order, state.page]);
     if (key !== this.listingKey) {
       this.listingKey = key;
       this.pagerBox.textContent = "loading…";
@@ -51,6 +62,11 @@ export class RunPage {
 
   view() {
     return this.state.view || defaultView(this.run);
+  }
+
+  /** The listing's filters: the Rollouts view also takes the "no group key" filter. */
+  listParams(state) {
+    return this.view() === "groups" ? filterParams(state) : rolloutParams(state);
   }
 
   build(runId) {
@@ -76,10 +92,11 @@ export class RunPage {
     this.filterBox = el("div", {className: "filters", role: "search"});
     this.titleBox = el("h2", {className: "section-title"});
     this.legendBox = el("div", {className: "legends"});
+    this.noticeBox = el("div", {className: "listing-notices"});
     this.pagerBox = el("div", {className: "pager"});
     this.tableBox = el("div", {className: "table-box"});
     replace(this.main, this.headBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.titleBox,
-      this.legendBox, this.tableBox, this.pagerBox);
+      this.legendBox, this.noticeBox, this.tableBox, this.pagerBox);
   }
 
   drawHead() {
@@ -93,6 +110,7 @@ export class RunPage {
       run.created_at ? String(run.created_at).replace("T", " ").slice(0, 19) : null,
       run.upstream?.model || null,
       run.unreadable ? `${run.unreadable} unreadable` : null,
+      verifying(run),
     ].filter(Boolean);
     replace(this.headBox,
       el("h1", {}, run.id, run.project ? el("span", {className: "project muted"}, ` · ${run.project}`) : null),
@@ -105,7 +123,7 @@ export class RunPage {
     replace(this.toggleBox, !run.groupable ? null : ["groups", "rollouts"].map((name) => el("button", {
       type: "button", role: "tab", className: `toggle${view === name ? " active" : ""}`, dataset: {view: name},
       "aria-selected": view === name ? "true" : "false",
-      onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: "", page: 1}),
+      onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: "", ungrouped: false, page: 1}),
     }, name === "groups" ? `groups ${num(run.group_count ?? 0)}` : `rollouts ${num(run.trajectory_count ?? 0)}`)));
   }
 
@@ -113,7 +131,7 @@ export class RunPage {
     const run = this.run || {};
     const state = this.state;
     const signature = JSON.stringify([run.id, run.steps, run.step_counts, run.tasks, run.statuses, run.annotations,
-      state.step, state.task, state.status, state.ann, state.q]);
+      state.step, state.task, state.status, state.ann, state.q, state.ungrouped, this.view()]);
     if (signature === this.filterSignature) return;
     this.filterSignature = signature;
     const steps = run.steps || [];
@@ -135,6 +153,11 @@ export class RunPage {
       (value) => this.filter({ann: value ? [value] : []}), {"aria-label": "annotation", dataset: {filter: "ann"}}));
     if (document.activeElement !== this.searchBox) this.searchBox.value = state.q;
     parts.push(this.searchBox);
+    if (state.ungrouped && this.view() === "rollouts") {
+      parts.push(el("button", {type: "button", className: "chip filter-chip active", dataset: {filter: "ungrouped"},
+        "aria-pressed": "true", title: "only the rollouts that carry no group key: click to show every rollout",
+        onclick: () => this.filter({ungrouped: false})}, "no group key ×"));
+    }
     if (hasFilters(state)) {
       parts.push(el("button", {type: "button", className: "ghost", onclick: () => {
         this.searchBox.value = "";
@@ -160,7 +183,7 @@ export class RunPage {
   async fetchListing(poll) {
     const state = this.state;
     const key = this.listingKey;
-    const params = {...filterParams(state), sort: state.sort, order: state.order, limit: LIMIT,
+    const params = {...this.listParams(state), sort: state.sort, order: state.order, limit: LIMIT,
       cursor: this.cursors.get(state.page) ?? (state.page > 1 ? String((state.page - 1) * LIMIT) : null)};
     const route = this.view() === "groups" ? "/groups" : "/trajectories";
     try {
@@ -179,24 +202,43 @@ export class RunPage {
   }
 
   drawListing() {
+    const focused = focusKey(this.main);  // a chip, sort header or pager button keeps the focus
+    this.drawListingParts();
+    restoreFocus(this.main, focused);
+  }
+
+  drawListingParts() {
     const state = this.state;
     const listing = this.listing;
     const view = this.view();
     const unit = view === "groups" ? "groups" : "rollouts";
+    const ungrouped = view === "rollouts" && state.ungrouped;
     const scope = [state.step && `step ${state.step}`, state.task && `task ${state.task}`, state.status,
-      ...state.ann, state.q && `"${state.q}"`].filter(Boolean).join(" · ") || "across the run";
-    this.bandTitle.textContent = `record health · ${unit} · ${scope}`;
+      ...state.ann, state.q && `"${state.q}"`, ungrouped && "no group key"].filter(Boolean).join(" · ") || "across the run";
+    const counted = (listing.health?.unit || unit) === "groups"
+      ? "groups, each counted once per flag it or a matching rollout carries (rollouts with no group key are in no group)"
+      : ungrouped ? "rollouts with no group key, each counted once per flag" : "rollouts, each counted once per flag";
+    this.bandTitle.textContent = `record health · ${counted} · ${scope}`;
     replace(this.bandBox, band(listing.health, state.flag, (flag) => this.go({flag, page: 1})));
     replace(this.titleBox, unit, state.flag ? ` · flagged ${state.flag}` : "",
       view === "groups" && (hasFilters(state) || state.flag) ? el("span", {className: "muted small"},
         " · matching rollouts emphasised when expanded") : "");
     replace(this.legendBox, rewardLegend(listing.reward_range), view === "rollouts" ? kindLegend() : null);
+    replace(this.noticeBox, view === "groups" ? this.ungroupedNotice(listing) : null);
     const sort = {key: state.sort || listing.sort?.key, order: state.order || listing.sort?.order};
     const table = view === "groups"
       ? this.groups.render(listing, state, state.traj)
       : rolloutsTable(listing, sort, {onSort: (k, o) => this.sort(k, o), onOpen: (id) => this.open(id), openId: state.traj});
     const current = this.tableBox.querySelector("tr.current");
     const currentKey = current && (current.dataset.traj || current.dataset.key);
+    const pages = Math.max(1, Math.ceil((listing.total ?? 0) / LIMIT));
+    if (!listing.data.length && state.page > pages) {
+      replace(this.tableBox, el("p", {className: "notice warn past-last"}, `page ${num(state.page)} is past the last page (${num(pages)}): `,
+        el("a", {href: format({...state, page: pages}), dataset: {link: "last-page"},
+          onclick: (event) => { event.preventDefault(); this.go({page: pages}); }}, `go to page ${num(pages)}`)));
+      this.drawPager();
+      return;
+    }
     replace(this.tableBox, table);
     if (currentKey) {
       const again = [...table.querySelectorAll("tr.nav")].find((row) => (row.dataset.traj || row.dataset.key) === currentKey);
@@ -205,15 +247,27 @@ export class RunPage {
     this.drawPager();
   }
 
+  /** Rollouts no group holds are not hidden: say how many and link to them (the filters kept). */
+  ungroupedNotice(listing) {
+    const count = listing.ungrouped || 0;
+    if (count <= 0) return null;
+    const patch = {view: "rollouts", ungrouped: true, open: [], sort: "", order: "", page: 1};
+    const keys = (listing.group_by || []).join(", ");
+    return el("p", {className: "notice info ungrouped-notice"},
+      `${plural(count, "rollout")} ${count === 1 ? "has" : "have"} no group key${keys ? ` (${keys})` : ""}: `,
+      el("a", {href: format({...this.state, ...patch}), dataset: {link: "ungrouped"},
+        onclick: (event) => { event.preventDefault(); this.go(patch); }}, count === 1 ? "list it" : "list them"));
+  }
+
   drawPager() {
     const listing = this.listing;
     const page = this.state.page;
     const first = (page - 1) * LIMIT;
     const shown = listing.data.length;
     replace(this.pagerBox,
-      el("button", {type: "button", className: "ghost", disabled: page <= 1, onclick: () => this.go({page: page - 1})}, "‹ prev"),
+      el("button", {type: "button", className: "ghost", disabled: page <= 1, dataset: {page: "prev"}, onclick: () => this.go({page: page - 1})}, "‹ prev"),
       el("span", {className: "pager-text"}, shown ? `${num(first + 1)}–${num(first + shown)} of ${num(listing.total ?? shown)}` : `0 of ${num(listing.total ?? 0)}`),
-      el("button", {type: "button", className: "ghost", disabled: !listing.has_more, onclick: () => this.go({page: page + 1})}, "next ›"));
+      el("button", {type: "button", className: "ghost", disabled: !listing.has_more, dataset: {page: "next"}, onclick: () => this.go({page: page + 1})}, "next ›"));
   }
 
   /** Re-read the listing and the open groups; redraw only what changed. */
@@ -226,6 +280,15 @@ export class RunPage {
   /** Trajectory ids in table order, for [ and ] in the drawer. */
   rolloutOrder() {
     return [...this.tableBox.querySelectorAll("tr[data-traj]")].map((row) => row.dataset.traj);
+  }
+
+  /** Focus the row of rollout `id` (the drawer closed) and make it the current row for j / k. */
+  focusRow(id) {
+    const row = id && this.tableBox.querySelector(`tr[data-traj="${CSS.escape(id)}"]`);
+    if (!row) return;
+    for (const other of this.main.querySelectorAll("tr.nav.current")) other.classList.remove("current");
+    row.classList.add("current");
+    row.focus({preventScroll: true});
   }
 
   markOpen(id) {

@@ -7,6 +7,17 @@ import {num, plural} from "./format.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 import {trainOnce} from "./train-once.js";
+import {forkBadge} from "./viewer.js";
+
+/** The forks (/graph, skycap's names) where paths a and b part: the first node of either after
+ *  the last shared one, under that node (the exact pair first, when skycap named it). */
+function partingForks(fork, forks) {
+  const firsts = [fork.a_node_id_first, fork.b_node_id_first];
+  const parent = fork.shared_nodes ? fork.last_shared_node_id : null;
+  const here = (forks || []).filter((f) => firsts.includes(f.node_id) && (f.parent_id ?? null) === parent);
+  const exact = here.filter((f) => firsts.includes(f.sibling_id));
+  return exact.length ? exact : here;
+}
 
 /** The pair the tab compares: fa and fb, clamped to the paths there are; null under two paths. */
 export function forkPair(paths, state) {
@@ -26,6 +37,9 @@ export function renderForks(bundle, state, {go, lazy}) {
     return box;
   }
   const {a, b} = pair;
+  for (const [asked, shown] of [[state.fa, a], [state.fb, b]]) {
+    if (asked > shown) box.append(el("p", {className: "notice warn past-last"}, `path ${asked} does not exist: comparing path ${shown} of 0–${paths.length - 1}.`));
+  }
   const options = paths.map((p) => [String(p.index), `path ${p.index} → ${p.leaf_node_id}`]);
   box.append(el("div", {className: "toolbar"},
     el("label", {}, "a ", select(options, a, (v) => go({fa: Number(v)}, {replace: true}), {dataset: {fork: "a"}, "aria-label": "path a"})),
@@ -45,6 +59,9 @@ function comparison(fork, bundle, pathA, pathB, lazy) {
   const shared = fork.shared_nodes
     ? `They agree on ${plural(fork.shared_nodes, "node")} (${num(unit === "tokens" ? fork.shared_tokens : fork.shared_chars)} ${unit}), up to ${fork.last_shared_node_id}${fork.last_shared ? ` (${fork.last_shared.role ?? "-"}, ${fork.last_shared.author})` : ""}.`
     : "They share nothing: they start from different roots.";
+  const named = partingForks(fork, bundle.graph?.forks);
+  const kind = named.length ? el("span", {className: "fork-kinds"}, " They fork there: ", named.map((f, i) => [i ? "; " : "",
+    forkBadge(f), ` at ${f.node_id} beside ${f.sibling_id} (${f.detail})`]), ".") : null;
   const then = `Then path ${fork.a} has ${plural(fork.a_nodes_after, "node")} from ${fork.a_node_id_first ?? "-"}`
     + ` and path ${fork.b} has ${num(fork.b_nodes_after)} from ${fork.b_node_id_first ?? "-"}.`;
   const column = (label, path, blocks) => {
@@ -56,7 +73,7 @@ function comparison(fork, bundle, pathA, pathB, lazy) {
       strip(blocks, {unit}), readout, list);
   };
   return [
-    el("p", {className: "fork-sentence"}, shared, " ", then),
+    el("p", {className: "fork-sentence"}, shared, kind, " ", then),
     trainOnce(fork.train_once),
     fork.shared_blocks?.length ? el("div", {className: "blocks shared-blocks"}, el("h3", {className: "muted small"}, "last shared node"),
       fork.shared_blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {unit, controls: false, dim: true}))) : null,

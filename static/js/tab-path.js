@@ -33,6 +33,10 @@ export function renderPath(bundle, state, {go, lazy}) {
     toggle("given", "given", "show the given blocks (system, user, tool messages)"),
     toggle("controls", "control chars", "show line breaks and tabs as ↵ and →"),
     hasLogprobs ? toggle("logprobs", "colour by logprob", "shade sampled tokens by how unlikely they were") : null));
+  if (state.path > index) {
+    box.append(el("p", {className: "notice warn past-last"},
+      `path ${state.path} does not exist: showing path ${index} of 0–${paths.length - 1}.`));
+  }
   box.append(...notices(data, path, paths));
   const readout = el("p", {className: "readout", id: "readout", "aria-live": "polite", hidden: !tokenMode}, "hover a token");
   box.append(readout);
@@ -69,6 +73,9 @@ function notices(data, path, paths) {
     out.push(textOnly);
   } else if (data.mode === "text") {
     note("info", "Text mode: no token ids were captured, so there is no mask, no ranges and nothing to re-feed. Blocks are the messages, and their widths are characters.");
+  }
+  if (path.trains === false) {
+    note("warn no-train-path", "The record's samples do not train this path: its replies are sampled-untrained, in no loss.");
   }
   const elsewhere = path.blocks.filter((b) => b.kind === "sampled-elsewhere");
   if (elsewhere.length) {

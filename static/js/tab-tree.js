@@ -1,13 +1,16 @@
-// The Tree tab: every node as a row in depth-first order. A node with one child continues on
-// the same rail; a branch point opens one rail per child. Opening a branch point shows its
-// branches side by side with the text they share dimmed. The shape (children, roots, leaves,
+// The Tree tab: every node as a row, one rail per branch. The main line (path 0) runs straight
+// down rail 0; at a branch point the child on the earliest path continues its parent's rail and
+// each other child opens a branch one rail to the right, drawn right under the parent with
+// ├ │ └ connectors, so siblings sit at one indentation and a branch never drifts further right
+// than the branch it leaves. Opening a branch point shows its branches side by side with the text
+// they share dimmed. The shape (children, roots, leaves,
 // branch points), the path that trains each node and call durations are the server's /graph.
 
 import {el} from "./dom.js";
 import {num, plural, sizeIn, unitShort} from "./format.js";
 import {visible} from "./tokens.js";
 import {trainOnce} from "./train-once.js";
-import {flagInfo} from "./viewer.js";
+import {flagInfo, forkBadge} from "./viewer.js";
 
 /** The readable text of a node: decoded text, else its token ids, else its message. */
 function nodeText(bundle, nodeId) {
@@ -40,6 +43,52 @@ function size(node, unit) {
   return `${num(sizeIn(node, unit))} ${unitShort(unit)}${sampled}`;
 }
 
+/** Rows in drawing order, [{id, rail, starts}]: `starts` marks the first node of a branch. The
+ *  child (or root) on the earliest path (/paths node_ids) continues its parent's rail; the others
+ *  are drawn first, right under the parent, one rail further right. */
+function layout(graph, byId, paths) {
+  const earliest = new Map();
+  for (const path of paths) for (const id of path.node_ids || []) if (!earliest.has(id)) earliest.set(id, path.index);
+  const order = (ids) => [...ids].map((id, i) => [earliest.get(id) ?? Infinity, i, id]).sort((x, y) => x[0] - y[0] || x[1] - y[1]).map((x) => x[2]);
+  const rows = [];
+  const line = (start, rail, starts) => {
+    let id = start;
+    let first = starts;
+    while (id !== undefined && byId.has(id)) {
+      rows.push({id, rail, starts: first});
+      first = false;
+      const [main, ...others] = order(byId.get(id).child_ids || []);
+      for (const other of others) line(other, rail + 1, true);
+      id = main;
+    }
+  };
+  const [main, ...others] = order(graph.root_node_ids || []);
+  if (main !== undefined) line(main, 0, false);
+  for (const other of others) line(other, 1, true);  // a new root: a branch beside the main tree
+  return rows;
+}
+
+/** The connector text before each row: │ where a rail carries on below, ├ or └ where a branch
+ *  leaves it (└ when nothing follows on that rail). */
+function connectors(rows) {
+  // continues[i][c]: some later row is on rail c before any row left of c
+  const out = new Array(rows.length);
+  let below = [];  // for the rows after i: does rail c carry on?
+  for (let i = rows.length - 1; i >= 0; i -= 1) {
+    const {rail, starts} = rows[i];
+    let text = "";
+    for (let c = 0; c < rail; c += 1) {
+      const on = Boolean(below[c]);
+      if (c === rail - 1 && starts) text += on ? "├─" : "└─";
+      else text += on ? "│ " : "  ";
+    }
+    out[i] = text;
+    below = below.slice(0, rail + 1);
+    below[rail] = true;
+  }
+  return out;
+}
+
 export function renderTree(bundle, {openNode, setOpen}) {
   const nodes = bundle.graph.nodes || [];
   const byId = new Map(nodes.map((node) => [node.node_id, node]));
@@ -47,6 +96,7 @@ export function renderTree(bundle, {openNode, setOpen}) {
   const graph = bundle.graph;
   const leaves = new Set(graph.leaf_node_ids || []);
   const branchPoints = new Set((graph.branch_points || []).map((point) => point.node_id));
+  const forkOf = new Map((graph.forks || []).map((fork) => [fork.node_id, fork]));
   const box = el("div", {className: "tree-tab"});
   box.append(el("p", {className: "muted"}, `${plural(nodes.length, "node")}, ${plural(leaves.size, "leaf", "leaves")}, ${plural(branchPoints.size, "branch point")}`));
   if ((bundle.paths?.paths || []).length > 1) box.append(trainOnce(bundle.graph.train_once));
@@ -55,22 +105,23 @@ export function renderTree(bundle, {openNode, setOpen}) {
     return box;
   }
   const list = el("div", {className: "tree", role: "tree"});
-  const stack = (graph.root_node_ids || []).map((id) => [id, 0]).reverse();
-  while (stack.length) {
-    const [id, rail] = stack.pop();
+  const rows = layout(graph, byId, bundle.paths?.paths || []);
+  const lines = connectors(rows);
+  rows.forEach(({id, rail, starts}, i) => {
     const node = byId.get(id);
     const kids = node.child_ids || [];
     const branching = branchPoints.has(id);
     const open = openNode === id;
-    const row = el("div", {className: `tree-row${branching ? " branch-point" : ""}${open ? " open" : ""}`,
-      role: "treeitem", tabindex: "0", dataset: {node: id}, "aria-expanded": open ? "true" : "false",
+    const row = el("div", {className: `tree-row${branching ? " branch-point" : ""}${starts ? " branch-start" : ""}${open ? " open" : ""}`,
+      role: "treeitem", tabindex: "0", dataset: {node: id, rail}, "aria-level": rail + 1, "aria-expanded": open ? "true" : "false",
       title: `${node.author}${node.sampled_start !== null && node.sampled_start !== undefined ? ` · sampled from ${node.sampled_start}` : ""}${node.has_logprobs ? " · logprobs" : ""}`,
       onclick: () => setOpen(open ? null : id),
       onkeydown: (event) => { if (event.key === "Enter") setOpen(open ? null : id); }},
-    el("span", {className: "rails"}, "│ ".repeat(rail)),
+    el("span", {className: "rails", "aria-hidden": "true"}, lines[i]),
     el("span", {className: "caret"}, open ? "▾" : "▸"),
     el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
     el("span", {className: "muted small"}, node.author),
+    forkOf.has(id) ? forkBadge(forkOf.get(id)) : null,
     ...signBadges(node),
     el("span", {className: "muted small"}, `${size(node, unit)}${leaves.has(id) ? " · leaf" : ""}`),
     branching ? el("span", {className: "branches"}, `${kids.length} branches`) : null,
@@ -78,9 +129,7 @@ export function renderTree(bundle, {openNode, setOpen}) {
     row.style.setProperty("--rail", String(rail));
     list.append(row);
     if (open) list.append(panel(bundle, node, byId));
-    const childRail = branching ? rail + 1 : rail;
-    for (const kid of [...kids].reverse()) stack.push([kid, childRail]);
-  }
+  });
   box.append(list);
   return box;
 }

@@ -44,8 +44,20 @@ export function textOnlyNotice(paths) {
     paths.tokens_error ? `${note} (${paths.tokens_error}).` : `${note}.`);
 }
 
-export function flagBadge(name, suffix = "") {
+export function flagBadge(name, suffix = "", {more = ""} = {}) {
   const flag = flagInfo(name);
-  return el("span", {className: `badge level-${flag.level}`, title: flag.why, dataset: {flag: name}},
+  return el("span", {className: `badge level-${flag.level}`, title: more ? `${flag.why}. ${more}` : flag.why, dataset: {flag: name}},
     suffix ? `${name} ${suffix}` : name);
+}
+
+/** A fork as the server names it (/graph `forks`, skycap's kinds): a badge whose title is the detail. */
+export function forkBadge(fork) {
+  return el("span", {className: "badge fork-kind level-info", title: fork.detail || fork.kind, dataset: {fork: fork.kind}}, fork.kind);
+}
+
+/** "2 resample, 1 edited reply": the kinds of a rollout's forks, as /graph names them. */
+export function forkKinds(forks) {
+  const counts = new Map();
+  for (const fork of forks || []) counts.set(fork.kind, (counts.get(fork.kind) || 0) + 1);
+  return [...counts].map(([kind, count]) => `${count} ${kind}`).join(", ");
 }

@@ -135,8 +135,11 @@ def temp_server(tmp_path):
 
 
 @pytest.fixture
-def page_over(page_on, temp_server):
-    """`page_over(dir, ...)`: the real server over temporary runs, indexed, and a tab on it."""
+def page_over(temp_server, page_on):
+    """`page_over(dir, ...)`: the real server over temporary runs, indexed, and a tab on it.
+
+    It asks for `temp_server` first so the tabs close before their servers stop (a poll in
+    between would log a refused connection as a page error)."""
 
     def start(*dirs, **context_options):
         server = temp_server(*dirs)

@@ -1,6 +1,7 @@
 """The rollout drawer: opened from a pasted URL, read token by token, Tree, Forks, Calls and JSON."""
 
 import math
+import re
 
 from playwright.sync_api import expect
 
@@ -220,3 +221,105 @@ def test_a_rollout_opened_by_editing_the_url_loads_once_and_draws(page, corpus_s
         expect(tab.locator("#drawer .traj-id")).to_have_text(record)
         expect(tab.locator("#drawer .block").first).to_be_visible()
     assert page.errors == []
+
+
+def test_the_header_names_the_rule_and_a_path_no_sample_trains_says_so(page, corpus_server):
+    record = corpus_server.get("/v1/trajectories/tr_final_rule?run_id=spec")
+    paths = corpus_server.get("/v1/trajectories/tr_final_rule/paths?run_id=spec")["paths"]
+    assert record["samples_rule"] == "final" and paths[0]["trains"] is False
+    tab = page.open("#/run/spec/rollouts/t/tr_final_rule?path=0")
+    head = tab.locator("#drawer .drawer-head")
+    expect(head.locator(".fact[data-fact=trains]")).to_contain_text("final rule (the record's samples)")
+    size = record["size"]
+    expect(head.locator(".fact[data-fact=samples]")).to_contain_text(f"{size['samples']} · longest {size['longest']} tok")
+    expect(tab.locator("#drawer .notice.no-train-path")).to_contain_text("samples do not train this path")
+    expect(tab.locator("#drawer .block.kind-sampled")).to_have_count(0)
+    expect(tab.locator("#drawer .block.kind-sampled-untrained")).not_to_have_count(0)
+    trained = next(p["index"] for p in paths if p["trains"])
+    tab.locator(f'.picker .pick[data-path="{trained}"]').click()
+    expect(tab.locator("#drawer .block.kind-sampled")).not_to_have_count(0)
+    expect(tab.locator("#drawer .notice.no-train-path")).to_have_count(0)
+
+
+def test_a_record_without_samples_says_the_viewer_applied_all(page, corpus_server):
+    rows = corpus_server.get("/v1/trajectories?run_id=spec&limit=200")["data"]
+    bare = next(row for row in rows if row.get("samples_rule") is None and not row.get("unreadable"))
+    tab = page.open(f"#/run/spec/rollouts/t/{bare['id']}")
+    expect(tab.locator("#drawer .fact[data-fact=trains]")).to_contain_text(
+        "all rule (applied by the viewer: the record has no samples)")
+
+
+def test_forks_are_named_in_the_tree_the_forks_tab_and_the_flag(page, corpus_server):
+    graph = corpus_server.get(f"/v1/trajectories/{FORKED}/graph?run_id=real-like")
+    forks = graph["forks"]
+    assert {f["kind"] for f in forks} >= {"resample", "edited reply", "different message"}
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree")
+    for fork in forks:
+        badge = tab.locator(f'.tree-row[data-node="{fork["node_id"]}"] .fork-kind')
+        expect(badge).to_have_text(fork["kind"])
+        expect(badge).to_have_attribute("title", fork["detail"])
+    expect(tab.locator(".tree-row .fork-kind")).to_have_count(len(forks))
+    flag = tab.locator('#drawer .flags [data-flag="forked"]')
+    for kind in {f["kind"] for f in forks}:
+        expect(flag).to_have_attribute("title", re.compile(re.escape(kind)))
+    paths = corpus_server.get(f"/v1/trajectories/{FORKED}/paths?run_id=real-like")["paths"]
+    fork = next(f for f in forks if f["kind"] == "edited reply")
+    a = next(p["index"] for p in paths if fork["sibling_id"] in p["node_ids"])
+    b = next(p["index"] for p in paths if fork["node_id"] in p["node_ids"])
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=forks&fa={a}&fb={b}")
+    sentence = tab.locator(".fork-sentence")
+    expect(sentence).to_contain_text(f"They fork there: edited reply at {fork['node_id']} beside {fork['sibling_id']} ({fork['detail']})")
+    expect(sentence.locator(".fork-kind")).to_have_attribute("title", fork["detail"])
+
+
+def test_the_tree_keeps_the_main_line_on_rail_0_and_each_branch_beside_it(page, corpus_server):
+    graph = corpus_server.get(f"/v1/trajectories/{FORKED}/graph?run_id=real-like")
+    paths = corpus_server.get(f"/v1/trajectories/{FORKED}/paths?run_id=real-like")["paths"]
+    parent = {kid: node["node_id"] for node in graph["nodes"] for kid in node.get("child_ids") or []}
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree")
+    expect(tab.locator(".tree-row")).to_have_count(len(graph["nodes"]))
+    rails = dict(tab.locator(".tree-row").evaluate_all("rows => rows.map(r => [r.dataset.node, Number(r.dataset.rail)])"))
+    assert all(rails[node] == 0 for node in paths[0]["node_ids"]), rails
+    for path in paths[1:]:
+        first = path["diverges_at"]
+        assert rails[first] >= 1, (path["index"], rails)
+        if first in parent:
+            assert rails[parent[first]] < rails[first]
+        for node in path["node_ids"][path["node_ids"].index(first):]:
+            assert rails[node] == rails[first], "a branch stays on its rail until it forks again"
+    order = tab.locator(".tree-row").evaluate_all("rows => rows.map(r => r.dataset.node)")
+    for point in graph["branch_points"]:  # siblings: one indentation, right under their parent
+        kids = point["child_ids"]
+        assert len({rails[kid] for kid in kids[1:]}) == 1 and rails[kids[1]] == rails[point["node_id"]] + 1
+        assert order.index(kids[1]) == order.index(point["node_id"]) + 1
+        expect(tab.locator(f'.tree-row[data-node="{kids[1]}"] .rails')).to_contain_text("├─")
+    page.shot("tree-rails")
+
+
+def test_a_pasted_path_past_the_last_says_which_path_it_shows(page, corpus_server):
+    paths = corpus_server.get("/v1/trajectories/tr_forked_unbridged/paths?run_id=spec")["paths"]
+    assert len(paths) == 3
+    tab = page.open("#/run/spec/rollouts/t/tr_forked_unbridged?path=99")
+    expect(tab.locator("#drawer .notice.past-last")).to_have_text("path 99 does not exist: showing path 2 of 0–2.")
+    expect(tab.locator('.picker .pick[data-path="2"]')).to_have_attribute("aria-selected", "true")
+    tab.locator('.picker .pick[data-path="1"]').click()
+    expect(tab.locator("#drawer .notice.past-last")).to_have_count(0)
+
+
+def test_a_drawer_whose_record_is_deleted_says_it_is_gone(page_over, corpus, tmp_path):
+    from tests.browser.conftest import copy_record
+
+    run = tmp_path / "going"
+    run.mkdir()
+    for record in ("tr_tokens", "tr_utf8"):
+        copy_record(corpus / "spec", record, run)
+    page = page_over(run)
+    tab = page.open("#/run/going/rollouts/t/tr_tokens")
+    expect(tab.locator("#drawer .traj-id")).to_have_text("tr_tokens")
+    expect(tab.locator("#drawer .notice.gone")).to_have_count(0)
+    for item in run.glob("tr_tokens.*"):
+        item.unlink()
+    expect(tab.locator("#drawer .notice.gone")).to_contain_text("gone from disk", timeout=20_000)
+    expect(tab.locator("#drawer .traj-id")).to_have_text("tr_tokens")
+    # the browser logs the poll's 404 itself: that one is expected here, nothing else is
+    page.errors[:] = [e for e in page.errors if "status of 404" not in e]

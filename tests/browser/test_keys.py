@@ -1,5 +1,7 @@
 """The keyboard, as documented in the help: rows, opening, closing, stepping, tabs, search."""
 
+import re
+
 from playwright.sync_api import expect
 
 
@@ -56,3 +58,114 @@ def test_enter_expands_a_group(page, corpus_server):
     tab.keyboard.press("j")  # into the group's rollouts
     tab.keyboard.press("Enter")
     expect(tab.locator("#drawer")).to_be_visible()
+
+
+def focused(tab, selector):
+    """Whether the focused element matches `selector`."""
+    return tab.evaluate(f"document.activeElement?.matches({selector!r}) ?? false")
+
+
+def test_the_drawer_tabs_are_a_tablist_the_arrows_walk(page, corpus_server):
+    tab = page.open("#/run/real-like/rollouts/t/tr_86f0b750382298e2")
+    tablist = tab.locator("#drawer [role=tablist]")
+    expect(tablist.locator("[role=tab]")).to_have_count(5)
+    for name in ("path", "tree", "forks", "calls", "json"):
+        expect(tablist.locator(f"[data-tab={name}]")).to_have_attribute("aria-controls", "drawer-panel")
+    expect(tab.locator("#drawer-panel")).to_have_attribute("role", "tabpanel")
+    expect(tab.locator("#drawer-panel")).to_have_attribute("aria-labelledby", "drawer-tab-path")
+    expect(tablist.locator("[data-tab=path]")).to_have_attribute("tabindex", "0")
+    expect(tablist.locator("[data-tab=tree]")).to_have_attribute("tabindex", "-1")
+    tablist.locator("[data-tab=path]").focus()
+    for key, name in [("ArrowRight", "tree"), ("ArrowRight", "forks"), ("ArrowLeft", "tree"), ("End", "json"),
+                      ("ArrowRight", "path"), ("ArrowLeft", "json"), ("Home", "path")]:
+        tab.keyboard.press(key)
+        expect(tablist.locator(f"[data-tab={name}]")).to_have_attribute("aria-selected", "true")
+        expect(tab.locator(f"#drawer [data-tab={name}]")).to_be_focused()
+        expect(tab.locator("#drawer-panel")).to_have_attribute("aria-labelledby", f"drawer-tab-{name}")
+
+
+def test_the_drawer_takes_the_focus_and_gives_it_back_to_the_row(page, corpus_server):
+    ids = [r["id"] for r in corpus_server.get("/v1/trajectories?run_id=real-like")["data"]]
+    tab = page.open("#/run/real-like/rollouts")
+    tab.locator(f'tr.rollout-row[data-traj="{ids[2]}"]').click()
+    expect(tab.locator("#drawer .traj-id")).to_have_text(ids[2])
+    expect(tab.locator("#drawer .traj-id")).to_be_focused()
+    tab.keyboard.press("Escape")
+    expect(tab.locator("#drawer")).to_be_hidden()
+    expect(tab.locator(f'tr.rollout-row[data-traj="{ids[2]}"]')).to_be_focused()
+    tab.keyboard.press("j")  # the keys carry on from the row the drawer showed
+    expect(current(tab)).to_have_attribute("data-traj", ids[3])
+    tab.locator(f'tr.rollout-row[data-traj="{ids[0]}"]').click()
+    expect(tab.locator("#drawer .traj-id")).to_be_focused()
+    tab.locator("#drawer button.close").click()
+    expect(tab.locator(f'tr.rollout-row[data-traj="{ids[0]}"]')).to_be_focused()
+
+
+def test_a_redraw_after_a_chip_or_a_sort_keeps_the_focus_on_that_control(page, corpus_server):
+    tab = page.open("#/run/real-like/rollouts")
+    chip = tab.locator(".band .chip").first
+    flag = chip.get_attribute("data-flag")
+    chip.focus()
+    tab.keyboard.press("Enter")
+    expect(tab.locator(f'.band .chip[data-flag="{flag}"]')).to_have_attribute("aria-pressed", "true")
+    expect(tab.locator(f'.band .chip[data-flag="{flag}"]')).to_be_focused()
+    tab.keyboard.press("Enter")
+    expect(tab.locator(f'.band .chip[data-flag="{flag}"]')).to_have_attribute("aria-pressed", "false")
+    expect(tab.locator(f'.band .chip[data-flag="{flag}"]')).to_be_focused()
+    tab.locator("button.sort[data-sort=reward]").click()
+    expect(tab.locator("th.sortable", has=tab.locator("[data-sort=reward]"))).not_to_have_attribute("aria-sort", "none")
+    expect(tab.locator("button.sort[data-sort=reward]")).to_be_focused()
+    tab.locator("select[data-filter=task]").focus()
+    tab.locator("select[data-filter=task]").select_option(index=1)
+    assert "task=" in page.hash()
+    expect(tab.locator("select[data-filter=task]")).to_be_focused()
+
+
+def test_the_help_takes_the_focus_and_esc_gives_it_back(page, corpus_server):
+    tab = page.open("#/run/real-like/rollouts")
+    tab.locator("button.sort[data-sort=turns]").focus()
+    tab.keyboard.press("?")
+    expect(tab.locator("#help")).to_be_visible()
+    assert tab.evaluate("document.getElementById('help').contains(document.activeElement)")
+    tab.keyboard.press("Escape")
+    expect(tab.locator("#help")).to_be_hidden()
+    expect(tab.locator("button.sort[data-sort=turns]")).to_be_focused()
+    tab.locator("#keys-button").click()
+    assert tab.evaluate("document.getElementById('help').contains(document.activeElement)")
+    tab.keyboard.press("Escape")
+    expect(tab.locator("#keys-button")).to_be_focused()
+
+
+CONTRAST = """selector => {
+  const rgba = (text) => { const m = text.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+  const over = (top, bottom) => top.slice(0, 3).map((c, i) => c * top[3] + bottom[i] * (1 - top[3]));
+  const lum = (rgb) => { const l = rgb.map((c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
+  const node = document.querySelector(selector);
+  const layers = [];
+  for (let at = node; at; at = at.parentElement) layers.push(rgba(getComputedStyle(at).backgroundColor));
+  let back = [255, 255, 255];
+  for (const layer of layers.reverse()) back = over(layer, back);
+  const fore = over(rgba(getComputedStyle(node).color), back);
+  const [a, b] = [lum(fore), lum(back)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""
+
+
+def test_given_and_amber_text_reach_wcag_aa_in_both_themes(page_on, corpus_server):
+    for scheme in ("light", "dark"):
+        tab = page_on(corpus_server, color_scheme=scheme).open("#/run/real-like/rollouts/t/tr_86f0b750382298e2")
+        assert tab.evaluate("document.documentElement.dataset.theme") == scheme
+        tab.locator(".block.kind-given .kind-badge").first.wait_for()
+        checks = {".block.kind-given .kind-badge": "given kind", ".band .chip.level-warn": "amber chip",
+                  "#drawer .badge.level-warn": "amber badge"}
+        for selector, what in checks.items():
+            ratio = tab.evaluate(CONTRAST, selector)
+            assert ratio >= 4.5, f"{scheme}: {what} {ratio:.2f}:1"
+        tab.locator("#drawer [data-tab=tree]").click()
+        for selector in (".tree-row .role-badge.client", ".tree-row .role-badge.model"):
+            ratio = tab.evaluate(CONTRAST, selector)
+            assert ratio >= 4.5, f"{scheme}: {selector} {ratio:.2f}:1"
+        dot = tab.locator("#drawer .reward .dot").first
+        expect(dot).to_have_attribute("aria-label", re.compile(r"^reward "))
+        expect(tab.locator("#drawer .reward .reward-num").first).to_have_text(re.compile(r"\d|-"))

@@ -1,5 +1,6 @@
 """The run page driven as a person would: views, groups, sorting, the band, every filter, paging by URL."""
 
+import re
 from urllib.parse import quote
 
 from playwright.sync_api import expect
@@ -253,3 +254,81 @@ def test_a_narrow_window_hides_the_sidebar_and_offers_a_run_picker(page_on, corp
     expect(tab.locator("table.rollouts tr.rollout-row")).to_have_count(
         corpus_server.get("/v1/trajectories?run_id=spec")["total"])
     narrow.shot("narrow")
+
+
+def test_rollouts_with_no_group_key_are_counted_and_listed_not_hidden(page_over, corpus, tmp_path):
+    from tests.browser.conftest import copy_record
+
+    run = tmp_path / "mixed"
+    run.mkdir()
+    grouped = sorted(p.name[:-len(".json.zst")] for p in (corpus / "groups").glob("*.json.zst"))
+    for record in grouped:
+        copy_record(corpus / "groups", record, run)
+    keyless = ["tr_media", "tr_tokens", "tr_utf8"]
+    for record in keyless:
+        copy_record(corpus / "spec", record, run)
+    page = page_over(run)
+    server = page.server
+    listing = server.get("/v1/groups?run_id=mixed")
+    assert listing["ungrouped"] == len(keyless)
+    tab = page.open("#/run/mixed/groups")
+    expect(tab.locator(".band-title")).to_contain_text("groups, each counted once per flag")
+    notice = tab.locator(".ungrouped-notice")
+    expect(notice).to_contain_text(f"{len(keyless)} rollouts have no group key (step, instance_id): list them")
+    notice.locator("a[data-link=ungrouped]").click()
+    expect(tab.locator(".view-toggle [data-view=rollouts]")).to_have_attribute("aria-selected", "true")
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(keyless))
+    assert sorted(table_ids(tab)) == keyless
+    assert "ungrouped=1" in page.hash()
+    expect(tab.locator(".band-title")).to_contain_text("rollouts with no group key")
+    chip = tab.locator(".filters [data-filter=ungrouped]")
+    expect(chip).to_contain_text("no group key")
+    tab.reload()  # a pasted link keeps the filter
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(keyless))
+    tab.locator(".filters [data-filter=ungrouped]").click()
+    expect(tab.locator("tr.rollout-row")).to_have_count(len(grouped) + len(keyless))
+    assert "ungrouped" not in page.hash()
+    expect(tab.locator(".filters [data-filter=ungrouped]")).to_have_count(0)
+
+
+def test_a_pasted_page_past_the_end_says_so_and_links_to_the_last(page, corpus_server):
+    total = corpus_server.get("/v1/trajectories?run_id=spec")["total"]
+    tab = page.open("#/run/spec/rollouts?page=99")
+    notice = tab.locator(".table-box .notice.past-last")
+    expect(notice).to_contain_text("page 99 is past the last page (1)")
+    expect(tab.locator("#main")).not_to_contain_text("No trajectories match")
+    notice.locator("a[data-link=last-page]").click()
+    expect(tab.locator("tr.rollout-row")).to_have_count(total)
+    assert "page=" not in page.hash()
+
+
+def test_table_ids_keep_their_end_and_the_whole_id_in_the_title(page, corpus_server):
+    tab = page.open("#/run/broken/rollouts")
+    for record in ("tr_truncated_doc", "tr_truncated_sidecar", "tr_two_frames_appended", "tr_two_frames_split"):
+        cell = tab.locator(f'tr.rollout-row[data-traj="{record}"] td.id')
+        expect(cell).to_have_attribute("title", re.compile(rf"^{record}\b"))
+        shown = cell.inner_text()
+        assert shown == record or ("…" in shown and record.endswith(shown.split("…")[1])), shown
+    shown = {tab.locator(f'tr.rollout-row[data-traj="{r}"] td.id').inner_text()
+             for r in ("tr_truncated_doc", "tr_truncated_sidecar", "tr_two_frames_appended", "tr_two_frames_split")}
+    assert len(shown) == 4, shown
+
+
+def test_the_run_header_says_how_many_sidecars_are_verified_until_all_are(page_on, corpus, corpus_server, tmp_path):
+    import shutil
+
+    from tests.server_process import ServerProcess
+
+    shutil.copytree(corpus / "broken", tmp_path / "broken")
+    with ServerProcess([tmp_path], "--no-verify") as server:  # nothing verifies in the background: N < M stays
+        server.wait_indexed()
+        entry = next(r for r in server.get("/v1/runs")["data"] if r["id"] == "broken")
+        done, total = entry["sidecars_verified"], entry["trajectory_count"]
+        assert done < total
+        page = page_on(server)
+        tab = page.open("#/run/broken/rollouts")
+        expect(tab.locator(".run-head .facts")).to_contain_text(f"sidecars verified {done}/{total}")
+        page.context.close()  # before its server goes: its polls would fail
+    tab = page_on(corpus_server).open("#/run/spec/rollouts")
+    expect(tab.locator(".run-head .facts")).to_contain_text("11 trajectories")
+    expect(tab.locator(".run-head .facts")).not_to_contain_text("sidecars verified", timeout=30_000)
