@@ -231,7 +231,8 @@ def test_the_header_names_the_rule_and_a_path_no_sample_trains_says_so(page, cor
     head = tab.locator("#drawer .drawer-head")
     expect(head.locator(".fact[data-fact=trains]")).to_contain_text("final rule (the record's samples)")
     size = record["size"]
-    expect(head.locator(".fact[data-fact=samples]")).to_contain_text(f"{size['samples']} · longest {size['longest']} tok")
+    samples = f"{size['samples']} · longest {size['longest']} tok"
+    expect(head.locator(".fact[data-fact=samples]")).to_contain_text(samples)
     expect(tab.locator("#drawer .notice.no-train-path")).to_contain_text("samples do not train this path")
     expect(tab.locator("#drawer .block.kind-sampled")).to_have_count(0)
     expect(tab.locator("#drawer .block.kind-sampled-untrained")).not_to_have_count(0)
@@ -268,7 +269,8 @@ def test_forks_are_named_in_the_tree_the_forks_tab_and_the_flag(page, corpus_ser
     b = next(p["index"] for p in paths if fork["node_id"] in p["node_ids"])
     tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=forks&fa={a}&fb={b}")
     sentence = tab.locator(".fork-sentence")
-    expect(sentence).to_contain_text(f"They fork there: edited reply at {fork['node_id']} beside {fork['sibling_id']} ({fork['detail']})")
+    expect(sentence).to_contain_text(
+        f"They fork there: edited reply at {fork['node_id']} beside {fork['sibling_id']} ({fork['detail']})")
     expect(sentence.locator(".fork-kind")).to_have_attribute("title", fork["detail"])
 
 
@@ -278,7 +280,8 @@ def test_the_tree_keeps_the_main_line_on_rail_0_and_each_branch_beside_it(page, 
     parent = {kid: node["node_id"] for node in graph["nodes"] for kid in node.get("child_ids") or []}
     tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree")
     expect(tab.locator(".tree-row")).to_have_count(len(graph["nodes"]))
-    rails = dict(tab.locator(".tree-row").evaluate_all("rows => rows.map(r => [r.dataset.node, Number(r.dataset.rail)])"))
+    rails = dict(tab.locator(".tree-row").evaluate_all(
+        "rows => rows.map(r => [r.dataset.node, Number(r.dataset.rail)])"))
     assert all(rails[node] == 0 for node in paths[0]["node_ids"]), rails
     for path in paths[1:]:
         first = path["diverges_at"]

@@ -137,9 +137,12 @@ def test_the_help_takes_the_focus_and_esc_gives_it_back(page, corpus_server):
 
 
 CONTRAST = """selector => {
-  const rgba = (text) => { const m = text.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+  const rgba = (text) => {
+    const m = text.match(/[\\d.]+/g).map(Number);
+    return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
   const over = (top, bottom) => top.slice(0, 3).map((c, i) => c * top[3] + bottom[i] * (1 - top[3]));
-  const lum = (rgb) => { const l = rgb.map((c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; });
+  const lum = (rgb) => {
+    const l = rgb.map((c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; });
     return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
   const node = document.querySelector(selector);
   const layers = [];

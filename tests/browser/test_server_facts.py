@@ -32,7 +32,7 @@ def test_the_header_trainable_figure_is_the_servers_size(page, corpus_server):
     assert mirror["unit"] == "chars"
     tab = page.open("#/run/mirror-text/rollouts/t/tr_bac9802dee51ae08")
     expect(fact(tab, "trainable")).to_have_text(f"- (no tokens: {mirror['tokens']:,} ch)")
-    row = tab.locator(f'tr.rollout-row[data-traj="tr_bac9802dee51ae08"]')
+    row = tab.locator('tr.rollout-row[data-traj="tr_bac9802dee51ae08"]')
     expect(row.locator("td:nth-child(5)")).to_have_text(f"{mirror['tokens']:,} ch")
 
 
@@ -42,7 +42,8 @@ def test_the_tree_says_which_later_path_trains_a_node(page, corpus_server):
     timed = next(n for n in graph["nodes"] if any(c["duration_ms"] is not None for c in n["calls"]))
     tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree")
     expect(tab.locator(".tree-tab > p.muted").first).to_have_text(
-        f"{len(graph['nodes'])} nodes, {len(graph['leaf_node_ids'])} leaves, {len(graph['branch_points'])} branch points")
+        f"{len(graph['nodes'])} nodes, {len(graph['leaf_node_ids'])} leaves, "
+        f"{len(graph['branch_points'])} branch points")
     for leaf in graph["leaf_node_ids"]:
         expect(tab.locator(f'.tree-row[data-node="{leaf}"]')).to_contain_text("· leaf")
     tab.click(f'.tree-row[data-node="{node["node_id"]}"]')
