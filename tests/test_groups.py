@@ -241,6 +241,14 @@ def test_rollouts_without_a_group_key_are_counted_and_listed(tmp_path):
         server.wait_indexed()
         groups = server.get("/v1/groups?run_id=mixed")
         assert groups["ungrouped"] == len(keyless)
+        keyless_rows = server.get("/v1/trajectories?run_id=mixed&ungrouped=true&limit=1000")["data"]
+        grouped = server.get("/v1/groups?run_id=mixed&limit=1000")["data"]
+        assert groups["health"]["total"] == len(grouped) + len(keyless)  # the band covers every rollout
+        band = Counter(dict(groups["health"]["counts"]))
+        only_grouped = server.get("/v1/groups?run_id=mixed&annotation=stop_reason")  # every grouped row has one
+        assert only_grouped["ungrouped"] == 0
+        keyless_flags = Counter(f for row in keyless_rows for f in row["summary"]["flags"])
+        assert band - Counter(dict(only_grouped["health"]["counts"])) == keyless_flags
         listed = server.get("/v1/trajectories?run_id=mixed&ungrouped=true&limit=1000")
         assert {row["id"] for row in listed["data"]} == keyless and listed["total"] == len(keyless)
         one = sorted(keyless)[0]

@@ -9,6 +9,7 @@ that a writer did not replace the record's files in between.
 import os
 import re
 import time
+from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 
@@ -286,11 +287,12 @@ class Api:
                 if position is not None:
                     matched.setdefault(position, []).append(row)
             listed.extend((snapshot.id, grouping.groups[p], matched[p]) for p in sorted(matched))
-        count = sum(len(grouping.groups) for _, grouping in groupings)
-        band = health(map(group_band_key, listed), "groups", count, count)
-        ungrouped = sum(1 for snapshot, grouping in groupings
-                        for row in (filters.select(snapshot.rows) if filters else snapshot.rows)
-                        if grouping.is_ungrouped(row) and (flag is None or flag in row["flags"]))
+        keyless = [row for snapshot, grouping in groupings  # in no group: the band counts each one too
+                   for row in (filters.select(snapshot.rows) if filters else snapshot.rows)
+                   if grouping.is_ungrouped(row)]
+        count = sum(len(grouping.groups) for _, grouping in groupings) + len(keyless)
+        band = health(chain(map(group_band_key, listed), map(FLAG_KEY, keyless)), "groups", count, count)
+        ungrouped = sum(1 for row in keyless if flag is None or flag in row["flags"])
         if flag is not None:
             listed = [(run_id, group, kept) for run_id, group, matched in listed
                       if (kept := flagged_members(group, matched, flag))]

@@ -216,7 +216,7 @@ export class RunPage {
     const scope = [state.step && `step ${state.step}`, state.task && `task ${state.task}`, state.status,
       ...state.ann, state.q && `"${state.q}"`, ungrouped && "no group key"].filter(Boolean).join(" · ") || "across the run";
     const counted = (listing.health?.unit || unit) === "groups"
-      ? "groups, each counted once per flag it or a matching rollout carries (rollouts with no group key are in no group)"
+      ? "groups, each counted once per flag it or a matching rollout carries, and each rollout with no group key once per flag"
       : ungrouped ? "rollouts with no group key, each counted once per flag" : "rollouts, each counted once per flag";
     this.bandTitle.textContent = `record health · ${counted} · ${scope}`;
     replace(this.bandBox, band(listing.health, state.flag, (flag) => this.go({flag, page: 1})));
