@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
 from skycap_viewer.views.groups import DEFAULT_GROUP_BY
 
@@ -137,7 +138,7 @@ def main(argv=None) -> int:
                          quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache,
                          verify=not args.no_verify, allowed_hosts=args.allowed_host)
     except UsageError as error:
-        print(f"skycap-viewer: {error}", file=sys.stderr)
+        print(f"skycap-viewer: {safe(str(error))}", file=sys.stderr)  # it may name a file or a record's text
         return 2
     except KeyboardInterrupt:
         return 130

@@ -10,14 +10,13 @@ With `--forks` it also names every fork of every readable record in skycap's own
 (`record/forks.py`). Forks are not problems: the exit status stays about the format.
 """
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import record_directories
-from skycap_viewer.commands.terminal import Progress, plural, print_out, safe
+from skycap_viewer.commands.terminal import Progress, json_text, plural, print_out, safe
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.record.document import document_path, list_record_ids, read_document
 from skycap_viewer.record.forks import Fork, trajectory_forks
@@ -155,9 +154,9 @@ def run_check(dirs, as_json: bool = False, forks: bool = False) -> int:
     directories = resolve_directories(dirs)
     reports = [check_directory(d, forks) for d in directories]
     if as_json:
-        print_out(json.dumps(json_payload(reports, forks), indent=1, ensure_ascii=False))
+        print_out(json_text(json_payload(reports, forks)))
     else:
         lines = [line for r in reports for line in fork_lines(r)]
         lines += [f"{r.path}/{bad.id}: {'; '.join(bad.problems)}" for r in reports for bad in r.bad]
-        print_out("\n".join(lines + [summary_line(r, forks) for r in reports]))
+        print_out(safe("\n".join(lines + [summary_line(r, forks) for r in reports])))  # names and problems too
     return 1 if any(r.bad for r in reports) else 0

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from skycap_viewer.commands.terminal import Painter, plural, print_out, safe, wants_colour
+from skycap_viewer.commands.terminal import Painter, json_text, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
 from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
@@ -157,7 +157,7 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False)
             raise UsageError(f"--path {path_index}: the record has {plural(len(payload['paths']), 'path')}")
         payload["paths"] = [payload["paths"][path_index]]
     if as_json:
-        print_out(json.dumps(payload, indent=1, ensure_ascii=False))
+        print_out(json_text(payload))
         return 0
     paint = Painter(wants_colour(sys.stdout))
     forks = [fork_payload(fork) for fork in trajectory_forks(document)]

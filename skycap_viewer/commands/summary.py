@@ -4,14 +4,13 @@ Runs are discovered exactly as the server discovers them, so the terminal and th
 on what a run is. An unreadable document is counted and listed with its error, never fatal.
 """
 
-import json
 import os
 from collections import Counter
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import RunLocation, discover_runs
 from skycap_viewer.commands.counts import BRIDGED_KEYS, RunStats
-from skycap_viewer.commands.terminal import Progress, plural, print_out
+from skycap_viewer.commands.terminal import Progress, json_text, plural, print_out, safe
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import GROUP_FLAGS
 from skycap_viewer.record.document import document_path, list_record_ids, read_document
@@ -132,7 +131,7 @@ def run_summary(dirs, as_json: bool = False, group_by: tuple[str, ...] = DEFAULT
             {"run": run.id, "project": run.project, "path": str(run.path), **summary}
             for run, summary in summaries
         ]
-        print_out(json.dumps(payload, indent=1, ensure_ascii=False))
+        print_out(json_text(payload))
     else:
-        print_out("\n\n".join("\n".join(text_lines(run, summary)) for run, summary in summaries))
+        print_out(safe("\n\n".join("\n".join(text_lines(run, summary)) for run, summary in summaries)))
     return 0

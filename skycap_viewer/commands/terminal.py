@@ -6,6 +6,7 @@ turns colour off; piped output never gets escape codes, so `show | less` or a lo
 plain text.
 """
 
+import json
 import os
 import re
 import sys
@@ -33,6 +34,16 @@ def safe(text: str) -> str:
     """Escape characters in record text that could move the cursor, restyle the terminal or not
     encode at all (`show` and `check` print what a record says)."""
     return UNSAFE_CHARACTERS.sub(escaped, text)
+
+
+JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # json.dumps escapes C0 itself
+
+
+def json_text(value) -> str:
+    """`value` as indented JSON for a terminal or a pipe: C0 and C1 controls, line separators and lone
+    surrogates written as `\\uXXXX` escapes (the same JSON value), never as raw characters."""
+    text = json.dumps(value, indent=1, ensure_ascii=False)
+    return JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def print_out(text: str) -> None:
@@ -76,7 +87,7 @@ class Progress:
 
     def __init__(self, label: str, total: int, threshold: int = 500, stream=None):
         self.stream = stream or sys.stderr
-        self.label = label
+        self.label = safe(label)  # a directory name is whatever it is on disk
         self.total = total
         is_terminal = getattr(self.stream, "isatty", None)
         self.active = total >= threshold and bool(is_terminal and is_terminal())
