@@ -287,9 +287,8 @@ class Api:
                 if position is not None:
                     matched.setdefault(position, []).append(row)
             listed.extend((snapshot.id, grouping.groups[p], matched[p]) for p in sorted(matched))
-        keyless = [row for snapshot, grouping in groupings  # in no group: the band counts each one too
-                   for row in (filters.select(snapshot.rows) if filters else snapshot.rows)
-                   if grouping.is_ungrouped(row)]
+        keyless = [row for _, grouping in groupings  # in no group: the band counts each one too
+                   for row in (filters.select(grouping.ungrouped) if filters else grouping.ungrouped)]
         count = sum(len(grouping.groups) for _, grouping in groupings) + len(keyless)
         band = health(chain(map(group_band_key, listed), map(FLAG_KEY, keyless)), "groups", count, count)
         ungrouped = sum(1 for row in keyless if flag is None or flag in row["flags"])

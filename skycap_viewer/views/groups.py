@@ -171,6 +171,11 @@ class Grouping:
     modal_n: int | None
     grouped_rows: int
     row_count: int
+    ungrouped: list  # the rows without every key, in the run's order: in no group
+
+    @cached_property
+    def ungrouped_ids(self) -> frozenset:
+        return frozenset(map(id, self.ungrouped))
 
     @cached_property
     def position_of(self) -> dict:
@@ -179,7 +184,7 @@ class Grouping:
 
     def is_ungrouped(self, row: dict) -> bool:
         """The row carries no group key: it is in no group (listed by `ungrouped=true`)."""
-        return id(row) not in self.position_of
+        return id(row) in self.ungrouped_ids
 
     @property
     def groupable(self) -> bool:
@@ -190,9 +195,11 @@ class Grouping:
 def build_grouping(rows, keys: tuple) -> Grouping:
     members: dict[str, list] = {}
     values_of: dict[str, dict] = {}
+    ungrouped = []
     for row in rows:
         values = key_values(row, keys)
         if values is None:
+            ungrouped.append(row)
             continue
         key = "~".join(scalar_text(v) for v in values.values())
         members.setdefault(key, []).append(row)
@@ -205,7 +212,7 @@ def build_grouping(rows, keys: tuple) -> Grouping:
     by_task = sorted(groups, key=lambda g: (g.task is None, g.task or "", g.key))
     groups = ordered_by(by_task, lambda g: g.step, "desc")
     return Grouping(keys, groups, {g.key: g for g in groups}, modal_n,
-                    sum(len(g.members) for g in groups), len(rows))
+                    sum(len(g.members) for g in groups), len(rows), ungrouped)
 
 
 def split_attempts(key: str, values: dict, rows: list) -> Group:
