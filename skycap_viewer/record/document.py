@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
-from skycap_viewer.record.frames import FrameError, decompress_one_frame
+from skycap_viewer.record.frames import FrameError, decompress_one_frame, file_limit, stored_size_problem
 from skycap_viewer.record.schema import check_structure
 
 DOCUMENT_SUFFIX = ".json.zst"
@@ -40,13 +40,14 @@ def list_record_ids(directory) -> list[str]:
 def parse_document(data: bytes, path) -> dict:
     """Decode and validate one document file's bytes; raise `RecordError` if it isn't v1."""
     try:
-        payload = decompress_one_frame(data)
+        payload = decompress_one_frame(data, file_limit(), "the document")
     except FrameError as error:
         raise RecordError(path, str(error)) from None
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as error:
         raise RecordError(path, f"the document is not UTF-8 ({error.reason} at byte {error.start})") from None
+    del payload  # one copy of the text at a time: a document near the limit is parsed in the least room
     try:
         document = json.loads(text, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as error:
@@ -63,19 +64,24 @@ def parse_document(data: bytes, path) -> dict:
     return document
 
 
-def read_regular_file(path, what: str = "document") -> bytes:
-    """The bytes of the record file at `path` (`what` names it in errors).
+def read_regular_file(path, what: str = "document", limit: int | None = None) -> bytes:
+    """The bytes of the record file at `path` (`what` names it in errors), which must decompress to at
+    most `limit` bytes (the file limit by default): a larger file is refused before it is read.
 
     Opened without blocking and checked to be a regular file first: reading a FIFO named like
     a record file would otherwise wait forever for a writer.
     """
     try:
         with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
-            mode = os.fstat(handle.fileno()).st_mode
+            status = os.fstat(handle.fileno())
+            mode = status.st_mode
             if stat.S_ISDIR(mode):
                 raise IsADirectoryError
             if not stat.S_ISREG(mode):
                 raise RecordError(path, f"is not a regular file (a FIFO, socket or device), not a {what}")
+            too_big = stored_size_problem(status.st_size, file_limit() if limit is None else limit)
+            if too_big:
+                raise RecordError(path, f"the {what} {too_big}")
             return handle.read()
     except IsADirectoryError:
         raise RecordError(path, f"is a directory, not a {what} file") from None

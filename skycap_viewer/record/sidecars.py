@@ -12,7 +12,7 @@ from pathlib import Path
 
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import read_regular_file
-from skycap_viewer.record.frames import FrameError, decompress_one_frame
+from skycap_viewer.record.frames import FrameError, decompress_one_frame, file_limit, mib
 from skycap_viewer.record.manifest import DTYPE_SIZES, token_layout_problems, token_nodes
 from skycap_viewer.record.schema import is_plain_file_name
 
@@ -44,17 +44,30 @@ def decode_array(payload: bytes, spec: dict, where: str):
     if end > len(payload):
         raise ValueError(f"{where}: needs bytes [{start}, {end}) but the payload has {len(payload)}")
     values = array(TYPECODES[dtype])
-    values.frombytes(payload[start:end])
+    values.frombytes(memoryview(payload)[start:end])  # straight from the payload: no intermediate copy
     if sys.byteorder == "big" and values.itemsize > 1:
         values.byteswap()
     return values
 
 
-def read_payload(path: Path) -> bytes:
-    """The decompressed bytes of one sidecar file, which must be exactly one zstd frame."""
-    data = read_regular_file(path, "sidecar")
+def payload_need(manifest: dict) -> int:
+    """The bytes a sidecar's payload may hold: up to the end of its last array, rounded up to the
+    8-byte alignment (an unknown dtype counts as 8 bytes an item; `decode_array` refuses it anyway)."""
+    ends = [spec["offset"] + math.prod(spec["shape"]) * DTYPE_SIZES.get(spec["dtype"], 8)
+            for spec in manifest["arrays"].values()]
+    return -(-max(ends, default=0) // 8) * 8
+
+
+def read_payload(path: Path, manifest: dict) -> bytes:
+    """The decompressed bytes of one sidecar file: exactly one zstd frame, no larger than its manifest's
+    arrays need (and the file limit), so a payload padded with gigabytes of zeros is refused unread."""
+    need = payload_need(manifest)
+    limit, ceiling = need, "what its manifest's arrays need"
+    if need > file_limit():
+        limit, ceiling = file_limit(), f"the --max-file-mib limit (its manifest describes {mib(need)})"
+    data = read_regular_file(path, "sidecar", limit)
     try:
-        return decompress_one_frame(data)
+        return decompress_one_frame(data, limit, "the sidecar", ceiling)
     except FrameError as error:
         raise RecordError(path, str(error)) from None
 
@@ -69,7 +82,7 @@ def decode_arrays(payload: bytes, manifest: dict, path: Path) -> dict:
 
 def read_sidecar(path: Path, manifest: dict) -> dict:
     """Every array of one sidecar file; raises `RecordError` on any damage."""
-    return decode_arrays(read_payload(path), manifest, path)
+    return decode_arrays(read_payload(path, manifest), manifest, path)
 
 
 def read_present_sidecar(directory, document: dict, kind: str) -> dict | None:

@@ -48,7 +48,7 @@ def sidecar_problems(directory, document: dict, present, consistent: bool) -> Si
 def one_sidecar_problems(path: Path, document: dict, kind: str, manifest: dict, consistent: bool) -> list[str]:
     """Open one present sidecar: one whole frame, then its arrays against the payload and the nodes."""
     try:
-        payload = read_payload(path)
+        payload = read_payload(path, manifest)
         if not consistent or kind not in EXPECTED_ARRAYS:
             return []
         arrays = decode_arrays(payload, manifest, path)
