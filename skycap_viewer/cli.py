@@ -12,6 +12,7 @@ from pathlib import Path
 
 from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
+from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.views.groups import DEFAULT_GROUP_BY
 
 COMMANDS = ("summary", "check", "show")
@@ -71,12 +72,30 @@ def shown_record(args) -> Path:
     return demo_directory() / args.record if args.demo else Path(args.record)
 
 
+def file_limit_mib(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of MiB, 1 or more, not {text!r}")
+    return value
+
+
+def add_file_limit(parser: argparse.ArgumentParser) -> None:
+    """Every command reads records, so every command takes the ceiling on what one file may decompress to."""
+    parser.add_argument("--max-file-mib", type=file_limit_mib, default=DEFAULT_FILE_LIMIT // MIB, metavar="N",
+                        help=f"the most one record file may decompress to (default {DEFAULT_FILE_LIMIT // MIB}); "
+                        "a larger one is reported, not read")
+
+
 def directories_command(name: str, description: str) -> argparse.ArgumentParser:
     """A terminal command over record directories (or the demo run), printing text or `--json`."""
     parser = argparse.ArgumentParser(prog=f"skycap-viewer {name}", description=description)
     parser.add_argument("dirs", nargs="*", metavar="DIR")
     parser.add_argument("--demo", action="store_true", help="the example run shipped with the viewer")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    add_file_limit(parser)
     return parser
 
 
@@ -111,6 +130,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     show.add_argument("--demo", action="store_true", help="RECORD is an id of the example run shipped with the viewer")
     show.add_argument("--path", type=int, default=None, metavar="N", help="only path N")
     show.add_argument("--json", action="store_true", help="print the rollout's paths as JSON")
+    add_file_limit(serve)
+    add_file_limit(show)
     return {"serve": serve, "summary": summary, "check": check, "show": show}
 
 
@@ -118,6 +139,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv.pop(0) if argv and argv[0] in COMMANDS else "serve"
     args = build_parsers()[command].parse_args(argv)
+    set_file_limit(args.max_file_mib * MIB)
     try:
         if command == "summary":
             from skycap_viewer.commands.summary import run_summary

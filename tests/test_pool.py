@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from skycap_viewer.catalog.pool import MAX_CHUNK, RowPool, chunked, compute_rows_here
+from skycap_viewer.catalog.pool import MAX_CHUNK, RowPool, announce, chunked, compute_chunk, compute_rows_here
 from skycap_viewer.catalog.rows import public
 from skycap_viewer.record.document import is_document_name
 from tests.conftest import FIXTURES, RECORD_DIRS
@@ -77,10 +77,46 @@ def test_a_killed_worker_loses_no_rows(pool):
     for worker in workers:
         os.kill(worker.pid, signal.SIGKILL)
     got.extend(rows)
-    assert pool.executor is None, "the broken pool was dropped"
-    assert len(got) == len(names), "the rest is computed in this process"
+    assert [p.pid for p in multiprocessing.active_children()] != [w.pid for w in workers], "fresh workers"
+    assert len(got) == len(names), "every document once: what the dead workers held is read again"
     assert all(row == expected[name] for name, row in got)
     assert dict(pool.compute_rows(directory, names[:100])) == {n: expected[n] for n in names[:100]}
+
+
+POISON = "tr_0e32dadf1ca07c39.json.zst"  # reading this one kills the worker, every time
+
+
+def dying_chunk(directory, names, verify=False, task=None):
+    """A worker task that dies (SIGKILL, as the kernel's OOM killer does) while reading `POISON`."""
+    if POISON in names:
+        announce(task)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return compute_chunk(directory, names, verify, task)
+
+
+def test_a_document_that_kills_its_worker_is_narrowed_down_and_listed_alone():
+    directory, names = many_names(6)
+    names = list(dict.fromkeys(names)) + [f"copy-{i}" for i in range(200)]  # plenty of chunks around it
+    assert POISON in names
+    pool = RowPool(workers=2, small_batch=0, task=dying_chunk)
+    calls_here = []
+    try:
+        from skycap_viewer.catalog import pool as pool_module
+
+        original = pool_module.compute_row
+        pool_module.compute_row = lambda *args: calls_here.append(args) or original(*args)
+        try:
+            got = dict(pool.compute_rows(directory, names))
+        finally:
+            pool_module.compute_row = original
+    finally:
+        pool.close()
+    assert not calls_here, "nothing is read again in this process: it would die the same way"
+    assert sorted(got) == sorted(names), "every other document is listed"
+    assert got[POISON]["unreadable"], got[POISON]
+    assert "killed the indexing worker" in got[POISON]["error"] and POISON in got[POISON]["error"]
+    expected = dict(compute_rows_here(directory, [n for n in names if n != POISON]))
+    assert {n: r for n, r in got.items() if n != POISON} == expected
 
 
 def test_closing_mid_batch_stops_quietly(pool):

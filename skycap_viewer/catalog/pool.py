@@ -12,6 +12,7 @@ start from a `forkserver` (Linux) or are spawned. A worker ignores Ctrl-C (the s
 pool down) and exits by itself when the server disappears, so a killed server leaves no orphans.
 """
 
+import itertools
 import multiprocessing
 import os
 import queue
@@ -22,13 +23,17 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 
-from skycap_viewer.catalog.rows import compute_row
+from skycap_viewer.catalog.rows import compute_row, unreadable_row
+from skycap_viewer.record.document import record_id_of
+from skycap_viewer.record.frames import file_limit, set_file_limit
 
 SMALL_BATCH = 64  # fewer documents than this are computed in this process
 MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few enough that rows stream in
 # and that the last (largest: the watcher sends smallest first) chunk does not leave a core idle for long
 WORKER_NICENESS = 10  # workers yield the cores to the server's own process, which answers requests
 IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
+IN_PROCESS_BYTES = 256 * 1024  # a document file larger than this on disk is never read in the server's process
+_started = None  # in a worker: the queue it tells which task it started (set by `_start_worker`)
 
 
 def core_count() -> int:
@@ -40,15 +45,43 @@ def core_count() -> int:
     return os.cpu_count() or 1
 
 
-def compute_chunk(directory: str, names: list[str], verify: bool = False) -> list[tuple[str, dict]]:
-    """Worker task: the rows of some documents of one directory."""
+def compute_chunk(directory: str, names: list[str], verify: bool = False, task: int | None = None):
+    """Worker task: the rows of some documents of one directory. It says first that it started
+    (`task`), so when a worker dies the server knows which chunks were being read."""
+    announce(task)
     return [(name, compute_row(directory, name, verify)) for name in names]
+
+
+def announce(task: int | None) -> None:
+    """In a worker: tell the server that `task` is being read (a task run in isolation has none)."""
+    if task is not None and _started is not None:
+        _started.put(task)
 
 
 def compute_rows_here(directory, names, verify: bool = False):
     """(name, row) for each document, computed in this process."""
     for name in names:
         yield name, compute_row(str(directory), name, verify)
+
+
+def small_here(directory, names) -> tuple[list[str], list[str]]:
+    """(names to read in this process, names for the workers): a file bigger than `IN_PROCESS_BYTES`
+    on disk may take seconds of parsing that hold the server's GIL (or its memory), so it always goes
+    to a worker, whose death or slowness costs the server nothing."""
+    here, there = [], []
+    for name in names:
+        try:
+            small = os.stat(os.path.join(directory, name)).st_size <= IN_PROCESS_BYTES
+        except OSError:
+            small = True  # gone or unreadable: its row says so, at no cost
+        (here if small else there).append(name)
+    return here, there
+
+
+def killed_row(directory: str, name: str) -> dict:
+    """The row of a document whose reading killed the worker reading it, read alone and again."""
+    return unreadable_row(record_id_of(name), f"{os.path.join(directory, name)}: reading it killed the "
+                          "indexing worker (out of memory, or a signal); the rest of the run is listed")
 
 
 def chunked(names: list[str], workers: int) -> list[list[str]]:
@@ -61,13 +94,17 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def _start_worker(lifeline):
-    """Worker initializer: leave Ctrl-C to the server, run below it, and exit as soon as it is gone.
+def _start_worker(lifeline, limit: int, started):
+    """Worker initializer: leave Ctrl-C to the server, run below it, read with the server's file limit,
+    and exit as soon as it is gone.
 
     `lifeline` is the read end of a pipe whose write end only the server holds: the read ends when
     the server's process does, however it ends. (Not "when the parent goes": a forkserver's children
     keep it alive, so it never goes; not a pid probe: a killed server stays a zombie until reaped.)"""
+    global _started
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    set_file_limit(limit)
+    _started = started
     with suppress(AttributeError, OSError):  # below the server: indexing and verifying never slow a request
         os.nice(WORKER_NICENESS)
 
@@ -82,8 +119,11 @@ def _start_worker(lifeline):
 class RowPool:
     """Worker processes, one per core: started by a big batch, stopped after a while idle and by `close()`."""
 
-    def __init__(self, workers: int | None = None, small_batch: int = SMALL_BATCH, idle_seconds: float = IDLE_SECONDS):
+    def __init__(self, workers: int | None = None, small_batch: int = SMALL_BATCH, idle_seconds: float = IDLE_SECONDS,
+                 task=compute_chunk):
+        """`task` is what a worker runs on a chunk (`compute_chunk`; a test may pass one that dies on a document)."""
         self.workers = workers or core_count()
+        self.task = task
         self.small_batch = small_batch
         self.idle_seconds = idle_seconds
         self.lock = threading.RLock()  # a generator finalised while the lock is held may take it again
@@ -92,46 +132,94 @@ class RowPool:
         self.idle_timer: threading.Timer | None = None
         self.closed = False
         self.lifeline = None  # (read end for the workers, write end kept here and never written)
+        self.started = None  # the queue workers put the task they start on
+        self.tasks = itertools.count()
 
     def compute_rows(self, directory, names, verify: bool = False):
         """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants)."""
         names = list(names)
         if len(names) < self.small_batch or self.workers < 2:
-            yield from compute_rows_here(directory, names, verify)
-            return
-        try:
-            futures = self._submit(str(directory), chunked(names, self.workers), verify)
-        except (OSError, RuntimeError) as error:  # cannot start processes here (a sandbox, a limit)
-            print(f"skycap-viewer: indexing in one process: {type(error).__name__}: {error}", file=sys.stderr)
-            self.workers = 1
-            yield from compute_rows_here(directory, names, verify)
-            return
-        if futures is None:  # closed: the server is stopping
-            return
-        # done callbacks, not as_completed(): they also fire for futures that close() cancels
-        finished = queue.SimpleQueue()
+            here, names = small_here(directory, names)
+            yield from compute_rows_here(directory, here, verify)
+        pending = chunked(names, self.workers) if names else []
+        while pending:
+            try:
+                futures = self._submit(str(directory), pending, verify)
+            except (OSError, RuntimeError) as error:  # cannot start processes here (a sandbox, a limit)
+                print(f"skycap-viewer: indexing in one process: {type(error).__name__}: {error}", file=sys.stderr)
+                self.workers = 1
+                yield from compute_rows_here(directory, [name for chunk in pending for name in chunk], verify)
+                return
+            if futures is None:  # closed: the server is stopping
+                return
+            failed = yield from self._collect(futures)
+            if not failed:
+                return
+            # a worker died: what it may have been reading is read alone, the rest again in fresh workers
+            self._discard(self.executor)
+            started = self._started_tasks() & {task for task, _ in failed}
+            if not started:  # no word from the dead worker: every unread chunk is a suspect (no endless retry)
+                started = {task for task, _ in failed}
+            pending = [chunk for task, chunk in failed if task not in started]
+            for task, chunk in failed:
+                if task in started:
+                    yield from self._isolated(str(directory), chunk, verify)
+
+    def _collect(self, futures: dict):
+        """Yield the rows of `futures` ({future: (task, names)}) as they finish; return the (task, names)
+        that a dead worker left unread (empty when none did)."""
+        finished = queue.SimpleQueue()  # done callbacks, not as_completed(): they fire for cancelled ones too
         for future in futures:
             future.add_done_callback(finished.put)
+        broken = False
         try:
             for _ in range(len(futures)):
                 future = finished.get()
                 if future.cancelled():  # close() dropped what was queued
-                    return
+                    return []
                 try:
                     rows = future.result()
-                except BrokenProcessPool:  # a worker died (killed, out of memory): finish here
-                    self._discard(self.executor)
-                    yield from compute_rows_here(directory, [n for chunk in futures.values() for n in chunk], verify)
-                    return
-                del futures[future]
+                except BrokenProcessPool:  # a worker died (killed, out of memory)
+                    broken = True
+                    continue
                 yield from rows
+                del futures[future]
+            return [futures[future] for future in futures] if broken else []
         finally:
-            for future in futures:  # the caller stopped early: drop what has not started
-                future.cancel()
+            if not broken:
+                for future in futures:  # the caller stopped early: drop what has not started
+                    future.cancel()
             self._batch_done()
 
+    def _isolated(self, directory: str, names: list[str], verify: bool):
+        """Read `names` alone in a fresh worker; when it dies too, halve them down to the one document
+        that kills it, which is listed as unreadable. Never in this process: it would die as well."""
+        if self.closed:
+            return
+        executor = self._executor(1)
+        try:
+            rows = executor.submit(self.task, directory, names, verify).result()
+        except BrokenProcessPool:
+            rows = None
+        finally:
+            executor.shutdown(wait=False, cancel_futures=True)
+        if rows is not None:
+            yield from rows
+        elif len(names) == 1:
+            yield names[0], killed_row(directory, names[0])
+        else:
+            yield from self._isolated(directory, names[: len(names) // 2], verify)
+            yield from self._isolated(directory, names[len(names) // 2 :], verify)
+
+    def _started_tasks(self) -> set[int]:
+        """The tasks workers said they started since the last call."""
+        started = set()
+        while self.started is not None and not self.started.empty():
+            started.add(self.started.get())
+        return started
+
     def _submit(self, directory: str, chunks: list[list[str]], verify: bool):
-        """{future: names} for every chunk, or None once closed."""
+        """{future: (task, names)} for every chunk, or None once closed."""
         with self.lock:
             if self.closed:
                 return None
@@ -148,13 +236,22 @@ class RowPool:
 
     def _submit_all(self, directory: str, chunks: list[list[str]], verify: bool) -> dict:
         if self.executor is None:
-            context = multiprocessing.get_context(start_method())
-            if context.get_start_method() == "forkserver":
-                context.set_forkserver_preload([compute_row.__module__])  # workers start with it imported
-            self.lifeline = self.lifeline or context.Pipe(duplex=False)
-            self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker,
-                                                initargs=(self.lifeline[0],))
-        return {self.executor.submit(compute_chunk, directory, chunk, verify): chunk for chunk in chunks}
+            self.executor = self._executor(self.workers)
+        futures = {}
+        for chunk in chunks:
+            task = next(self.tasks)
+            futures[self.executor.submit(self.task, directory, chunk, verify, task)] = (task, chunk)
+        return futures
+
+    def _executor(self, workers: int) -> ProcessPoolExecutor:
+        """Fresh worker processes that read as the server does and tell it which task they start."""
+        context = multiprocessing.get_context(start_method())
+        if context.get_start_method() == "forkserver":
+            context.set_forkserver_preload([compute_row.__module__])  # workers start with it imported
+        self.lifeline = self.lifeline or context.Pipe(duplex=False)
+        self.started = self.started or context.SimpleQueue()
+        return ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                                   initargs=(self.lifeline[0], file_limit(), self.started))
 
     def _batch_done(self):
         """Once no batch is left, stop the workers after `idle_seconds`: their memory goes back."""
