@@ -22,9 +22,13 @@ oversized client costs. The ceilings, and why each:
   a head costs tens of times its size, so a 64 KiB head keeps each connection's peak to a few MiB.
 - A request with a body (`Content-Length` other than 0, or any `Transfer-Encoding`) is answered
   and its connection closed: the body is never read, so it can never be taken as a next request.
-- `ACCEPT_BACKOFF_SECONDS` (0.1): when no descriptor is left (EMFILE, ENFILE) the accept loop
-  waits this long before trying again, instead of spinning on a listening socket that stays
-  readable; clients are accepted again as soon as descriptors are freed.
+- `ACCEPT_BACKOFF_SECONDS` (0.1): when no descriptor is left (EMFILE, ENFILE: a hard limit below
+  `MAX_CONNECTIONS` and the server's own files) the accept loop closes the longest-waiting
+  connection and waits this long before accepting again, instead of spinning on a listening socket
+  that stays readable; clients queued behind are accepted as descriptors free up.
+- `ViewerServer.request_queue_size` (512), the kernel's queue of connections not yet accepted: a
+  burst of connects waits there (it costs no descriptor) instead of being dropped, which costs a
+  client a 1 s SYN retry.
 """
 
 import errno
@@ -74,18 +78,33 @@ class Connections:
         """Whether a new connection gets a thread; at the cap the longest-waiting one is closed for it,
         and when none is waiting the new one is refused."""
         with self.lock:
-            if len(self.waiting_since) >= self.cap:
-                waiting = {c: t for c, t in self.waiting_since.items() if t is not None}
-                if not waiting:
-                    return False
-                oldest = min(waiting, key=waiting.get)
-                del self.waiting_since[oldest]
-                try:
-                    oldest.shutdown(socket.SHUT_RDWR)  # its thread's recv returns at once and it closes
-                except OSError:
-                    pass
+            if len(self.waiting_since) >= self.cap and not self.close_longest_waiting():
+                return False
             self.waiting_since[connection] = time.monotonic()
             return True
+
+    def close_longest_waiting(self) -> bool:
+        """Close the connection that has waited longest for a head (call with the lock held); False
+        when every one is busy answering."""
+        waiting = {c: t for c, t in self.waiting_since.items() if t is not None}
+        if not waiting:
+            return False
+        oldest = min(waiting, key=waiting.get)
+        del self.waiting_since[oldest]
+        try:
+            oldest.shutdown(socket.SHUT_RDWR)  # its thread's recv returns at once, and it closes the socket
+        except OSError:
+            pass
+        return True
+
+    def accept_failed(self, error: OSError):
+        """After a failed accept: out of descriptors, close the longest-waiting connection (its
+        descriptor is the next one accepted) and wait `ACCEPT_BACKOFF_SECONDS`: the listening socket
+        stays readable, so trying again at once would spin a core."""
+        if error.errno in OUT_OF_DESCRIPTORS:
+            with self.lock:
+                self.close_longest_waiting()
+            time.sleep(ACCEPT_BACKOFF_SECONDS)
 
     def mark(self, connection: socket.socket, waiting: bool):
         """A connection starts waiting for its next head, or starts answering one. Unknown connections
@@ -164,10 +183,3 @@ def has_body(headers) -> bool:
     than one `0`. Its connection is closed after the answer, since the body is never read."""
     lengths = headers.get_all("Content-Length") or []
     return bool(headers.get_all("Transfer-Encoding")) or any(v.strip() != "0" for v in lengths)
-
-
-def accept_failed(error: OSError):
-    """After a failed accept: out of descriptors, wait `ACCEPT_BACKOFF_SECONDS` (the listening socket
-    stays readable, so trying again at once would spin a core)."""
-    if error.errno in OUT_OF_DESCRIPTORS:
-        time.sleep(ACCEPT_BACKOFF_SECONDS)

@@ -30,7 +30,6 @@ from skycap_viewer.server.connections import (
     MAX_CONNECTIONS,
     Connections,
     HeadRefused,
-    accept_failed,
     has_body,
     read_head,
     refuse_busy,
@@ -183,7 +182,7 @@ class ViewerServer(ThreadingHTTPServer):
     """Holds the API and the request policy; one thread per connection, `max_connections` at most."""
 
     daemon_threads = True
-    request_queue_size = 64
+    request_queue_size = 512  # see `connections.py`
 
     def __init__(self, address, api: Api, quiet: bool = False, bind: bool = True, allowed_hosts=(),
                  max_connections: int = MAX_CONNECTIONS):
@@ -209,7 +208,7 @@ class ViewerServer(ThreadingHTTPServer):
         try:
             return super().get_request()
         except OSError as error:
-            accept_failed(error)
+            self.connections.accept_failed(error)
             raise
 
     def process_request(self, request, client_address):
