@@ -161,7 +161,7 @@ def flood(port: int, head: bytes, replies: list):
 
 def test_a_header_flood_gets_431_and_bounded_memory_given_back(server):
     """40 clients at once, each sending 97 headers of 64 KB (inside `http.client`'s own limits): each
-    gets a 431, the server's tree grows by tens of MiB at most, and gives it back."""
+    gets a 431, and the server's tree grows by a few MiB at most (1.3 GB before the limits)."""
     pid = server.process.pid
     head = b"GET /v1/runs HTTP/1.1\r\nHost: localhost\r\n" + b"".join(
         b"X-Flood-%d: %s\r\n" % (n, b"x" * 65_000) for n in range(97)) + b"\r\n"
@@ -174,8 +174,8 @@ def test_a_header_flood_gets_431_and_bounded_memory_given_back(server):
         for client in clients:
             client.join()
     assert len(replies) == 40 and all(statuses(reply) == [431] for reply in replies), replies[:2]
-    assert peak.bytes - before < 64 * MIB, f"peak grew by {(peak.bytes - before) / MIB:.0f} MiB"
-    assert tree_resident_bytes(pid) - before < 32 * MIB
+    assert peak.bytes - before < 16 * MIB, f"peak grew by {(peak.bytes - before) / MIB:.0f} MiB"  # measured: 0.4
+    assert tree_resident_bytes(pid) - before < 8 * MIB
     normal_runs_request(server.port)
 
 
