@@ -2,6 +2,7 @@
 
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -15,22 +16,25 @@ class ServerProcess:
     """`with ServerProcess([dir, ...]) as server:` gives `server.url` and `server.get(path)`.
 
     It runs with `--no-cache` unless `cache_home` is given: then the persisted index lives under
-    that directory (as `$XDG_CACHE_HOME`), never in the user's own cache."""
+    that directory (as `$XDG_CACHE_HOME`), never in the user's own cache. `descriptors` sets its
+    limit on open descriptors (soft and hard, so the server cannot raise it)."""
 
-    def __init__(self, dirs, *extra_args, env=None, cache_home=None):
+    def __init__(self, dirs, *extra_args, env=None, cache_home=None, descriptors=None):
         cache = ["--no-cache"] if cache_home is None else []
         self.args = [sys.executable, "-m", "skycap_viewer", *map(str, dirs), "--port", "0", "--quiet",
                      *cache, *extra_args]
         self.env = {**os.environ, **(env or {})}
         if cache_home is not None:
             self.env["XDG_CACHE_HOME"] = str(cache_home)
+        self.descriptors = descriptors
         self.process = None
         self.url = None
         self.lines = []  # everything the server printed after its URL line (stdout and stderr)
 
     def __enter__(self):
         self.process = subprocess.Popen(
-            self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
+            self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env,
+            preexec_fn=self.limit_descriptors if self.descriptors else None,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -44,6 +48,10 @@ class ServerProcess:
                 return self
         self.__exit__(None, None, None)
         raise RuntimeError(f"server did not start: {self.process.stderr.read()}")
+
+    def limit_descriptors(self):
+        """In the child, before it runs the server."""
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.descriptors, self.descriptors))
 
     def __exit__(self, *exc):
         if self.process and self.process.poll() is None:

@@ -217,12 +217,10 @@ MALFORMED = {
 
 @pytest.mark.parametrize("raw", MALFORMED.values(), ids=MALFORMED.keys())
 def test_malformed_requests(server, raw):
-    """Broken framing is a 4xx; bytes that are not an HTTP/1.x request line get a bare error body."""
+    """Broken framing is a 4xx, with full headers even when the bytes are no HTTP/1.x request line."""
     reply = exchange(server, raw)
-    if reply.status is None:
-        assert b" HTTP/1." not in raw.split(b"\r\n")[0] and b'"detail"' in reply.body
-    else:
-        assert_sound(reply)
+    assert reply.status is not None, reply.body[:200]
+    assert_sound(reply)
     assert server.request("/v1/runs")[0] == 200
 
 

@@ -4,7 +4,9 @@ Every cache is keyed by everything its value depends on, so none is ever invalid
 can no longer come up (an older index generation, an older file version) just ages out.
 
 - Listing answers (`/runs`, `/trajectories`, `/groups`): `AnswerCache` by (index generation,
-  request target), `LISTING_CACHE_BYTES` in all; held by the HTTP server.
+  request target), `LISTING_CACHE_BYTES` in all, keys included (a request target is the client's
+  text, up to the request line limit of `server/connections.py`: thousands of distinct long query
+  strings must age out like answers do, not pile up as keys); held by the HTTP server.
 - `/paths` answers: `AnswerCache` by the versions of the record's files, `PATHS_CACHE_BYTES`.
 - Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_SIZE` of them.
 - Elsewhere, beside what they cache: a snapshot's derived views (sort orders, groupings, run
@@ -23,6 +25,7 @@ from skycap_viewer.record.document import document_path, read_document
 from skycap_viewer.wire import RawJson
 
 LISTING_CACHE_BYTES = 8 * 2**20
+ENTRY_OVERHEAD_BYTES = 256  # an entry's dict slot, key tuple and objects, beside the text `key_bytes` counts
 PATHS_CACHE_BYTES = 12 * 2**20  # a 66k-token rollout's /paths is ~3 MB
 DOCUMENT_CACHE_SIZE = 16
 
@@ -31,13 +34,20 @@ class AnswerCache:
     """Encoded answers by a key that names everything they depend on: listings by (index generation,
     request target), a rollout's paths by its files' versions. A poll that changes nothing, a page
     flipped back or a rollout opened again is sent without computing it again. Bounded in bytes;
-    entries whose key can no longer come up (an older generation, an older file) age out."""
+    entries whose key can no longer come up (an older generation, an older file) age out. The budget
+    counts each key with its answer (`entry_bytes`): a key is a client's request target, as long as
+    the request line allows, so an answer of a few bytes under a long key costs what the key does."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self.entries: OrderedDict = OrderedDict()
         self.size = 0
         self.lock = threading.Lock()
+
+    @staticmethod
+    def entry_bytes(key, body: RawJson) -> int:
+        """What one entry holds: its answer, the text of its key, and a fixed overhead per entry."""
+        return len(body) + key_bytes(key) + ENTRY_OVERHEAD_BYTES
 
     def get(self, key) -> RawJson | None:
         with self.lock:
@@ -47,16 +57,27 @@ class AnswerCache:
             return body
 
     def put(self, key, body: RawJson):
-        if len(body) > self.max_bytes // 4:
+        size = self.entry_bytes(key, body)
+        if size > self.max_bytes // 4:
             return
         with self.lock:
             if key in self.entries:
                 return
             self.entries[key] = body
-            self.size += len(body)
+            self.size += size
             while self.size > self.max_bytes:
-                _, old = self.entries.popitem(last=False)
-                self.size -= len(old)
+                old_key, old = self.entries.popitem(last=False)
+                self.size -= self.entry_bytes(old_key, old)
+
+
+def key_bytes(key) -> int:
+    """The length of the text in a cache key (strings and bytes, through nested tuples); numbers are
+    in the per-entry overhead."""
+    if isinstance(key, (str, bytes)):
+        return len(key)
+    if isinstance(key, tuple):
+        return sum(map(key_bytes, key))
+    return 0
 
 
 class DocumentCache:

@@ -35,6 +35,21 @@ def page_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
+def raise_descriptor_limit():
+    """Raise the soft limit on open descriptors to the hard one: the soft one is often 256 or 1024,
+    and each connection (up to `MAX_CONNECTIONS`) holds one beside the files being read."""
+    try:
+        import resource
+    except ImportError:  # not on this platform (Windows): its limit is not the soft/hard pair
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):  # e.g. macOS refuses an unlimited hard limit as the soft one
+            pass
+
+
 def stop_like_ctrl_c(signum, frame):
     """SIGTERM (`kill`, a supervisor, a test) ends the server as Ctrl-C does: its worker processes are
     shut down, instead of leaving the resource tracker to warn about their leaked semaphores."""
@@ -45,6 +60,7 @@ def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group
               quiet: bool = False, open_browser: bool = False, use_cache: bool = True, verify: bool = True,
               allowed_hosts=()) -> int:
     """Serve `dirs` (checked by the command line) until Ctrl-C or SIGTERM."""
+    raise_descriptor_limit()
     catalog = Catalog(dirs)
     shown_host, host = host, host.strip("[]")
     try:

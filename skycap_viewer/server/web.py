@@ -1,10 +1,17 @@
 """The HTTP layer: a threading server holding the API, one handler for GET and HEAD.
 
 Every request first passes the `Host` allowlist (DNS rebinding); API requests from another
-site are refused (`Origin`, `Sec-Fetch-Site`). Static files come from a fixed table of the
-packaged page files, built once at start: no path from a request ever reaches the disk.
+site are refused (`Origin`, `Sec-Fetch-Site`, each of which must come once at most). Static files
+come from a fixed table of the packaged page files, built once at start: no path from a request
+ever reaches the disk.
+
+What a connection may hold (slots, time, head size) is in `connections.py`: the handler reads each
+request head itself, within those limits, instead of `http.server`'s per-line reads (no total
+deadline, 100 headers of 64 KiB). Only HTTP/1.x requests are answered, always with full headers:
+an HTTP/0.9-style request line (no version) gets a 400 like any other malformed line.
 """
 
+import io
 import ipaddress
 import socket
 import sys
@@ -19,6 +26,14 @@ from urllib.parse import parse_qs, unquote
 from skycap_viewer.errors import ApiError
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
+from skycap_viewer.server.connections import (
+    MAX_CONNECTIONS,
+    Connections,
+    HeadRefused,
+    has_body,
+    read_head,
+    refuse_busy,
+)
 from skycap_viewer.wire import RawJson, encode_json, gzipped
 
 CONTENT_SECURITY_POLICY = (
@@ -164,18 +179,20 @@ def host_allowed(value: str, names: frozenset, port: int, wildcard: bool) -> boo
 
 
 class ViewerServer(ThreadingHTTPServer):
-    """Holds the API and the request policy; one thread per connection."""
+    """Holds the API and the request policy; one thread per connection, `max_connections` at most."""
 
     daemon_threads = True
-    request_queue_size = 64
+    request_queue_size = 512  # see `connections.py`
 
-    def __init__(self, address, api: Api, quiet: bool = False, bind: bool = True, allowed_hosts=()):
+    def __init__(self, address, api: Api, quiet: bool = False, bind: bool = True, allowed_hosts=(),
+                 max_connections: int = MAX_CONNECTIONS):
         """`bind=False` opens no socket: requests are then handed in one connection at a time
         (`ViewerHandler(connection, address, server)`), as the in-process tests do."""
         host = address[0]
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.api = api
         self.answers = AnswerCache(LISTING_CACHE_BYTES)
+        self.connections = Connections(max_connections)
         self.quiet = quiet
         self.static = static_files()
         self.allowed_names = host_names(host, allowed_hosts)
@@ -185,6 +202,27 @@ class ViewerServer(ThreadingHTTPServer):
     @property
     def port(self) -> int:
         return self.server_address[1]
+
+    def get_request(self):
+        """Accept one connection; out of descriptors, back off first (the caller then tries again)."""
+        try:
+            return super().get_request()
+        except OSError as error:
+            self.connections.accept_failed(error)
+            raise
+
+    def process_request(self, request, client_address):
+        """Start a connection's thread if it gets a slot, else refuse it at once (see `Connections`)."""
+        if self.connections.admit(request):
+            super().process_request(request, client_address)
+        else:
+            refuse_busy(request)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release(request)
 
     def handle_error(self, request, client_address):
         error = sys.exc_info()[1]
@@ -200,7 +238,50 @@ class ViewerHandler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are two writes: without this, keep-alive waits ~40 ms
-    timeout = 60
+    timeout = 60  # for sending one answer to a client that does not read it; reading has its own limits
+    default_request_version = "HTTP/1.0"  # so an error before the version is known still has headers
+
+    def setup(self):
+        super().setup()
+        self.rfile.close()  # heads are read from the socket itself (`read_head`), each into its own buffer
+        self.pending = bytearray()  # what the client sent past the head being answered (pipelining)
+
+    def handle_one_request(self):
+        """Read one request head within the limits of `connections.py`, then answer it. A request
+        with a body is answered and its connection closed: the body is never read as a request."""
+        self.headers, self.command, self.path, self.requestline = None, None, "", ""
+        self.request_version = self.default_request_version
+        self.started = time.monotonic()
+        try:
+            head = read_head(self.connection, self.pending)
+        except HeadRefused as refused:
+            self.send_error(refused.status, refused.detail)
+            return
+        except (TimeoutError, ConnectionError):
+            head = None
+        if head is None:
+            self.close_connection = True
+            return
+        self.server.connections.mark(self.connection, waiting=False)
+        self.connection.settimeout(self.timeout)
+        line, _, rest = head.partition(b"\n")
+        self.raw_requestline, self.rfile = line + b"\n", io.BytesIO(rest)
+        if self.parse_request():
+            self.close_connection = self.close_connection or has_body(self.headers)
+            getattr(self, "do_" + self.command)()
+        self.server.connections.mark(self.connection, waiting=True)
+
+    def parse_request(self) -> bool:
+        """`http.server`'s parsing, for HTTP/1.x request lines only (it would take `GET /x` as HTTP/0.9)."""
+        if len(self.raw_requestline.split()) == 2:
+            self.requestline = ""
+            self.send_error(400, "the request line needs an HTTP version")
+            return False
+        return super().parse_request()
+
+    def handle_expect_100(self) -> bool:
+        """No `100 Continue`: the viewer reads no body, so none is asked for (the answer comes at once)."""
+        return True
 
     def __getattr__(self, name):
         if name.startswith("do_"):  # any other method: refused, the viewer is read-only
@@ -234,10 +315,15 @@ class ViewerHandler(BaseHTTPRequestHandler):
         return True
 
     def cross_site(self) -> bool:
-        if self.headers.get("Sec-Fetch-Site", "").lower() in ("cross-site", "same-site"):
+        """Whether an API request comes from another site; a repeated `Origin` or `Sec-Fetch-Site` counts
+        as one (a check of its first copy only could be passed by the copy behind it)."""
+        sites = self.headers.get_all("Sec-Fetch-Site") or []
+        origins = self.headers.get_all("Origin") or []
+        if len(sites) > 1 or len(origins) > 1:
             return True
-        origin = self.headers.get("Origin")
-        return origin is not None and origin.lower() != f"http://{self.headers.get('Host', '').lower()}"
+        if sites and sites[0].lower() in ("cross-site", "same-site"):
+            return True
+        return bool(origins) and origins[0].lower() != f"http://{self.headers.get('Host', '').lower()}"
 
     # -- dispatch -------------------------------------------------------------------------
 
