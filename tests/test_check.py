@@ -219,7 +219,7 @@ def test_a_fifo_where_a_sidecar_should_be_is_reported_not_waited_for(corpus, tmp
     os.mkfifo(tmp_path / "tr_ok.tokens.zst")
     result = run_cli("check", tmp_path, timeout=60)
     assert result.returncode == 1
-    assert "not a regular file" in problem_lines(result.stdout, tmp_path)["tr_ok"]
+    assert "is a FIFO, not a sidecar file" in problem_lines(result.stdout, tmp_path)["tr_ok"]
 
 
 def test_a_mirror_that_dropped_kinds_from_the_manifest(corpus, tmp_path):

@@ -75,12 +75,21 @@ def read_regular_file(path, what: str = "document") -> bytes:
             if stat.S_ISDIR(mode):
                 raise IsADirectoryError
             if not stat.S_ISREG(mode):
-                raise RecordError(path, f"is not a regular file (a FIFO, socket or device), not a {what}")
+                raise RecordError(path, f"is {special_kind(mode)}, not a {what} file")
             return handle.read()
     except IsADirectoryError:
         raise RecordError(path, f"is a directory, not a {what} file") from None
     except OSError as error:
         raise RecordError(path, f"cannot read the file ({error.strerror or error})") from None
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is neither regular nor a directory is, named as a user knows it."""
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def read_document(path) -> dict:
