@@ -175,7 +175,18 @@ class Api:
         header = with_run(row, {snapshot.id: snapshot.location})
         header.pop("summary", None)
         header.pop("created_ts", None)
+        if header.get("cut"):
+            header.update(self.whole_values(snapshot, record_id))
         return 200, header
+
+    def whole_values(self, snapshot: Snapshot, record_id: str) -> dict:
+        """The record's `meta` and `annotations` whole, from its document (its row keeps long values cut);
+        nothing when the document cannot be read now: the row's values then say they were cut."""
+        try:
+            document = self.documents.get(document_path(snapshot.location.path, record_id))
+        except RecordError:
+            return {}
+        return {"meta": document.get("meta") or {}, "annotations": document.get("annotations") or {}, "cut": {}}
 
     def load(self, record_id: str, params):
         """(snapshot, row, directory, document) of a readable record."""
