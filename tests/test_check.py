@@ -167,6 +167,8 @@ def test_json_output(broken, corpus):
     assert bad["absent_sidecars"] == absent_listed_sidecars(broken)
     assert spec == {
         "directory": str(corpus / "spec"),
+        "symlink_to": None,
+        "symlinks": {},
         "documents": len(ORACLE["spec"]["records"]),
         "with_problems": 0,
         "absent_sidecars": {},

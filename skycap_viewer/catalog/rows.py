@@ -27,7 +27,7 @@ import zlib
 
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import ordered, row_flags
-from skycap_viewer.record.document import read_document, record_id_of
+from skycap_viewer.record.document import link_leaving, read_document, record_id_of
 from skycap_viewer.record.fields import created_ts
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import Rollout
@@ -79,6 +79,7 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
     (`_verified` says the row was computed so); listings never wait for that."""
     path = os.path.join(directory, name)
     file_id = record_id_of(name)
+    link = link_leaving(path, directory)  # followed, and said: `symlink_to`
     try:
         document = read_document(path)
         present = present_sidecars(directory, document)
@@ -86,19 +87,19 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
             if verify else None
         rollout = Rollout(document, present, file_id, found)
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
-        row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document))
+        row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document), symlink_to=link)
         row["summary"] = summary(rollout)
         row.update(bounded_values(row))
     except RecordError as error:
-        return unreadable_row(file_id, str(error))
+        return unreadable_row(file_id, str(error), link)
     except Exception as error:  # a document shape the analysis did not foresee: show it, don't crash
-        return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})")
+        return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})", link)
     row = slim(with_keys(row))
     row["_verified"] = verify
     return row
 
 
-def unreadable_row(file_id: str, error: str) -> dict:
+def unreadable_row(file_id: str, error: str, symlink_to: str | None = None) -> dict:
     """A record that cannot be read: listed with its error, flagged `malformed-record`."""
     flags = ["malformed-record"]
     row = {
@@ -108,7 +109,7 @@ def unreadable_row(file_id: str, error: str) -> dict:
         "sidecars": {}, "missing_sidecars": [], "record_problems": [error], "flags": flags,
         "skycap": None, "size": {"unit": None, "tokens": 0, "trainable": 0, "longest": 0, "samples": 0},
         "samples_rule": None, "reward_value": None,
-        "created_ts": None, "unreadable": True, "error": error, "cut": {},
+        "created_ts": None, "unreadable": True, "error": error, "cut": {}, "symlink_to": symlink_to,
         "summary": {"tokens": 0, "trainable": 0, "kinds": {}, "flags": flags, "paths": 0, "strip": []},
     }
     row = slim(with_keys(row))

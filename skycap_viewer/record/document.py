@@ -31,6 +31,13 @@ def document_path(directory, record_id: str) -> Path:
     return Path(directory) / f"{record_id}{DOCUMENT_SUFFIX}"
 
 
+def link_leaving(path, inside) -> str | None:
+    """The real path of `path` when a symlink (it or a directory on the way) takes it out of the real
+    directory `inside`, else None: such links are followed, and said, never silently."""
+    real = os.path.realpath(path)
+    return None if Path(real).is_relative_to(os.path.realpath(inside)) else real
+
+
 def list_record_ids(directory) -> list[str]:
     """Ids of the records in `directory`, sorted (skycap's `list_ids`)."""
     with os.scandir(directory) as entries:

@@ -92,6 +92,7 @@ class Api:
             "id": location.id,
             "project": location.project,
             "path": str(location.path),
+            "symlink_to": str(location.symlink_to) if location.symlink_to else None,  # followed out of its root
             "indexing": snapshot.indexing,
             "indexed": len(snapshot.rows),
             "updated_at": snapshot.updated_at,
