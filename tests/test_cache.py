@@ -4,6 +4,10 @@
 import json
 import os
 import shutil
+import subprocess
+import sys
+import time
+import zlib
 
 import pytest
 
@@ -97,6 +101,13 @@ def reencoded(data: bytes, directory, change) -> bytes:
     return encode(directory, entries)
 
 
+def row_moved(entries):
+    """The first record's row also under the second's name, its size and mtime kept: a cache that
+    lists the first record twice and hides the second."""
+    first, second = sorted(entries)[:2]
+    entries[second] = (*entries[second][:2], entries[first][2])
+
+
 DAMAGES = {
     "truncated": lambda data, directory: data[: len(data) // 2],
     "empty": lambda data, directory: b"",
@@ -109,6 +120,9 @@ DAMAGES = {
     "payload flipped": lambda data, directory: flip_last_byte(data),
     "digest matches, content does not": lambda data, directory: encode(directory, {"x.json.zst": ("not", "a row")}),
     "entry count wrong": lambda data, directory: with_header(data, entries=1),
+    "planted: another directory's cache relabelled": lambda data, directory: with_header(
+        encode(directory.parent / "elsewhere", decode(directory, data)), directory=str(directory)),
+    "one record's row under another's name": lambda data, directory: reencoded(data, directory, row_moved),
     "a row that is not a dict": lambda data, directory: reencoded(
         data, directory, lambda entries: entries.update({"y.json.zst": (1, 2, [])})),
 }
@@ -185,39 +199,44 @@ def test_a_cached_restart_lists_what_a_cold_start_lists(runs, tmp_path):
         assert "Traceback" not in server_output and "persisted index" not in server_output
 
 
+POISON_STATUS = "poisoned-by-the-test"
+
+
 def poison(cache_home, runs):
-    """Put another record's row under POISONED's name in the cache (its size and mtime kept): only a
-    server that trusts the cache lists that other record twice and POISONED not at all."""
+    """Give POISONED's cached row another status (its size and mtime kept): only a server that trusts
+    the cache lists that status."""
     path = cache_file(cache_home, runs / POISONED[0])
 
     def change(entries):
-        size, mtime_ns, _ = entries[POISONED[1]]
-        entries[POISONED[1]] = (size, mtime_ns, entries[REWRITTEN[1]][2])
+        size, mtime_ns, row = entries[POISONED[1]]
+        shown = {**json.loads(zlib.decompress(row["_json_z"])), "status": POISON_STATUS}
+        row = {**row, "status": POISON_STATUS, "_json_z": zlib.compress(json.dumps(shown).encode())}
+        entries[POISONED[1]] = (size, mtime_ns, row)
 
     path.write_bytes(reencoded(path.read_bytes(), runs / POISONED[0], change))
     return path
 
 
-def listed_ids(server) -> list:
+def poisoned_status(server) -> str:
     server.wait_indexed()
-    return [row["id"] for row in server.get(f"/v1/trajectories?run_id={POISONED[0]}&limit=1000")["data"]]
+    listing = server.get(f"/v1/trajectories?run_id={POISONED[0]}&limit=1000")["data"]
+    return next(row["status"] for row in listing if row["id"] == POISONED[1].removesuffix(".json.zst"))
 
 
 def test_no_cache_neither_reads_nor_writes_it(runs, tmp_path):
     cache_home = tmp_path / "cache"
-    poisoned_id = POISONED[1].removesuffix(".json.zst")
     with ServerProcess([runs], cache_home=cache_home) as server:
-        assert poisoned_id in listed_ids(server)
+        assert poisoned_status(server) != POISON_STATUS
     path = poison(cache_home, runs)
     saved = {p.name: p.read_bytes() for p in path.parent.iterdir()}
     runs.joinpath(*DELETED).unlink()  # a change a cache-using server would save
 
     with ServerProcess([runs], env={"XDG_CACHE_HOME": str(cache_home)}) as server:  # --no-cache
-        assert poisoned_id in listed_ids(server), "--no-cache must not read the cache"
+        assert poisoned_status(server) != POISON_STATUS, "--no-cache must not read the cache"
     assert {p.name: p.read_bytes() for p in path.parent.iterdir()} == saved, "--no-cache must not write it"
 
     with ServerProcess([runs], cache_home=cache_home) as server:
-        assert poisoned_id not in listed_ids(server), "with the cache, an unchanged record is not read again"
+        assert poisoned_status(server) == POISON_STATUS, "with the cache, an unchanged record is not read again"
 
 
 def test_the_server_never_writes_into_record_directories(runs, tmp_path):
@@ -227,3 +246,49 @@ def test_the_server_never_writes_into_record_directories(runs, tmp_path):
         server.wait_indexed()
     assert "not using the persisted index" in server.output()
     assert tree(runs) == before
+
+
+def test_a_killed_save_leaves_no_temporary_for_good(tmp_path):
+    """`kill -9` during a save leaves its temporary: the next start removes it, and only it, never a
+    temporary another live server sharing the directory may be writing."""
+    cache = tmp_path / "skycap-viewer"
+    cache.mkdir()
+    killed = subprocess.Popen([sys.executable, "-c", "pass"])
+    killed.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    key = "0" * 32 + ".index"
+    files = {
+        f".{key}.{killed.pid}.abc123.tmp": (120, False),  # a dead writer's, a while ago
+        f".{key}.{killed.pid}.def456.tmp": (1, True),  # a dead pid but just written: maybe another namespace
+        f".{key}.{alive.pid}.ghi789.tmp": (120, True),  # a live server's (say it is stopped mid-write)
+        f".{key}.{alive.pid}.jkl012.tmp": (2 * 86_400, False),  # a live pid's, but abandoned for two days
+        f".{key}.mno345.tmp": (2 * 86_400, False),  # an earlier viewer's, with no pid: by age alone
+        f".{key}.pqr678.tmp": (120, True),
+        "notes.tmp": (2 * 86_400, True),  # not a temporary of this cache
+        key: (2 * 86_400, True),
+    }
+    now = time.time()
+    for name, (age, _) in files.items():
+        (cache / name).write_bytes(b"partial")
+        os.utime(cache / name, (now - age, now - age))
+    try:
+        PersistedIndex(cache)
+    finally:
+        alive.kill()
+        alive.wait()
+    assert sorted(os.listdir(cache)) == sorted(name for name, (_, kept) in files.items() if kept)
+
+
+def test_a_server_removes_a_dead_servers_temporary_at_start(runs, tmp_path):
+    cache_home = tmp_path / "cache"
+    killed = subprocess.Popen([sys.executable, "-c", "pass"])
+    killed.wait()
+    leftover = cache_file(cache_home, runs / "groups").with_suffix(f".index.{killed.pid}.x1y2z3.tmp")
+    leftover = leftover.with_name("." + leftover.name)
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"half a cache")
+    os.utime(leftover, (time.time() - 3600, time.time() - 3600))
+    with ServerProcess([runs], cache_home=cache_home) as server:
+        server.wait_indexed()
+        assert not leftover.exists()
+    assert all(name.endswith(".index") for name in os.listdir(leftover.parent))

@@ -167,6 +167,8 @@ def test_json_output(broken, corpus):
     assert bad["absent_sidecars"] == absent_listed_sidecars(broken)
     assert spec == {
         "directory": str(corpus / "spec"),
+        "symlink_to": None,
+        "symlinks": {},
         "documents": len(ORACLE["spec"]["records"]),
         "with_problems": 0,
         "absent_sidecars": {},
@@ -219,7 +221,7 @@ def test_a_fifo_where_a_sidecar_should_be_is_reported_not_waited_for(corpus, tmp
     os.mkfifo(tmp_path / "tr_ok.tokens.zst")
     result = run_cli("check", tmp_path, timeout=60)
     assert result.returncode == 1
-    assert "not a regular file" in problem_lines(result.stdout, tmp_path)["tr_ok"]
+    assert "is a FIFO, not a sidecar file" in problem_lines(result.stdout, tmp_path)["tr_ok"]
 
 
 def test_a_mirror_that_dropped_kinds_from_the_manifest(corpus, tmp_path):

@@ -3,13 +3,18 @@
 A root is a run if it holds a record; otherwise its children, and failing that their
 children, are looked at (two levels, no further, so a symlink loop cannot trap the scan).
 Anything inside a record directory (a pulled run's `index/` folder) is neither run nor record.
+
+Symlinks are followed, wherever they lead: a folder of links to runs on other disks is a common
+way to gather them. A run whose real directory is outside its root says so (`symlink_to`), and a
+directory reached twice (through a link and directly, or through a loop) is one run, found first
+in name order.
 """
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from skycap_viewer.record.document import is_document_name
+from skycap_viewer.record.document import is_document_name, link_leaving
 
 
 @dataclass(frozen=True)
@@ -17,6 +22,7 @@ class RunLocation:
     id: str
     project: str
     path: Path
+    symlink_to: Path | None = None  # the real directory, when a symlink takes the run out of its root
 
 
 def is_record_directory(path) -> bool:
@@ -65,11 +71,13 @@ def record_directories(root: Path) -> list[tuple[Path, str]]:
 def discover_runs(roots, known: dict[Path, str] | None = None) -> list[RunLocation]:
     """Every run under `roots`, with unique ids; a directory in `known` keeps its id."""
     known = known or {}
-    runs, taken = [], set(known.values())
+    runs, taken, seen = [], set(known.values()), set()
     for root in roots:
         for path, project in record_directories(Path(root).absolute()):
-            if any(run.path == path for run in runs):
+            real = os.path.realpath(path)
+            if real in seen:
                 continue
+            seen.add(real)
             run_id = known.get(path)
             if run_id is None:
                 base = run_name(path)
@@ -77,5 +85,6 @@ def discover_runs(roots, known: dict[Path, str] | None = None) -> list[RunLocati
                 while run_id in taken:
                     run_id, suffix = f"{base}~{suffix}", suffix + 1
                 taken.add(run_id)
-            runs.append(RunLocation(run_id, project, path))
+            outside = link_leaving(path, root)
+            runs.append(RunLocation(run_id, project, path, Path(outside) if outside else None))
     return runs

@@ -4,11 +4,18 @@ One file per record directory under `$XDG_CACHE_HOME/skycap-viewer/` (or `~/.cac
 named by a hash of the directory's absolute path; never inside a record directory. It maps each
 document's file name to the (size, mtime_ns) it was read at and the row computed from it.
 
-A cache is only a hint, never trusted: its header must name this format, schema, viewer version
-and the exact code that computed the rows (a hash of the package's sources, so a changed row
-computation never serves stale rows), and a digest must match the payload. Anything else
-(truncated, damaged, foreign) is ignored and rewritten. Files are written whole to a temporary
-name and renamed into place, so a reader never sees half a file.
+A cache is only a hint, never trusted: its header must name this format, schema, viewer version,
+the exact code that computed the rows (a hash of the package's sources, so a changed row
+computation never serves stale rows) and the run directory, and one digest must match the header
+and the payload together: a file copied or planted for another directory, or with an edited
+header, is refused. Each row must carry the id of the file name it is stored under, so a cache can
+neither hide one record nor list another twice. Anything else (truncated, damaged, foreign) is
+ignored and rewritten. (The digest guards against accidents, not against someone able to write
+the user's cache: anyone who can could recompute it.)
+
+Files are written whole to a temporary name and renamed into place, so a reader never sees half a
+file. The temporary's name holds the writer's pid: one left by a killed server is removed at the
+next start, never one a live server (several may share the cache directory) is still writing.
 
 The payload is one zstd frame of `marshal` data (plain values only; nothing in it is executed):
 loading it takes half the time JSON would, and it keeps tuples, ints and floats exactly as they were.
@@ -29,15 +36,18 @@ from pathlib import Path
 import skycap_viewer
 from skycap_viewer import __version__
 from skycap_viewer.catalog.index import FileVersion, RunIndex
-from skycap_viewer.record.document import is_document_name
+from skycap_viewer.record.document import is_document_name, record_id_of
 from skycap_viewer.record.frames import compress, decompress_one_frame
 
 MAGIC = b"skycap-viewer-index\n"
-SCHEMA = 1
+SCHEMA = 2  # 2: rows keep bounded meta and annotations, and say what was cut (`cut`)
 SUFFIX = ".index"
 MIN_SAVE_SECONDS = 5.0  # while rows keep changing, save at most this often...
 SAVE_COST_FACTOR = 10  # ...and never spend more than a tenth of the time saving
 INDEX_FIELDS = ("_run", "revision")  # added by RunIndex.store from the run and version: not saved
+TEMPORARY_SUFFIX = ".tmp"
+STALE_TEMPORARY_SECONDS = 60.0  # a temporary lives for one write: seconds at most, its mtime moving
+ORPHAN_TEMPORARY_SECONDS = 86_400.0  # past this even a live pid's (a reused pid) is abandoned
 
 
 def cache_directory() -> Path:
@@ -76,10 +86,17 @@ class DamagedCache(ValueError):
     """The file is not a cache this code wrote for this directory."""
 
 
+def digest_of(header: dict, payload: bytes) -> str:
+    """The digest of the header (without its digest) and the payload together: a payload moved under
+    another header, or a header edited to claim another directory or count, no longer matches."""
+    claimed = json.dumps({k: v for k, v in header.items() if k != "digest"}, sort_keys=True).encode()
+    return hashlib.blake2b(claimed + b"\n" + payload, digest_size=16).hexdigest()
+
+
 def encode(directory: Path, entries: dict) -> bytes:
     payload = compress(marshal.dumps(entries), level=1)
-    header = {**expected_header(directory), "entries": len(entries),
-              "digest": hashlib.blake2b(payload, digest_size=16).hexdigest()}
+    header = {**expected_header(directory), "entries": len(entries)}
+    header["digest"] = digest_of(header, payload)
     return MAGIC + json.dumps(header).encode() + b"\n" + payload
 
 
@@ -98,8 +115,8 @@ def decode(directory: Path, data: bytes) -> dict:
     differing = [key for key in expected if header.get(key) != expected[key]]
     if differing:
         raise DamagedCache("written " + ", ".join(HEADER_MISMATCH[key] for key in differing))
-    if header.get("digest") != hashlib.blake2b(payload, digest_size=16).hexdigest():
-        raise DamagedCache("payload does not match its digest (truncated or damaged)")
+    if header.get("digest") != digest_of(header, payload):
+        raise DamagedCache("header and payload do not match their digest (truncated, damaged or edited)")
     collecting = gc.isenabled()
     gc.disable()  # a million small new objects would trigger many useless collections...
     try:
@@ -117,8 +134,10 @@ def decode(directory: Path, data: bytes) -> dict:
 
 
 def is_entry(name, entry) -> bool:
+    """A document name mapped to (size, mtime_ns, row), the row carrying that document's own id."""
     return (isinstance(name, str) and is_document_name(name) and type(entry) is tuple and len(entry) == 3
-            and type(entry[0]) is int and type(entry[1]) is int and type(entry[2]) is dict)
+            and type(entry[0]) is int and type(entry[1]) is int and type(entry[2]) is dict
+            and entry[2].get("id") == record_id_of(name))
 
 
 class PersistedIndex:
@@ -130,6 +149,7 @@ class PersistedIndex:
         self.next_save: dict[Path, float] = {}
         self.disabled = None
         code_fingerprint()  # of the code as it was imported, not as it may be edited while the server runs
+        remove_stale_temporaries(directory)
 
     def disable(self, reason: str):
         self.disabled = reason
@@ -199,7 +219,8 @@ class PersistedIndex:
     def write(self, path: Path, data: bytes):
         """Write `data` to `path` atomically: a temporary file in the same directory, then a rename."""
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".tmp")
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.",
+                                             suffix=TEMPORARY_SUFFIX)
         try:
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
@@ -208,3 +229,47 @@ class PersistedIndex:
             with suppress(OSError):
                 os.unlink(temporary)
             raise
+
+
+def temporary_pid(name: str) -> int | None:
+    """The writer's pid in a temporary's name (`.{key}.index.{pid}.{random}.tmp`); 0 for an earlier
+    viewer's temporary (`.{key}.index.{random}.tmp`: only its age tells); None for any other file."""
+    if not (name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)):
+        return None
+    parts = name[1:-len(TEMPORARY_SUFFIX)].split(".")
+    if len(parts) not in (3, 4) or "." + parts[1] != SUFFIX:
+        return None
+    if len(parts) == 3:
+        return 0
+    return int(parts[2]) if parts[2].isdigit() else None
+
+
+def is_alive(pid: int) -> bool:
+    """Whether a process `pid` exists here (one of another user counts: it may be writing)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists
+        return True
+    return True
+
+
+def remove_stale_temporaries(directory: Path):
+    """Remove the temporaries a killed server left (`kill -9` during a save): those of pids that are gone,
+    or abandoned for a day. Any younger than a minute is left alone: its writer may live in another pid
+    namespace (a container sharing the cache directory), where its pid means nothing here."""
+    try:
+        with os.scandir(directory) as listing:
+            entries = list(listing)
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        pid = temporary_pid(entry.name)
+        if pid is None or pid == os.getpid():
+            continue
+        with suppress(OSError):
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+            if age > STALE_TEMPORARY_SECONDS and (age > ORPHAN_TEMPORARY_SECONDS or (pid and not is_alive(pid))):
+                os.unlink(entry.path)

@@ -11,6 +11,13 @@ zlib-compressed (`_json_z`, ~1 KiB instead of ~5 KiB of JSON or ~25 KiB of small
 listing joins bytes instead of encoding thousands of dicts per request, and a run's rows, in
 memory and in the persisted index, take a fraction of the room. Fields starting with `_` are
 never sent.
+
+A row's `meta` and `annotations` are bounded, since a trainer may put anything there (a few KiB of
+zstd can hold 4 M integers): a value whose JSON is longer than `VALUE_JSON_LIMIT` is kept as
+a marker (`{"cut": true, "json_bytes": N, "type": "list"}`), and keys past `MAPPING_JSON_LIMIT`
+in all (or longer than `KEY_LIMIT`) are left out; the row's `cut` names the cut keys and counts
+the left-out ones per mapping (`{}` when nothing was cut). Everything read from the values (task,
+step, reward) is taken from the whole values first. The record's own answer gives them whole.
 """
 
 import json
@@ -20,7 +27,7 @@ import zlib
 
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import ordered, row_flags
-from skycap_viewer.record.document import read_document, record_id_of
+from skycap_viewer.record.document import link_leaving, read_document, record_id_of
 from skycap_viewer.record.fields import created_ts
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import Rollout
@@ -31,6 +38,9 @@ from skycap_viewer.wire import encode_json
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
 KEPT_FIELDS = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
                "unreadable", "error")  # what listings filter, sort and group on, besides `_json_z`
+VALUE_JSON_LIMIT = 1024  # bytes of JSON: a longer meta or annotations value is kept as a cut marker
+MAPPING_JSON_LIMIT = 8 * 1024  # bytes of JSON of a row's meta (and of its annotations), markers included
+KEY_LIMIT = 256  # characters: a longer key is left out (no marker could be smaller than it)
 
 
 def present_sidecars(directory, document: dict) -> set[str]:
@@ -69,6 +79,7 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
     (`_verified` says the row was computed so); listings never wait for that."""
     path = os.path.join(directory, name)
     file_id = record_id_of(name)
+    link = link_leaving(path, directory)  # followed, and said: `symlink_to`
     try:
         document = read_document(path)
         present = present_sidecars(directory, document)
@@ -76,18 +87,19 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
             if verify else None
         rollout = Rollout(document, present, file_id, found)
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
-        row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document))
+        row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document), symlink_to=link)
         row["summary"] = summary(rollout)
+        row.update(bounded_values(row))
     except RecordError as error:
-        return unreadable_row(file_id, str(error))
+        return unreadable_row(file_id, str(error), link)
     except Exception as error:  # a document shape the analysis did not foresee: show it, don't crash
-        return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})")
+        return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})", link)
     row = slim(with_keys(row))
     row["_verified"] = verify
     return row
 
 
-def unreadable_row(file_id: str, error: str) -> dict:
+def unreadable_row(file_id: str, error: str, symlink_to: str | None = None) -> dict:
     """A record that cannot be read: listed with its error, flagged `malformed-record`."""
     flags = ["malformed-record"]
     row = {
@@ -97,12 +109,53 @@ def unreadable_row(file_id: str, error: str) -> dict:
         "sidecars": {}, "missing_sidecars": [], "record_problems": [error], "flags": flags,
         "skycap": None, "size": {"unit": None, "tokens": 0, "trainable": 0, "longest": 0, "samples": 0},
         "samples_rule": None, "reward_value": None,
-        "created_ts": None, "unreadable": True, "error": error,
+        "created_ts": None, "unreadable": True, "error": error, "cut": {}, "symlink_to": symlink_to,
         "summary": {"tokens": 0, "trainable": 0, "kinds": {}, "flags": flags, "paths": 0, "strip": []},
     }
     row = slim(with_keys(row))
     row["_verified"] = True  # nothing more to read
     return row
+
+
+def bounded_values(row: dict) -> dict:
+    """The row's `meta` and `annotations` as kept (long values cut, see the module doc) and its `cut`."""
+    bounded, cut = {}, {}
+    for name in ("meta", "annotations"):
+        bounded[name], what = bounded_mapping(row[name])
+        if what:
+            cut[name] = what
+    return {**bounded, "cut": cut}
+
+
+def bounded_mapping(mapping: dict) -> tuple[dict, dict | None]:
+    """(`mapping` with long values replaced by markers and keys past the limits left out, what was cut
+    as `{"keys": [...], "dropped_keys": n}`, or None when all of it is kept as it is)."""
+    if len(encode_json(mapping)) <= VALUE_JSON_LIMIT:  # the usual case, in one encoding: no value can be long
+        return mapping, None
+    kept, cut_keys, dropped, room = {}, [], 0, MAPPING_JSON_LIMIT
+    for key, value in mapping.items():
+        size = len(encode_json(value))
+        too_long = size > VALUE_JSON_LIMIT
+        if too_long:
+            value = cut_marker(value, size)
+            size = len(encode_json(value))
+        cost = size + len(encode_json(key)) + 2  # `"key":value,`
+        if len(key) > KEY_LIMIT or cost > room:
+            dropped += 1
+            continue
+        if too_long:
+            cut_keys.append(key)
+        kept[key] = value
+        room -= cost
+    if not cut_keys and not dropped:
+        return mapping, None
+    return kept, {"keys": cut_keys, "dropped_keys": dropped}
+
+
+def cut_marker(value, json_bytes: int) -> dict:
+    """What a row keeps of a value too long to keep: that it was cut, its size and its JSON type."""
+    kind = {dict: "object", list: "list", str: "string"}.get(type(value), "number")
+    return {"cut": True, "json_bytes": json_bytes, "type": kind}
 
 
 def with_keys(row: dict) -> dict:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import record_directories
-from skycap_viewer.commands.terminal import Progress, json_text, plural, print_out, safe
+from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
-from skycap_viewer.record.document import document_path, list_record_ids, read_document
+from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document
 from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.graph import Graph
 from skycap_viewer.record.verify import document_problems, sidecar_problems
@@ -41,6 +41,8 @@ class DirectoryReport:
     bad: list[RecordReport] = field(default_factory=list)
     absent: dict[str, int] = field(default_factory=dict)
     listed: list[RecordReport] = field(default_factory=list)  # with problems or forks, in id order
+    symlink_to: str | None = None  # the real directory, when a symlink took it out of its root
+    symlinks: dict = field(default_factory=dict)  # record id -> real path, for documents linked out of it
 
     def add(self, report: RecordReport) -> None:
         self.documents += 1
@@ -69,8 +71,8 @@ def check_record(directory: Path, record_id: str, present: set[str], forks: bool
     return report
 
 
-def check_directory(directory: Path, forks: bool = False) -> DirectoryReport:
-    report = DirectoryReport(directory)
+def check_directory(directory: Path, forks: bool = False, symlink_to: str | None = None) -> DirectoryReport:
+    report = DirectoryReport(directory, symlink_to=symlink_to)
     try:
         present = set(os.listdir(directory))
         ids = list_record_ids(directory)
@@ -78,20 +80,26 @@ def check_directory(directory: Path, forks: bool = False) -> DirectoryReport:
         raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
     progress = Progress(f"checking {directory}", len(ids))
     for done, record_id in enumerate(ids, 1):
+        if link := link_leaving(document_path(directory, record_id), directory):
+            report.symlinks[record_id] = link
         report.add(check_record(directory, record_id, present, forks))
         progress.update(done)
     progress.close()
     return report
 
 
-def resolve_directories(dirs) -> list[Path]:
-    """Record directories under each argument, found the way runs are discovered."""
-    found = []
+def resolve_directories(dirs) -> list[tuple[Path, str | None]]:
+    """(record directory, its real path when a symlink took it out of its root) under each argument,
+    found the way runs are discovered: a directory reached twice (a link, a loop) is checked once."""
+    found, seen = [], set()
     for root in dirs:
         directories = [path for path, _project in record_directories(Path(root))]
         if not directories:
             raise UsageError(f"no skycap records (*.json.zst) in {root}")
-        found += [d for d in directories if d not in found]
+        for directory in directories:
+            if (real := os.path.realpath(directory)) not in seen:
+                seen.add(real)
+                found.append((directory, link_leaving(directory, root)))
     return found
 
 
@@ -115,10 +123,13 @@ def fork_counts(report: DirectoryReport) -> str:
 
 
 def summary_line(report: DirectoryReport, forks: bool = False) -> str:
-    line = f"{report.path}: {plural(report.documents, 'document')}, {len(report.bad)} with problems"
+    line = f"{report.path}{symlink_note(report.symlink_to)}: {plural(report.documents, 'document')}, "
+    line += f"{len(report.bad)} with problems"
     if report.absent:
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.absent.items()))
         line += f"; listed sidecar files not here (read as absent): {kinds}"
+    if report.symlinks:
+        line += f"; {links_text(report.symlinks)}"
     if forks and any(record.forks for record in report.listed):
         line += f"; {safe(fork_counts(report))}"
     return line
@@ -138,6 +149,8 @@ def json_payload(reports: list[DirectoryReport], forks: bool = False) -> dict:
         "directories": [
             {
                 "directory": str(r.path),
+                "symlink_to": r.symlink_to,
+                "symlinks": r.symlinks,
                 "documents": r.documents,
                 "with_problems": len(r.bad),
                 "absent_sidecars": dict(sorted(r.absent.items())),
@@ -151,8 +164,7 @@ def json_payload(reports: list[DirectoryReport], forks: bool = False) -> dict:
 def run_check(dirs, as_json: bool = False, forks: bool = False) -> int:
     """Exit 0 when every record is valid, 1 when any has a problem (2 is raised as UsageError);
     forks, when asked for, are printed and never change it."""
-    directories = resolve_directories(dirs)
-    reports = [check_directory(d, forks) for d in directories]
+    reports = [check_directory(directory, forks, link) for directory, link in resolve_directories(dirs)]
     if as_json:
         print_out(json_text(json_payload(reports, forks)))
     else:

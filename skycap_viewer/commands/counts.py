@@ -62,6 +62,7 @@ class RunStats:
     rewards: list = field(default_factory=list)
     reward_missing: int = 0
     rows: list[dict] = field(default_factory=list)  # what grouping needs of each readable record
+    symlinks: dict = field(default_factory=dict)  # record id -> real path, for documents linked out of the run
 
     def add_unreadable(self, record_id: str, error: str) -> None:
         """A document that cannot be read: listed with its error, and flagged as the index flags it."""
@@ -123,6 +124,7 @@ class RunStats:
             "steps": dict(sorted(self.steps.items(), key=lambda item: _step_order(item[0]))),
             "tasks": dict(sorted(self.tasks.items())),
             "without_task": self.without_task,
+            "symlinks": self.symlinks,
             "documents": self.records + len(self.unreadable),  # what `flags` counts over
             "groups": groups,
             "paths": {

@@ -30,11 +30,14 @@ LEVEL_STYLES = {"error": ("red", "bold"), "warn": ("yellow",), "info": ("blue",)
 
 
 def document_file(record: Path) -> Path:
-    """`{id}.json.zst`, or a path without the suffix when `{path}.json.zst` exists."""
-    if record.name.endswith(DOCUMENT_SUFFIX) and record.is_file():
+    """`{id}.json.zst`, or a path without the suffix when `{path}.json.zst` exists.
+
+    Whatever the file is (a FIFO, a socket, a directory): reading it then names the problem,
+    where "no such record" would send the user looking for a file that is there."""
+    if record.name.endswith(DOCUMENT_SUFFIX) and record.exists():
         return record
     with_suffix = record.with_name(record.name + DOCUMENT_SUFFIX)
-    if with_suffix.is_file():
+    if with_suffix.exists():
         return with_suffix
     if record.exists():
         raise UsageError(f"not a record document (*{DOCUMENT_SUFFIX}): {record}")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from skycap_viewer.catalog.discovery import RunLocation, discover_runs
 from skycap_viewer.commands.counts import BRIDGED_KEYS, RunStats
-from skycap_viewer.commands.terminal import Progress, json_text, plural, print_out, safe
+from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import GROUP_FLAGS
-from skycap_viewer.record.document import document_path, list_record_ids, read_document
+from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.views.groups import DEFAULT_GROUP_BY, build_grouping
 
@@ -45,8 +45,11 @@ def run_stats(run: RunLocation) -> RunStats:
         return stats
     progress = Progress(f"reading {run.id}", len(ids))
     for done, record_id in enumerate(ids, 1):
+        path = document_path(run.path, record_id)
+        if link := link_leaving(path, run.path):
+            stats.symlinks[record_id] = link
         try:
-            document = read_document(document_path(run.path, record_id))
+            document = read_document(path)
         except RecordError as error:
             stats.add_unreadable(record_id, error.problem)
         else:
@@ -111,7 +114,9 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
                   + counts({k: n for k, n in summary["flags"].items() if n})),
         ("rewards", reward_line(summary["rewards"], summary["records"])),
     ]
-    lines = [f"{run.id}  ({run.path})"]
+    if summary["symlinks"]:
+        rows.append(("symlinks", links_text(summary["symlinks"])))
+    lines = [f"{run.id}  ({run.path}{symlink_note(run.symlink_to)})"]
     lines += [f"  {label:<{LABEL_WIDTH}}{value}" for label, value in rows]
     lines += [f"  unreadable: {e['id']}: {e['error']}" for e in summary["errors"]]
     return lines
@@ -128,7 +133,8 @@ def run_summary(dirs, as_json: bool = False, group_by: tuple[str, ...] = DEFAULT
         summaries.append((run, stats.as_dict(groups=group_summary(stats.rows, group_by))))
     if as_json:
         payload = [
-            {"run": run.id, "project": run.project, "path": str(run.path), **summary}
+            {"run": run.id, "project": run.project, "path": str(run.path),
+             "symlink_to": str(run.symlink_to) if run.symlink_to else None, **summary}
             for run, summary in summaries
         ]
         print_out(json_text(payload))

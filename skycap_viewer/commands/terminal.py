@@ -105,3 +105,18 @@ class Progress:
         if self.active and self.width:
             self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
+
+
+LINKS_SHOWN = 3  # documents named in a line about symlinked documents; the rest are counted
+
+
+def symlink_note(target) -> str:
+    """` (symlink to …)` after a path a symlink took out of its root or directory, else nothing."""
+    return f" (symlink to {target})" if target else ""
+
+
+def links_text(links: dict) -> str:
+    """`2 documents are symlinks out of the directory, followed: a (symlink to …), …`: record id -> real path."""
+    named = [f"{record_id}{symlink_note(target)}" for record_id, target in list(links.items())[:LINKS_SHOWN]]
+    more = f", and {len(links) - LINKS_SHOWN} more" if len(links) > LINKS_SHOWN else ""
+    return f"{plural(len(links), 'document')} linked out of the directory, followed: {', '.join(named)}{more}"

@@ -31,6 +31,13 @@ def document_path(directory, record_id: str) -> Path:
     return Path(directory) / f"{record_id}{DOCUMENT_SUFFIX}"
 
 
+def link_leaving(path, inside) -> str | None:
+    """The real path of `path` when a symlink (it or a directory on the way) takes it out of the real
+    directory `inside`, else None: such links are followed, and said, never silently."""
+    real = os.path.realpath(path)
+    return None if Path(real).is_relative_to(os.path.realpath(inside)) else real
+
+
 def list_record_ids(directory) -> list[str]:
     """Ids of the records in `directory`, sorted (skycap's `list_ids`)."""
     with os.scandir(directory) as entries:
@@ -78,7 +85,7 @@ def read_regular_file(path, what: str = "document", limit: int | None = None) ->
             if stat.S_ISDIR(mode):
                 raise IsADirectoryError
             if not stat.S_ISREG(mode):
-                raise RecordError(path, f"is not a regular file (a FIFO, socket or device), not a {what}")
+                raise RecordError(path, f"is {special_kind(mode)}, not a {what} file")
             too_big = stored_size_problem(status.st_size, file_limit() if limit is None else limit)
             if too_big:
                 raise RecordError(path, f"the {what} {too_big}")
@@ -87,6 +94,15 @@ def read_regular_file(path, what: str = "document", limit: int | None = None) ->
         raise RecordError(path, f"is a directory, not a {what} file") from None
     except OSError as error:
         raise RecordError(path, f"cannot read the file ({error.strerror or error})") from None
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is neither regular nor a directory is, named as a user knows it."""
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def read_document(path) -> dict:

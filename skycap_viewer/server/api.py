@@ -7,7 +7,6 @@ that a writer did not replace the record's files in between.
 """
 
 import os
-import re
 import time
 from itertools import chain
 from operator import itemgetter
@@ -50,7 +49,6 @@ from skycap_viewer.views.listing import (
 from skycap_viewer.views.trajectory import exchanges_payload, forks_payload, graph_payload, paths_payload
 from skycap_viewer.wire import RawJson, encode_json
 
-RECORD_ID = re.compile(r"^[A-Za-z0-9_.~-]+$")
 FLAG_KEY = itemgetter("_flagkey")
 SETTLE_TRIES = 30  # reads of a record whose files keep being replaced (about 1.4 s), then 409
 SETTLE_PAUSE = 0.01  # seconds, times the attempt number, at most 0.05
@@ -94,6 +92,7 @@ class Api:
             "id": location.id,
             "project": location.project,
             "path": str(location.path),
+            "symlink_to": str(location.symlink_to) if location.symlink_to else None,  # followed out of its root
             "indexing": snapshot.indexing,
             "indexed": len(snapshot.rows),
             "updated_at": snapshot.updated_at,
@@ -158,9 +157,11 @@ class Api:
         }
 
     def find(self, record_id: str, params) -> tuple[Snapshot, dict]:
-        """The index row of `record_id`; `run_id` is required when the id is in several runs."""
-        if not RECORD_ID.match(record_id):
-            raise ApiError(400, f"bad trajectory id {record_id!r}: ids match {RECORD_ID.pattern}")
+        """The index row of `record_id`; `run_id` is required when the id is in several runs.
+
+        The id is looked up as the exact string it is in the index, whatever characters its file
+        name has (spaces, `#`, `%`, unicode...): any listed record can be opened, and a path is only
+        ever built from an id the index holds, never from a request's own text."""
         scope = self.scope(params)
         found = [(s, s.by_id[record_id]) for s in scope if record_id in s.by_id]
         if not found:
@@ -175,7 +176,18 @@ class Api:
         header = with_run(row, {snapshot.id: snapshot.location})
         header.pop("summary", None)
         header.pop("created_ts", None)
+        if header.get("cut"):
+            header.update(self.whole_values(snapshot, record_id))
         return 200, header
+
+    def whole_values(self, snapshot: Snapshot, record_id: str) -> dict:
+        """The record's `meta` and `annotations` whole, from its document (its row keeps long values cut);
+        nothing when the document cannot be read now: the row's values then say they were cut."""
+        try:
+            document = self.documents.get(document_path(snapshot.location.path, record_id))
+        except RecordError:
+            return {}
+        return {"meta": document.get("meta") or {}, "annotations": document.get("annotations") or {}, "cut": {}}
 
     def load(self, record_id: str, params):
         """(snapshot, row, directory, document) of a readable record."""

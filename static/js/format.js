@@ -11,6 +11,15 @@ export function num(value) {
   return Number.isInteger(value) ? GROUPED.format(value) : value.toFixed(2);
 }
 
+/** The text of a `meta` or `annotations` value a listing row kept cut (the server's marker
+ *  `{cut: true, json_bytes, type}`: too long for a row; the rollout's own answer has it whole),
+ *  or null for any other value. */
+export function cutText(value) {
+  if (value === null || typeof value !== "object" || value.cut !== true || typeof value.json_bytes !== "number") return null;
+  const what = `${value.type === "object" ? "an" : "a"} ${value.type}`;
+  return `(cut: ${what} of ${num(value.json_bytes)} bytes of JSON; open the rollout for it whole)`;
+}
+
 export function pct(part, whole) {
   if (!whole) return "";
   return `${Math.round((part / whole) * 100)}%`;

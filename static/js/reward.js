@@ -3,12 +3,12 @@
 // value as recorded is what the hover says.
 
 import {el} from "./dom.js";
-import {num} from "./format.js";
+import {cutText, num} from "./format.js";
 
-/** The reward as recorded, as text: `true`, `0.5`, `"pass"`, or - when there is none. */
+/** The reward as recorded, as text: `true`, `0.5`, `"pass"`, a cut value said cut, or - when there is none. */
 export function recordedReward(raw) {
   if (raw === undefined) return "-";
-  return typeof raw === "number" ? num(raw) : JSON.stringify(raw);
+  return typeof raw === "number" ? num(raw) : cutText(raw) ?? JSON.stringify(raw);
 }
 
 /** 0..100 on the scale; 50 when the range is a single value. */

@@ -4,7 +4,7 @@
 
 import {get} from "./api.js";
 import {el} from "./dom.js";
-import {num, range as span, shortId} from "./format.js";
+import {cutText, num, range as span, shortId} from "./format.js";
 import {recordedReward, rewardCell, rewardDot} from "./reward.js";
 import {filterParams} from "./route.js";
 import {flagsCell, matchClass, sortHeader, statusBadge} from "./run-table.js";
@@ -98,7 +98,7 @@ export class GroupsTable {
   memberRow(row, superseded) {
     const range = this.listing.reward_range;
     const attempt = row.meta?.attempt;
-    const label = `rep ${row.repetition_id ?? "-"}${attempt !== undefined ? ` · a${attempt}` : ""}`;
+    const label = `rep ${row.repetition_id ?? "-"}${attempt !== undefined ? ` · a${cutText(attempt) ?? attempt}` : ""}`;
     return el("tr", {className: `nav sub rollout-row${superseded ? " superseded" : ""}${matchClass(row)}${row.id === this.openId ? " open" : ""}`,
       tabindex: "-1", dataset: {traj: row.id},
       title: superseded ? `superseded by ${row.superseded_by ?? "a later attempt"}: this attempt does not count` : row.id,
