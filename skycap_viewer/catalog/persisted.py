@@ -6,7 +6,7 @@ document's file name to the (size, mtime_ns) it was read at and the row computed
 
 A cache is only a hint, never trusted: its header must name this format, schema, viewer version,
 the exact code that computed the rows (a hash of the package's sources, so a changed row
-computation never serves stale rows) and the run directory, and one digest must match the header
+computation never serves stale rows), the run directory and the file limit, and one digest must match the header
 and the payload together: a file copied or planted for another directory, or with an edited
 header, is refused. Each row must carry the id of the file name it is stored under, so a cache can
 neither hide one record nor list another twice. Anything else (truncated, damaged, foreign) is
@@ -37,7 +37,7 @@ import skycap_viewer
 from skycap_viewer import __version__
 from skycap_viewer.catalog.index import FileVersion, RunIndex
 from skycap_viewer.record.document import is_document_name, record_id_of
-from skycap_viewer.record.frames import compress, decompress_one_frame
+from skycap_viewer.record.frames import compress, decompress_one_frame, file_limit
 
 MAGIC = b"skycap-viewer-index\n"
 SCHEMA = 2  # 2: rows keep bounded meta and annotations, and say what was cut (`cut`)
@@ -74,12 +74,14 @@ def code_fingerprint() -> str:
 HEADER_MISMATCH = {
     "schema": "in another schema", "viewer": "by another viewer version", "code": "by changed viewer code",
     "marshal": "in another marshal format", "directory": "for another directory",
+    "file_limit": "under another --max-file-mib (a file past one limit may be within another)",
 }
+ROW_CEILING = 64 * 1024  # the most one saved row may take: rows keep bounded meta and annotations
 
 
 def expected_header(directory: Path) -> dict:
     return {"schema": SCHEMA, "viewer": __version__, "code": code_fingerprint(),
-            "marshal": marshal.version, "directory": str(directory)}
+            "marshal": marshal.version, "directory": str(directory), "file_limit": file_limit()}
 
 
 class DamagedCache(ValueError):
@@ -120,9 +122,11 @@ def decode(directory: Path, data: bytes) -> dict:
     collecting = gc.isenabled()
     gc.disable()  # a million small new objects would trigger many useless collections...
     try:
-        entries = marshal.loads(decompress_one_frame(payload))
+        count = header.get("entries")
+        limit = (count if type(count) is int and count >= 0 else 0) * ROW_CEILING + 2**20
+        entries = marshal.loads(decompress_one_frame(payload, limit, "the index payload", "what its rows may take"))
         gc.freeze()  # ...and so would every later full one: plain acyclic rows, freed by refcount alone
-    except (ValueError, EOFError, TypeError) as error:
+    except (ValueError, EOFError, TypeError) as error:  # FrameError is a ValueError
         raise DamagedCache(f"unreadable payload ({error})") from None
     finally:
         if collecting:
