@@ -1,0 +1,172 @@
+"""Decompression bombs and oversized files: named in one line, never read whole, never fatal.
+
+Every bomb is made in the test run and is tiny on disk: a good record followed by 2 GiB of
+JSON whitespace (a frame that declares no size, and one whose header declares it), and a
+tokens sidecar whose real payload is followed by 2 GiB of zeros. The server and the three
+commands must name each one with its file and problem, keep every other record listed and
+viewable, answer `/v1/runs` within a second throughout, and stay under 1 GiB of resident
+memory (the whole process tree, indexing workers included).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from skycap_viewer.record.frames import zstd
+from tests.badrecords import BASE_ID, BROKEN, atomic_write, copy_record, encode_document, load_document
+from tests.process_memory import GIB, PeakMemory
+from tests.server_process import ServerProcess
+
+MIB = 2**20
+BOMB_BYTES = 2 * GIB
+CHUNK = b" " * (16 * MIB)
+GOOD = ("tr_good_a", "tr_good_b")
+BOMBS = {  # record id -> (what is bombed, the problem its error must name)
+    "tr_bomb_whitespace": ("document", "the document decompresses past 128 MiB, the --max-file-mib limit"),
+    "tr_bomb_declared": ("document", "the document decompresses to 2048 MiB (its frame header says)"),
+    "tr_bomb_sidecar": ("tokens", "the sidecar decompresses past"),
+}
+
+
+def streamed_frame(head: bytes, filler: bytes, total: int, declare: bool = False) -> bytes:
+    """One zstd frame of `head` and then `filler` repeated up to `total` bytes, compressed piece by
+    piece (the test never holds the payload); with `declare` its header states the size."""
+    compressor = zstd.ZstdCompressor(level=1)
+    if declare:
+        compressor.set_pledged_input_size(total)
+    filler = filler * (len(CHUNK) // len(filler))
+    parts, left = [compressor.compress(head)], total - len(head)
+    while left > 0:
+        piece = filler[:left]
+        parts.append(compressor.compress(piece))
+        left -= len(piece)
+    parts.append(compressor.flush())
+    return b"".join(parts)
+
+
+def document_bomb(directory: Path, record_id: str, declare: bool) -> None:
+    copy_record(BROKEN, BASE_ID, directory, record_id)
+    document = load_document(directory / f"{record_id}.json.zst")
+    head = zstd.decompress(encode_document(document))
+    atomic_write(directory / f"{record_id}.json.zst", streamed_frame(head, b" ", BOMB_BYTES, declare))
+
+
+def sidecar_bomb(directory: Path, record_id: str) -> None:
+    """A record whose tokens sidecar holds its real arrays, then 2 GiB of zeros."""
+    copy_record(BROKEN, BASE_ID, directory, record_id)
+    tokens = directory / f"{record_id}.tokens.zst"
+    atomic_write(tokens, streamed_frame(zstd.decompress(tokens.read_bytes()), b"\0", BOMB_BYTES))
+
+
+@pytest.fixture(scope="module")
+def bomb_run(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("bombs") / "run"
+    run.mkdir()
+    for record_id in GOOD:
+        copy_record(BROKEN, BASE_ID, run, record_id)
+    document_bomb(run, "tr_bomb_whitespace", declare=False)
+    document_bomb(run, "tr_bomb_declared", declare=True)
+    sidecar_bomb(run, "tr_bomb_sidecar")
+    assert sum(f.stat().st_size for f in run.iterdir()) < 4 * MIB, "bombs are tiny on disk"
+    return run
+
+
+def runs_answer_seconds(server) -> float:
+    started = time.monotonic()
+    status, _, _ = server.request("/v1/runs")
+    assert status == 200
+    return time.monotonic() - started
+
+
+def test_the_server_names_every_bomb_and_stays_small_and_responsive(bomb_run):
+    with ServerProcess([bomb_run]) as server, PeakMemory(server.process.pid) as peak:
+        slowest = [0.0]
+        stop = threading.Event()
+
+        def watch_runs():
+            while not stop.is_set():
+                slowest[0] = max(slowest[0], runs_answer_seconds(server))
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch_runs, daemon=True)
+        watcher.start()
+        server.wait_indexed()
+        rows = {row["id"]: row for row in server.get("/v1/trajectories?limit=100")["data"]}
+        assert set(rows) == {*GOOD, *BOMBS}, "every record listed, the bombs included"
+        for record_id in ("tr_bomb_whitespace", "tr_bomb_declared"):
+            row = rows[record_id]
+            assert row["unreadable"], row
+            assert f"{record_id}.json.zst" in row["error"] and BOMBS[record_id][1] in row["error"], row["error"]
+        results = []
+        fetches = [threading.Thread(target=lambda: results.append(server.get("/v1/trajectories/tr_bomb_sidecar/paths")))
+                   for _ in range(3)]
+        for fetch in fetches:
+            fetch.start()
+        for fetch in fetches:
+            fetch.join()
+        for paths in results:  # the text comes from the messages; the sidecar is named as damaged
+            assert paths["text_only"] == "tokens-unreadable"
+            assert "tr_bomb_sidecar.tokens.zst" in paths["tokens_error"]
+            assert "decompresses past" in paths["tokens_error"] and "manifest" in paths["tokens_error"]
+        for record_id in GOOD:
+            paths = server.get(f"/v1/trajectories/{record_id}/paths")
+            assert paths["text_only"] is None and paths["paths"], record_id
+        stop.set()
+        watcher.join()
+        assert "Traceback" not in server.output(), server.output()[-3000:]
+    assert peak.bytes < GIB, f"server tree peaked at {peak.bytes / MIB:.0f} MiB"
+    assert slowest[0] < 1.0, f"/v1/runs took {slowest[0]:.2f} s while the bombs were read"
+
+
+@pytest.mark.parametrize("command", ["check", "summary", "show"])
+def test_the_commands_name_every_bomb_and_stay_small(bomb_run, command):
+    targets = [bomb_run / f"{record_id}.json.zst" for record_id in BOMBS] if command == "show" else [bomb_run]
+    for target in targets:
+        process = subprocess.Popen([sys.executable, "-m", "skycap_viewer", command, str(target)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with PeakMemory(process.pid) as peak:
+            out, err = process.communicate(timeout=120)
+        assert peak.bytes < GIB, f"{command} {target.name} peaked at {peak.bytes / MIB:.0f} MiB"
+        said = out + err
+        if command == "show":
+            record_id = target.name.removesuffix(".json.zst")
+            assert BOMBS[record_id][1].split(",")[0].split(" (")[0] in said, said[-2000:]
+            continue
+        assert process.returncode == (1 if command == "check" else 0), said[-2000:]  # summary reports, check judges
+        for record_id, (_, problem) in BOMBS.items():
+            if command == "summary" and record_id == "tr_bomb_sidecar":
+                continue  # summary reads documents only: a sidecar is `check`'s to open
+            line = next((text for text in said.splitlines() if record_id in text), "")
+            assert problem in line, f"{record_id}: {line!r}\n{said[-2000:]}"
+        for record_id in GOOD:
+            assert not any(record_id in text and "problem" in text for text in said.splitlines())
+
+
+def test_the_file_limit_flag_moves_the_ceiling(tmp_path):
+    """A 3 MiB document is refused under `--max-file-mib 1` and read under 4; one that is bigger than
+    the limit even on disk is refused before it is read."""
+    run = tmp_path / "run"
+    run.mkdir()
+    long_text = "".join(f"line {i} of a long answer\n" for i in range(120_000))  # ~3 MiB, compressible
+
+    def give_long_text(document):
+        document["nodes"][0]["message"]["content"] = long_text
+
+    copy_record(BROKEN, BASE_ID, run, "tr_long", give_long_text)
+
+    def verdict(*flags):
+        done = subprocess.run([sys.executable, "-m", "skycap_viewer", "check", "--json", str(run), *flags],
+                              capture_output=True, text=True, timeout=120)
+        return json.loads(done.stdout)
+
+    refused = json.dumps(verdict("--max-file-mib", "1"))
+    assert "decompresses to 3.3 MiB (its frame header says), past 1.0 MiB, the --max-file-mib limit" in refused
+    assert "decompresses" not in json.dumps(verdict("--max-file-mib", "4"))
+    atomic_write(run / "tr_noise.json.zst", zstd.compress(os.urandom(2 * MIB), level=1))  # 2 MiB on disk
+    assert "is 2.0 MiB on disk: it decompresses past 1.0 MiB" in json.dumps(verdict("--max-file-mib", "1"))
