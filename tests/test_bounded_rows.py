@@ -6,9 +6,17 @@ import json
 
 import pytest
 
-from skycap_viewer.catalog.rows import KEY_LIMIT, MAPPING_JSON_LIMIT, VALUE_JSON_LIMIT, bounded_mapping
+from skycap_viewer.catalog.rows import (
+    KEY_LIMIT,
+    MAPPING_JSON_LIMIT,
+    STRIP_SEGMENTS,
+    VALUE_JSON_LIMIT,
+    bounded_mapping,
+    compute_row,
+    public,
+)
 from skycap_viewer.wire import encode_json
-from tests.badrecords import BROKEN, copy_record
+from tests.badrecords import BROKEN, atomic_write, copy_record, encode_document
 from tests.process_memory import PeakMemory, tree_resident_bytes
 from tests.server_process import ServerProcess
 
@@ -115,3 +123,29 @@ def test_the_bounds_are_exact():
     kept, cut = bounded_mapping({"a": at_limit + "x", "b": 2})
     assert kept == {"a": {"cut": True, "json_bytes": VALUE_JSON_LIMIT + 1, "type": "string"}, "b": 2}
     assert cut == {"keys": ["a"], "dropped_keys": 0}
+
+
+def test_a_path_of_very_many_blocks_makes_a_bounded_strip_that_adds_up(tmp_path):
+    """A text chain of 3,001 nodes (a block each): the row's strip has at most STRIP_SEGMENTS segments,
+    each merged one says how many blocks it stands for, and sizes and kinds add up to the row's own."""
+    count = 3001
+    nodes = [{"id": i, "parent": i - 1 if i else None, "depth": i, "author": "model" if i % 2 else "client",
+              "role": "assistant" if i % 2 else "user",
+              "message": {"role": "assistant" if i % 2 else "user", "content": "ab" * (1 + i % 3)}}
+             for i in range(count)]
+    document = {"format_version": 1, "id": "tr_chain", "status": "finished", "ended": True,
+                "capture": {"mode": "text"}, "meta": {"step": 1}, "annotations": {}, "nodes": nodes}
+    atomic_write(tmp_path / "tr_chain.json.zst", encode_document(document))
+    row = public(compute_row(str(tmp_path), "tr_chain.json.zst"))
+    strip, kinds = row["summary"]["strip"], row["summary"]["kinds"]
+    assert 1 < len(strip) <= STRIP_SEGMENTS
+    assert sum(segment.get("blocks", 1) for segment in strip) == count, "every block in one segment"
+    assert sum(segment["char_count"] for segment in strip) == sum(kinds.values())
+    merged = {}
+    for segment in strip:
+        for kind, size in (segment.get("kinds") or {segment["kind"]: segment["char_count"]}).items():
+            merged[kind] = merged.get(kind, 0) + size
+    assert merged == kinds
+    assert [s["start"] for s in strip] == sorted(s["start"] for s in strip)
+    assert all(segment["kinds"][segment["kind"]] == max(segment["kinds"].values()) for segment in strip
+               if "kinds" in segment)

@@ -40,7 +40,7 @@ from skycap_viewer.record.document import is_document_name, record_id_of
 from skycap_viewer.record.frames import compress, decompress_one_frame, file_limit
 
 MAGIC = b"skycap-viewer-index\n"
-SCHEMA = 2  # 2: rows keep bounded meta and annotations, and say what was cut (`cut`)
+SCHEMA = 3  # 2: rows keep bounded meta and annotations, and say what was cut (`cut`); 3: bounded strips
 SUFFIX = ".index"
 MIN_SAVE_SECONDS = 5.0  # while rows keep changing, save at most this often...
 SAVE_COST_FACTOR = 10  # ...and never spend more than a tenth of the time saving

@@ -35,6 +35,7 @@ from skycap_viewer.record.schema import is_plain_file_name
 from skycap_viewer.record.verify import document_problems, sidecar_problems
 from skycap_viewer.wire import encode_json
 
+STRIP_SEGMENTS = 400  # more than a table cell has pixels for; a path with more blocks is drawn merged
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
 KEPT_FIELDS = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
                "unreadable", "error")  # what listings filter, sort and group on, besides `_json_z`
@@ -49,19 +50,41 @@ def present_sidecars(directory, document: dict) -> set[str]:
     return {n for n in names if is_plain_file_name(n) and os.path.isfile(os.path.join(directory, n))}
 
 
+def strip_segments(blocks: list, token_blocked: bool) -> list[dict]:
+    """The first path's blocks as a table row's strip, at most `STRIP_SEGMENTS` of them.
+
+    A row is kept for every record of a run, so a path of a million blocks must not make a
+    million-entry row: past the bound, consecutive blocks share a segment, drawn in the kind
+    holding most of its size and saying how many blocks it stands for (`blocks`) and what it
+    holds of each kind (`kinds`)."""
+    per_segment = -(-len(blocks) // STRIP_SEGMENTS) if blocks else 1
+    strip = []
+    for first in range(0, len(blocks), per_segment):
+        members = blocks[first : first + per_segment]
+        kinds: dict[str, int] = {}
+        for block in members:
+            kinds[block.kind] = kinds.get(block.kind, 0) + block.size
+        size = sum(kinds.values())
+        segment = {
+            "kind": max(kinds, key=kinds.__getitem__),
+            "token_count": size if token_blocked else None,
+            "char_count": None if token_blocked else size,
+            "start": members[0].start,
+            "end": members[-1].end,
+        }
+        if len(members) > 1:
+            segment.update(blocks=len(members), kinds=kinds)
+        strip.append(segment)
+    return strip
+
+
 def summary(rollout: Rollout) -> dict:
     """Sizes, flags and the first path's strip: what a table row shows."""
     first = rollout.paths[0] if rollout.paths else None
-    strip, kinds = [], {}
+    kinds = {}
     for block in first.blocks if first else []:
-        strip.append({
-            "kind": block.kind,
-            "token_count": block.size if first.token_blocked else None,
-            "char_count": None if first.token_blocked else block.size,
-            "start": block.start,
-            "end": block.end,
-        })
         kinds[block.kind] = kinds.get(block.kind, 0) + block.size
+    strip = strip_segments(first.blocks, first.token_blocked) if first else []
     return {
         "tokens": rollout.tokens,
         "trainable": rollout.trainable,

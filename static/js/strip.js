@@ -1,6 +1,7 @@
 // The mask strip: one segment per block, width in proportion to its size in the path's unit
 // (tokens, or characters without tokens), never thinner than 2 px so a short scaffold stays
-// visible.
+// visible. A row's strip of a path with very many blocks comes merged from the server: such a
+// segment says how many blocks it stands for and what it holds of each kind.
 
 import {el} from "./dom.js";
 import {num, sizeIn} from "./format.js";
@@ -18,8 +19,10 @@ export function strip(blocks, {tall = false, unit = "tokens", onpick = null} = {
     const size = sizeIn(block, unit);
     const where = block.start !== undefined && block.end !== undefined ? ` [${block.start}:${block.end}]` : "";
     const trained = block.trained_in !== undefined && block.trained_in !== null ? `, trained in path ${block.trained_in}` : "";
+    const merged = block.blocks ? ` (${num(block.blocks)} blocks drawn as one, mostly ${block.kind}: ${
+      Object.entries(block.kinds).map(([kind, n]) => `${kind} ${num(n)}`).join(", ")})` : "";
     const segment = el("span", {className: `seg kind-${block.kind}`,
-      title: `${block.kind}: ${kindWhy(block.kind)}. ${num(size)} ${unit}${where}${trained}`});
+      title: `${block.kind}: ${kindWhy(block.kind)}. ${num(size)} ${unit}${where}${trained}${merged}`});
     segment.style.flexGrow = String(Math.max(size, 0.0001));
     if (onpick) segment.addEventListener("click", () => onpick(index));
     node.append(segment);
