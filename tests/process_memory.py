@@ -17,7 +17,11 @@ GIB = 2**30
 def children_of(pid: int) -> list[int]:
     """Direct children, from every thread's `children` list."""
     found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # the process has ended
+        return found
+    for task in tasks:
         try:
             found.extend(int(p) for p in (task / "children").read_text().split())
         except OSError:
