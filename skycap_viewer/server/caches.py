@@ -7,6 +7,9 @@ can no longer come up (an older index generation, an older file version) just ag
   request target), `LISTING_CACHE_BYTES` in all; held by the HTTP server.
 - `/paths` answers: `AnswerCache` by the versions of the record's files, `PATHS_CACHE_BYTES`.
 - Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_SIZE` of them.
+- A record's derived structures (`views.trajectory.RecordView`: its rollout, tokens, block bounds):
+  `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them, so each part
+  of a big record's answers does not build its rollout again.
 - Elsewhere, beside what they cache: a snapshot's derived views (sort orders, groupings, run
   facts) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
   `Group.encoded`, its grouping's life long; an encoded answer's gzip form on the `RawJson`
@@ -25,6 +28,7 @@ from skycap_viewer.wire import RawJson
 LISTING_CACHE_BYTES = 8 * 2**20
 PATHS_CACHE_BYTES = 12 * 2**20  # a 66k-token rollout's /paths is ~3 MB
 DOCUMENT_CACHE_SIZE = 16
+RECORD_VIEW_CACHE_SIZE = 4  # the rollouts being looked at: a 1M-node record's view holds ~1-2 GB
 
 
 class AnswerCache:
@@ -107,3 +111,29 @@ def files_version(directory, record_id: str, present: set) -> tuple | None:
         return None
 
 
+
+
+class ViewCache:
+    """The last few values made for a key (least recently used out), made outside the lock: two
+    requests that miss together both make one, and the later one is kept."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.entries: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key, make):
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                return self.entries[key]
+        value = make()
+        with self.lock:
+            self.entries[key] = value
+            while len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+        return value
+
+    def drop(self, key):
+        with self.lock:
+            self.entries.pop(key, None)
