@@ -335,7 +335,7 @@ class RecordView:
     def train_once(self) -> dict:
         return train_once(self.rollout)
 
-    def layout(self, path: PathView) -> tuple[list[int], set[int]]:
+    def layout(self, path: PathView) -> tuple[list[int], frozenset[int]]:
         """(where each of the path's nodes' blocks start in `path.blocks`, and the end; the nodes it
         trains), made once per path: a window of nodes finds its blocks without walking the ones
         before it. Blocks follow the path's nodes."""
@@ -347,7 +347,7 @@ class RecordView:
                 while at < len(blocks) and blocks[at].node == node_id:
                     at += 1
             bounds.append(len(blocks))
-            laid = self.laid[id(path)] = bounds, set(path.info.targets)
+            laid = self.laid[id(path)] = bounds, path.info.target_set
         return laid
 
     def node_blocks(self, path: PathView, position: int) -> list[dict]:
