@@ -127,7 +127,7 @@ def test_a_path_the_record_does_not_have_is_not_found(chain):
 def test_parts_share_one_record_view(chain):
     api, _ = chain
     ask(api, "graph", **{"from": 400})
-    view = next(iter(api.views.entries.values()))
+    view = next(iter(api.views.entries.values()))[1]
     rollout = view.rollout
     ask(api, "graph", **{"from": 800})
     ask(api, "paths", path=0, **{"from": 800})

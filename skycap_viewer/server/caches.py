@@ -114,25 +114,28 @@ def files_version(directory, record_id: str, present: set) -> tuple | None:
 
 
 class ViewCache:
-    """The last few values made for a key (least recently used out), made outside the lock: two
-    requests that miss together both make one, and the later one is kept."""
+    """The last few values made for a key (least recently used out). Requests that miss together
+    wait for one to make it (a page asks for a record's paths, graph and calls at once: one rollout
+    is built, not three), under the key's own lock, so other keys are not held up."""
 
     def __init__(self, size: int):
         self.size = size
-        self.entries: OrderedDict = OrderedDict()
+        self.entries: OrderedDict = OrderedDict()  # key -> [lock, value or None]
         self.lock = threading.Lock()
 
     def get(self, key, make):
         with self.lock:
-            if key in self.entries:
+            slot = self.entries.get(key)
+            if slot is None:
+                slot = self.entries[key] = [threading.Lock(), None]
+                while len(self.entries) > self.size:
+                    self.entries.popitem(last=False)
+            else:
                 self.entries.move_to_end(key)
-                return self.entries[key]
-        value = make()
-        with self.lock:
-            self.entries[key] = value
-            while len(self.entries) > self.size:
-                self.entries.popitem(last=False)
-        return value
+        with slot[0]:
+            if slot[1] is None:
+                slot[1] = make()
+            return slot[1]
 
     def drop(self, key):
         with self.lock:
