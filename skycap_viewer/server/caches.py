@@ -28,7 +28,7 @@ from skycap_viewer.wire import RawJson
 LISTING_CACHE_BYTES = 8 * 2**20
 PATHS_CACHE_BYTES = 12 * 2**20  # a 66k-token rollout's /paths is ~3 MB
 DOCUMENT_CACHE_SIZE = 16
-RECORD_VIEW_CACHE_SIZE = 4  # the rollouts being looked at: a 1M-node record's view holds ~1-2 GB
+RECORD_VIEW_CACHE_SIZE = 4  # rollouts being looked at: a 1M-node chain's view is ~0.5 GB beside its ~1 GB document
 
 
 class AnswerCache:
