@@ -82,7 +82,7 @@ def sampled_kind(path: PathInfo, node_id: int) -> tuple[str, int | None]:
     """How a model node's sampled part counts on `path`: (kind, index of the path that trains it)."""
     if node_id in path.sampled_elsewhere:
         return "sampled-elsewhere", path.sampled_elsewhere[node_id]
-    return ("sampled", None) if node_id in path.targets else ("sampled-untrained", None)
+    return ("sampled", None) if node_id in path.target_set else ("sampled-untrained", None)
 
 
 def path_has_tokens(graph: Graph, path: PathInfo) -> bool:

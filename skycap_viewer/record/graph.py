@@ -8,6 +8,7 @@ node is a target in the first path that contains it and context (`sampled-elsewh
 """
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass
@@ -24,6 +25,11 @@ class PathInfo:
     @property
     def leaf(self) -> int:
         return self.nodes[-1]
+
+    @cached_property
+    def target_set(self) -> frozenset[int]:
+        """`targets` to look a node up in: a long path's list holds half its nodes, walked per node it was quadratic."""
+        return frozenset(self.targets)
 
 
 @dataclass

@@ -22,8 +22,10 @@ from skycap_viewer.record.document import document_path
 from skycap_viewer.server.caches import (
     DOCUMENT_CACHE_SIZE,
     PATHS_CACHE_BYTES,
+    RECORD_VIEW_CACHE_SIZE,
     AnswerCache,
     DocumentCache,
+    ViewCache,
     files_version,
 )
 from skycap_viewer.views.groups import (
@@ -46,7 +48,7 @@ from skycap_viewer.views.listing import (
     reward_range,
     rows_in_order,
 )
-from skycap_viewer.views.trajectory import exchanges_payload, forks_payload, graph_payload, paths_payload
+from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.wire import RawJson, encode_json
 
 FLAG_KEY = itemgetter("_flagkey")
@@ -58,10 +60,12 @@ SETTLE_WINDOW_NS = 500_000_000  # a sidecar newer than its document for longer w
 class Api:
     """Route functions over one catalog, safe to call from many request threads at once."""
 
-    def __init__(self, catalog: Catalog, group_by=DEFAULT_GROUP_BY):
+    def __init__(self, catalog: Catalog, group_by=DEFAULT_GROUP_BY, part_limit: PartLimit = SERVED_PARTS):
         self.catalog = catalog
         self.documents = DocumentCache(DOCUMENT_CACHE_SIZE)
-        self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions
+        self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions and the part
+        self.views = ViewCache(RECORD_VIEW_CACHE_SIZE)  # RecordViews by the record's files' versions
+        self.part_limit = part_limit  # how much one part of /paths, /graph, /exchanges holds
         self.group_by = tuple(group_by)
 
     # -- the server and its runs --------------------------------------------------------
@@ -201,25 +205,40 @@ class Api:
             raise ApiError(404, f"trajectory {record_id} cannot be read: {error}") from None
         return snapshot, row, directory, document
 
+    def view(self, record_id: str, params) -> tuple[Snapshot, dict, tuple | None, RecordView]:
+        """(snapshot, row, files' versions, the record's `RecordView`): kept by the versions, so a
+        big record's parts share one rollout; a record whose files cannot be versioned gets its own."""
+        snapshot, row, directory, document = self.load(record_id, params)
+        present = present_sidecars(directory, document)
+        version = files_version(directory, record_id, present)
+        fields = context(snapshot, row)
+
+        def make():
+            return RecordView(directory, document, present, record_id, fields)
+
+        if version is None:
+            return snapshot, row, None, make()
+        return snapshot, row, (version, *fields.values()), self.views.get((version, *fields.values()), make)
+
     def paths(self, record_id: str, params):
         text = one(params, "text") != "false"
+        path = None if one(params, "path") is None else path_number(params, "path", 0)
+        start = part_start(params)
         for attempt in range(1, SETTLE_TRIES + 1):
-            snapshot, row, directory, document = self.load(record_id, params)
-            present = present_sidecars(directory, document)
-            version = files_version(directory, record_id, present)
-            key = (version, text, *context(snapshot, row).values())
+            snapshot, row, version, view = self.view(record_id, params)
+            key = (version, text, path, start)
             cached = self.encoded_paths.get(key) if version else None
             if cached is not None:
                 return 200, cached
-            payload = paths_payload(directory, document, present, record_id, text=text,
-                                    **context(snapshot, row))
+            payload = answer_part(view.paths_part, text, path, start, self.part_limit)
             if "tokens_error" in payload and "malformed-record" not in row["flags"]:
-                self.catalog.verify_soon(snapshot.id, document_path(directory, record_id).name)
-            if not text or self.settled(directory, record_id, document):
+                self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
+            if not text or self.settled(view.directory, record_id, view.document):
                 encoded = RawJson(encode_json(payload))  # kept encoded: opening the rollout again costs nothing
-                if version and version == files_version(directory, record_id, present):
+                if version and version[0] == files_version(view.directory, record_id, view.present):
                     self.encoded_paths.put(key, encoded)
                 return 200, encoded
+            self.views.drop(version)  # its tokens may be a rewrite's: read them again
             time.sleep(min(SETTLE_PAUSE * attempt, 0.05))  # a rewrite is under way: read it once it lands
         raise ApiError(409, f"trajectory {record_id} is being rewritten; its files keep changing, try again")
 
@@ -245,21 +264,22 @@ class Api:
         return True
 
     def graph(self, record_id: str, params):
-        snapshot, row, directory, document = self.load(record_id, params)
-        present = present_sidecars(directory, document)
-        return 200, graph_payload(document, present, record_id, **context(snapshot, row))
+        start = part_start(params)
+        view = self.view(record_id, params)[3]
+        return 200, answer_part(view.graph_part, start, self.part_limit)
 
     def exchanges(self, record_id: str, params):
-        _, _, _, document = self.load(record_id, params)
-        return 200, exchanges_payload(document)
+        start = part_start(params)
+        view = self.view(record_id, params)[3]
+        return 200, answer_part(view.exchanges_part, start, self.part_limit)
 
     def forks(self, record_id: str, params):
         a, b = path_number(params, "a", 0), path_number(params, "b", 1)
         if a == b:
             raise ApiError(400, "a and b must be two different paths")
-        _, _, directory, document = self.load(record_id, params)
+        view = self.view(record_id, params)[3]
         try:
-            return 200, forks_payload(document, present_sidecars(directory, document), record_id, a, b)
+            return 200, view.forks(a, b, self.part_limit)
         except IndexError as error:
             raise ApiError(404, f"no path {a} or {b}: {error}") from None
 
@@ -377,6 +397,27 @@ def path_number(params, name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ApiError(400, f"{name} must be a path index, not {value!r}") from None
+
+
+def part_start(params) -> int:
+    """Where the asked part of an answer starts (`from`, 0 when not given)."""
+    value = one(params, "from")
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        raise ApiError(400, f"from must be a position, not {value!r}") from None
+
+
+def answer_part(make, *args) -> dict:
+    """`make(*args)`, a part of an answer; a start or path the record does not have is the request's fault."""
+    try:
+        return make(*args)
+    except ValueError as error:
+        raise ApiError(400, str(error)) from None
+    except IndexError as error:
+        raise ApiError(404, f"no such path: {error}") from None
 
 
 def coverage(snapshots) -> tuple[int, int]:

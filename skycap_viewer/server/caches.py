@@ -9,6 +9,9 @@ can no longer come up (an older index generation, an older file version) just ag
   strings must age out like answers do, not pile up as keys); held by the HTTP server.
 - `/paths` answers: `AnswerCache` by the versions of the record's files, `PATHS_CACHE_BYTES`.
 - Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_SIZE` of them.
+- A record's derived structures (`views.trajectory.RecordView`: its rollout, tokens, block bounds):
+  `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them, so each part
+  of a big record's answers does not build its rollout again.
 - Elsewhere, beside what they cache: a snapshot's derived views (sort orders, groupings, run
   facts) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
   `Group.encoded`, its grouping's life long; an encoded answer's gzip form on the `RawJson`
@@ -28,6 +31,7 @@ LISTING_CACHE_BYTES = 8 * 2**20
 ENTRY_OVERHEAD_BYTES = 256  # an entry's dict slot, key tuple and objects, beside the text `key_bytes` counts
 PATHS_CACHE_BYTES = 12 * 2**20  # a 66k-token rollout's /paths is ~3 MB
 DOCUMENT_CACHE_SIZE = 16
+RECORD_VIEW_CACHE_SIZE = 4  # rollouts being looked at: a 1M-node chain's view is ~0.5 GB beside its ~1 GB document
 
 
 class AnswerCache:
@@ -128,3 +132,32 @@ def files_version(directory, record_id: str, present: set) -> tuple | None:
         return None
 
 
+
+
+class ViewCache:
+    """The last few values made for a key (least recently used out). Requests that miss together
+    wait for one to make it (a page asks for a record's paths, graph and calls at once: one rollout
+    is built, not three), under the key's own lock, so other keys are not held up."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.entries: OrderedDict = OrderedDict()  # key -> [lock, value or None]
+        self.lock = threading.Lock()
+
+    def get(self, key, make):
+        with self.lock:
+            slot = self.entries.get(key)
+            if slot is None:
+                slot = self.entries[key] = [threading.Lock(), None]
+                while len(self.entries) > self.size:
+                    self.entries.popitem(last=False)
+            else:
+                self.entries.move_to_end(key)
+        with slot[0]:
+            if slot[1] is None:
+                slot[1] = make()
+            return slot[1]
+
+    def drop(self, key):
+        with self.lock:
+            self.entries.pop(key, None)

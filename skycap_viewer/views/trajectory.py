@@ -5,6 +5,9 @@ rollout's paths are; the page draws what these say and derives none of it again.
 on the wire as `"n<id>"` (`fields.wire_id`).
 """
 
+import sys
+from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate
 
 from skycap_viewer.errors import RecordError
@@ -14,6 +17,7 @@ from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData, read_tokens
+from skycap_viewer.wire import encode_json
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
 
@@ -78,24 +82,17 @@ def block_payload(block: Block, node_start: int, token_blocked: bool) -> dict:
     return entry
 
 
-def path_payload(record_id: str, path: PathView, nodes: list[dict], chars: list[int] | None = None) -> dict:
-    """One path's summary and blocks; `chars` (each node's `node_chars`) saves measuring every shared
-    node's text again for each of a forked rollout's paths."""
+def path_summary(record_id: str, path: PathView) -> dict:
+    """One path's facts without its per-node lists (those come in parts: `RecordView.path_lists`)."""
     info = path.info
-    node_starts: dict[int, int] = {}
-    blocks = []
-    for block in path.blocks:
-        first = node_starts.setdefault(block.node, block.start)
-        blocks.append(block_payload(block, block.start - first, path.token_blocked))
     return {
         "path_id": f"{record_id}-p{info.index:04d}",
         "index": info.index,
-        "node_ids": [wire_id(n) for n in info.nodes],
         "leaf_node_id": wire_id(info.leaf),
         "fork_from": wire_id(info.fork_from),
         "diverges_at": wire_id(info.diverges_at),
         "shared_nodes": info.shared_nodes,
-        "targets": [wire_id(n) for n in info.targets],
+        "node_count": len(info.nodes),
         "abandoned": False,
         "masked_reason": None,
         "stop_reason": path.stop_reason,
@@ -106,21 +103,23 @@ def path_payload(record_id: str, path: PathView, nodes: list[dict], chars: list[
         "trainable_count": path.trainable_count,
         "blocking": BLOCKING if path.token_blocked else None,
         "logprob_count": path.logprob_count,
-        "messages": [
-            {
-                "role": nodes[n].get("role"),
-                "author": nodes[n]["author"],
-                "chars": node_chars(nodes[n]) if chars is None else chars[n],
-            }
-            for n in info.nodes
-        ],
-        "blocks": blocks,
+    }
+
+
+def path_lists(items: list[tuple]) -> dict:
+    """A window of a path's per-node lists from its items (`RecordView.path_item`), in path order:
+    parts' lists concatenated are the whole path's."""
+    return {
+        "node_ids": [item[0] for item in items],
+        "targets": [item[0] for item in items if item[3]],
+        "messages": [item[1] for item in items],
+        "blocks": [block for item in items for block in item[2]],
     }
 
 
 def paths_payload(directory, document: dict, present_names, file_id: str | None, text: bool = True,
                   **context) -> dict:
-    """The `/v1/trajectories/{id}/paths` answer for one record.
+    """The whole `/v1/trajectories/{id}/paths` answer for one record, in one part (`show --json`).
 
     `present_names` is the set of file names in `directory` (tells a mirror's absent sidecar
     from a present one). With `text=False` no sidecar is opened: blocks carry kinds and
@@ -128,32 +127,7 @@ def paths_payload(directory, document: dict, present_names, file_id: str | None,
     the record: it is shown from message text, `text_only: "tokens-unreadable"`, with the
     error in `tokens_error`. `context` (run_id, project, ...) is merged into the header.
     """
-    present = set(present_names)
-    rollout = Rollout(document, present, file_id)
-    header = trajectory_header(rollout, **context)  # the record's own flags, as the index has them
-    tokens, tokens_error, shown = None, None, rollout
-    if text and rollout.text_only is None:
-        try:
-            tokens = read_tokens(directory, document)
-        except RecordError as error:
-            tokens_error = str(error)
-            shown = Rollout(document, present, file_id)
-            shown.text_only = "tokens-unreadable"  # set before its paths are built: message text only
-    payload = {
-        "trajectory": header,
-        "mode": rollout.mode,
-        "text_only": shown.text_only,
-        "tokenizer": (document.get("capture") or {}).get("tokenizer"),
-    }
-    if tokens_error is not None:
-        payload["tokens_error"] = tokens_error
-    if text:
-        payload["nodes"] = {wire_id(n["id"]): node_payload(n, tokens) for n in rollout.nodes}
-    record_id = file_id or document["id"]  # the id the record is looked up by
-    chars = [node_chars(node) for node in rollout.nodes]
-    payload["paths"] = [path_payload(record_id, path, rollout.nodes, chars) for path in shown.paths]
-    return payload
-
+    return RecordView(directory, document, present_names, file_id, context).paths_part(text, limit=WHOLE)
 
 # -- the record's graph, its calls, and two paths compared (server routes) -------------------
 
@@ -219,59 +193,18 @@ def fork_payload(fork: Fork) -> dict:
 
 
 def graph_payload(document: dict, present_names, file_id: str | None, **context) -> dict:
-    """The `/graph` answer: every node once, leaves, branch points, each fork named as skycap's
-    `check` names it, and the train-once check."""
-    rollout = Rollout(document, set(present_names), file_id)
-    graph = rollout.graph
-    signs = {
-        "unbridged": set(rollout.unbridged_nodes),
-        "inferred_unbridged": set(rollout.inferred_unbridged_nodes) if rollout.bridged[ABSENT] else set(),
-        "retokenized": set(rollout.retokenized_nodes),
-    }
-    return {
-        "trajectory": trajectory_header(rollout, **context),
-        "nodes": [graph_node(rollout, node, signs) for node in rollout.nodes],
-        "root_node_ids": [wire_id(n) for n in graph.roots],
-        "leaf_node_ids": [wire_id(n) for n in graph.leaves],
-        "branch_points": [
-            {"node_id": wire_id(n), "child_count": len(graph.children[n]),
-             "child_ids": [wire_id(c) for c in graph.children[n]]}
-            for n in graph.branch_points
-        ],
-        "forks": [fork_payload(fork) for fork in trajectory_forks(document)],
-        "train_once": train_once(rollout),
-    }
-
+    """The whole `/graph` answer in one part: every node once, leaves, branch points, each fork
+    named as skycap's `check` names it, and the train-once check."""
+    return RecordView(None, document, present_names, file_id, context).graph_part(limit=WHOLE)
 
 def exchanges_payload(document: dict) -> dict:
-    """The `/exchanges` answer: every model call and every failed call, in time order."""
-    rows = []
-    for node in document["nodes"]:
-        for call in node.get("calls") or []:
-            start = call.get("t_start")
-            rows.append((start, {
-                "kind": "call",
-                "node_id": wire_id(node["id"]),
-                "model": call.get("model"),
-                "started_at": iso_time(start),
-                "duration_ms": call_duration_ms(call),
-                "completion_reason": call.get("finish_reason"),
-                "bridged": bridged_value(call),
-                "usage": call.get("usage"),
-                "sampling": call.get("sampling") or {},
-                "tools": call.get("tools"),
-            }))
-    for failure in document.get("failures") or []:
-        rows.append((failure.get("t"), {
-            "kind": "failure",
-            "node_id": wire_id(leaf) if isinstance(leaf := failure.get("input_leaf"), int) else None,
-            "started_at": iso_time(failure.get("t")),
-            "http_status": failure.get("status"),
-            "error": failure.get("error"),
-        }))
-    rows.sort(key=lambda item: (not _is_time(item[0]), item[0] if _is_time(item[0]) else 0))
-    return {"data": [{**row, "sequence": index} for index, (_, row) in enumerate(rows)]}
+    """The whole `/exchanges` answer in one part: every model call and every failed call, in time order."""
+    return RecordView(None, document, (), None, {}).exchanges_part(limit=WHOLE)
 
+
+def time_key(value) -> tuple:
+    """Calls and failures sort by time; those without one go last, in the order they were found."""
+    return (not _is_time(value), value if _is_time(value) else 0)
 
 def _is_time(value) -> bool:
     return is_finite_number(value)
@@ -284,39 +217,320 @@ def call_duration_ms(call: dict):
 
 
 def forks_payload(document: dict, present_names, file_id: str | None, a: int, b: int) -> dict:
-    """The `/forks` answer: where paths `a` and `b` agree, and each one's blocks after that.
+    """The `/forks` answer (see `RecordView.forks`)."""
+    return RecordView(None, document, present_names, file_id, {}).forks(a, b)
 
-    Raises IndexError when a path does not exist. Blocks are `/paths` blocks, so the page
-    takes their text from the `/paths` nodes."""
-    rollout = Rollout(document, set(present_names), file_id)
-    paths = rollout.paths
-    if not (0 <= a < len(paths) and 0 <= b < len(paths)):
-        raise IndexError(f"the trajectory has {len(paths)} path(s)")
-    view_a, view_b = paths[a], paths[b]
-    nodes_a, nodes_b = view_a.info.nodes, view_b.info.nodes
-    shared = 0
-    while shared < min(len(nodes_a), len(nodes_b)) and nodes_a[shared] == nodes_b[shared]:
-        shared += 1
-    shared_ids = {wire_id(n) for n in nodes_a[:shared]}
-    blocks_a = path_payload(document["id"], view_a, rollout.nodes)["blocks"]
-    blocks_b = path_payload(document["id"], view_b, rollout.nodes)["blocks"]
-    shared_size = sum(block["end"] - block["start"] for block in blocks_a if block["node_id"] in shared_ids)
-    last = rollout.nodes[nodes_a[shared - 1]] if shared else None
-    return {
-        "a": a,
-        "b": b,
-        "unit": view_a.unit,
-        "shared_nodes": shared,
-        "last_shared_node_id": wire_id(last["id"]) if last else None,
-        "last_shared": {"role": last.get("role"), "author": last["author"]} if last else None,
-        "shared_tokens": shared_size if view_a.token_blocked else None,
-        "shared_chars": sum(node_chars(rollout.nodes[n]) for n in nodes_a[:shared]),
-        "a_node_id_first": wire_id(nodes_a[shared]) if shared < len(nodes_a) else None,
-        "b_node_id_first": wire_id(nodes_b[shared]) if shared < len(nodes_b) else None,
-        "shared_blocks": [block for block in blocks_a if last and block["node_id"] == wire_id(last["id"])],
-        "a_blocks": [block for block in blocks_a if block["node_id"] not in shared_ids],
-        "b_blocks": [block for block in blocks_b if block["node_id"] not in shared_ids],
-        "a_nodes_after": len(nodes_a) - shared,
-        "b_nodes_after": len(nodes_b) - shared,
-        "train_once": train_once(rollout),
-    }
+
+# -- answers in parts ---------------------------------------------------------------------------
+
+PART_BYTES = 4 * 2**20  # a part's items, encoded: a 66k-token rollout's /paths (~3 MB) still comes whole
+PART_ITEMS = 5000  # items in a part at most: the page draws a few thousand rows per scroll step, not a million
+
+
+@dataclass(frozen=True)
+class PartLimit:
+    """How much one part holds: at most `items` items, and no further item once their encoded size
+    passes `bytes` (None: not measured). A part holds at least one item, however big, so it moves on."""
+
+    items: int = PART_ITEMS
+    bytes: int | None = PART_BYTES
+
+    def less(self, items: int, size: int) -> "PartLimit":
+        """What is left of this limit after `items` items of `size` bytes (a first part's later paths)."""
+        return PartLimit(self.items - items, None if self.bytes is None else self.bytes - size)
+
+
+SERVED_PARTS = PartLimit()  # what the server sends per part
+WHOLE = PartLimit(items=sys.maxsize, bytes=None)  # one part, nothing measured: the whole answer
+
+
+def window(make, start: int, total: int, limit: PartLimit, least: int = 1) -> tuple[list, int, int]:
+    """(items `make(i)` for i from `start`, the position after the last, their encoded size): as many
+    as one part under `limit` holds. Each item is made and measured once, so a part costs what its
+    items cost, wherever in the record it starts."""
+    items, size, end = [], 0, start
+    while end < total and len(items) < limit.items:
+        item = make(end)
+        if limit.bytes is not None:
+            grown = size + len(encode_json(item))
+            if grown > limit.bytes and len(items) >= least:
+                break
+            size = grown
+        items.append(item)
+        end += 1
+    return items, end, size
+
+
+def part_of(start: int, end: int, total: int) -> dict:
+    """The window a part covers, of `total` items; `next` (where the next part starts) while some are left."""
+    part = {"from": start, "to": end, "total": total}
+    if end < total:
+        part["next"] = end
+    return part
+
+
+def check_start(start: int, total: int):
+    """A part starts at an item there is (or at 0 of none); raises ValueError (the API's 400) else."""
+    if not 0 <= start < max(total, 1):
+        raise ValueError(f"from must be a position in 0..{max(total - 1, 0)}, not {start}")
+
+
+class RecordView:
+    """The answers about one record, in parts, from the structures derived from it once.
+
+    Built from the record's files as read (directory, document, present sidecar names, the id it is
+    looked up by, the run fields of its header); the `Rollout`, the tokens sidecar and the per-path
+    block bounds are built lazily, the first time an answer needs them, so every later part costs
+    what its own items cost. Its answers are plain dicts and depend on nothing but these inputs:
+    the server keeps a few views by the record's files' versions, and could ask one in another process.
+    """
+
+    def __init__(self, directory, document: dict, present_names, file_id: str | None, context: dict):
+        self.directory = directory
+        self.document = document
+        self.present = set(present_names)
+        self.record_id = file_id or document["id"]  # the id the record is looked up by
+        self.file_id = file_id
+        self.context = dict(context)
+        self.laid: dict[int, tuple] = {}  # id(PathView) -> its `layout`, for as long as its rollout lives
+
+    @cached_property
+    def rollout(self) -> Rollout:
+        return Rollout(self.document, self.present, self.file_id)
+
+    @cached_property
+    def header(self) -> dict:
+        return trajectory_header(self.rollout, **self.context)  # the record's own flags, as the index has them
+
+    @cached_property
+    def tokens(self) -> tuple[TokenData | None, str | None]:
+        """(the tokens sidecar, the error that kept it from being read); (None, None) when not to be read."""
+        if self.rollout.text_only is not None:
+            return None, None
+        try:
+            return read_tokens(self.directory, self.document), None
+        except RecordError as error:
+            return None, str(error)
+
+    @cached_property
+    def unreadable(self) -> Rollout:
+        """The rollout shown from message text because its tokens sidecar cannot be read."""
+        shown = Rollout(self.document, self.present, self.file_id)
+        shown.text_only = "tokens-unreadable"  # set before its paths are built: message text only
+        return shown
+
+    def shown(self, text: bool) -> Rollout:
+        return self.unreadable if text and self.tokens[1] is not None else self.rollout
+
+    @cached_property
+    def signs(self) -> dict:
+        rollout = self.rollout
+        return {
+            "unbridged": set(rollout.unbridged_nodes),
+            "inferred_unbridged": set(rollout.inferred_unbridged_nodes) if rollout.bridged[ABSENT] else set(),
+            "retokenized": set(rollout.retokenized_nodes),
+        }
+
+    @cached_property
+    def train_once(self) -> dict:
+        return train_once(self.rollout)
+
+    def layout(self, path: PathView) -> tuple[list[int], frozenset[int]]:
+        """(where each of the path's nodes' blocks start in `path.blocks`, and the end; the nodes it
+        trains), made once per path: a window of nodes finds its blocks without walking the ones
+        before it. Blocks follow the path's nodes."""
+        laid = self.laid.get(id(path))
+        if laid is None:
+            bounds, at, blocks = [], 0, path.blocks
+            for node_id in path.info.nodes:
+                bounds.append(at)
+                while at < len(blocks) and blocks[at].node == node_id:
+                    at += 1
+            bounds.append(len(blocks))
+            laid = self.laid[id(path)] = bounds, path.info.target_set
+        return laid
+
+    def node_blocks(self, path: PathView, position: int) -> list[dict]:
+        """The `/paths` blocks of the path's node at `position`, offsets counted from the node's first."""
+        bounds = self.layout(path)[0]
+        blocks = path.blocks[bounds[position]:bounds[position + 1]]
+        first = blocks[0].start if blocks else 0
+        return [block_payload(block, block.start - first, path.token_blocked) for block in blocks]
+
+    def path_item(self, path: PathView, position: int, targets: set, sent, tokens) -> tuple:
+        """(node id, message, blocks, trains, text) of the path's node at `position`; text None when
+        not asked for (`sent` None) or already in `sent`."""
+        node_id = path.info.nodes[position]
+        node = self.rollout.nodes[node_id]
+        key = wire_id(node_id)
+        message = {"role": node.get("role"), "author": node["author"], "chars": node_chars(node)}
+        text = None if sent is None or key in sent else node_payload(node, tokens)
+        return key, message, self.node_blocks(path, position), node_id in targets, text
+
+    def path_window(self, path: PathView, start: int, limit: PartLimit, sent, tokens, least: int = 1):
+        """(the path's lists from `start`, its part, the nodes' texts, the size) for one part."""
+        targets = self.layout(path)[1]
+        total = len(path.info.nodes)
+        items, end, size = window(lambda p: self.path_item(path, p, targets, sent, tokens), start, total, limit, least)
+        texts = {item[0]: item[4] for item in items if item[4] is not None}
+        return path_lists(items), part_of(start, end, total), texts, size
+
+    def paths_part(self, text: bool = True, path: int | None = None, start: int = 0,
+                   limit: PartLimit = SERVED_PARTS) -> dict:
+        """A part of the `/paths` answer. Without `path`, the first part: the header and every path's
+        summary, then each path's lists (node ids, targets, messages, blocks) from its first node, the
+        paths in order, as far as one part holds; with `path`, that path's lists from `start`. With
+        text, `nodes` holds the text (and tokens) of the nodes in the part. Raises IndexError for a
+        path there is not, ValueError for a start there is not."""
+        tokens, error = self.tokens if text else (None, None)
+        shown = self.shown(text)
+        if path is not None:
+            if not 0 <= path < len(shown.paths):
+                raise IndexError(f"the trajectory has {len(shown.paths)} path(s)")
+            view = shown.paths[path]
+            check_start(start, len(view.info.nodes))
+            lists, part, texts, _ = self.path_window(view, start, limit, {} if text else None, tokens)
+            return {"path": path, **lists, **({"nodes": texts} if text else {}), "part": part}
+        payload = {
+            "trajectory": self.header,
+            "mode": self.rollout.mode,
+            "text_only": shown.text_only,
+            "tokenizer": (self.document.get("capture") or {}).get("tokenizer"),
+        }
+        if error is not None:
+            payload["tokens_error"] = error
+        nodes = {} if text else None
+        if text:
+            payload["nodes"] = nodes
+        summaries = []
+        for view in shown.paths:
+            lists, part, texts, size = self.path_window(view, 0, limit, nodes, tokens, least=0 if summaries else 1)
+            limit = limit.less(len(lists["node_ids"]), size)
+            if text:
+                nodes.update(texts)
+            summaries.append({**path_summary(self.record_id, view), **lists, "part": part})
+        payload["paths"] = summaries
+        return payload
+
+    def graph_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
+        """A part of the `/graph` answer: the nodes from `start` in document order; the first part
+        also the header, roots, leaves, branch points, forks and the train-once check."""
+        rollout = self.rollout
+        nodes = rollout.nodes
+        check_start(start, len(nodes))
+        items, end, _ = window(lambda i: graph_node(rollout, nodes[i], self.signs), start, len(nodes), limit)
+        part = part_of(start, end, len(nodes))
+        if start:
+            return {"nodes": items, "part": part}
+        graph = rollout.graph
+        return {
+            "trajectory": self.header,
+            "nodes": items,
+            "root_node_ids": [wire_id(n) for n in graph.roots],
+            "leaf_node_ids": [wire_id(n) for n in graph.leaves],
+            "branch_points": [
+                {"node_id": wire_id(n), "child_count": len(graph.children[n]),
+                 "child_ids": [wire_id(c) for c in graph.children[n]]}
+                for n in graph.branch_points
+            ],
+            "forks": [fork_payload(fork) for fork in trajectory_forks(self.document)],
+            "train_once": self.train_once,
+            "part": part,
+        }
+
+    @cached_property
+    def exchange_order(self) -> list[tuple[int | None, int]]:
+        """Every call as (node index, call index) and every failure as (None, failure index), in
+        time order: sorted once, so each part makes only its own rows."""
+        keyed = [(call.get("t_start"), n, j) for n, node in enumerate(self.document["nodes"])
+                 for j, call in enumerate(node.get("calls") or [])]
+        keyed += [(failure.get("t"), None, k) for k, failure in enumerate(self.document.get("failures") or [])]
+        keyed.sort(key=lambda item: time_key(item[0]))
+        return [(n, j) for _, n, j in keyed]
+
+    def exchange_row(self, sequence: int) -> dict:
+        node_index, at = self.exchange_order[sequence]
+        if node_index is None:
+            failure = self.document["failures"][at]
+            leaf = failure.get("input_leaf")
+            return {
+                "kind": "failure",
+                "node_id": wire_id(leaf) if isinstance(leaf, int) else None,
+                "started_at": iso_time(failure.get("t")),
+                "http_status": failure.get("status"),
+                "error": failure.get("error"),
+                "sequence": sequence,
+            }
+        node = self.document["nodes"][node_index]
+        call = node["calls"][at]
+        return {
+            "kind": "call",
+            "node_id": wire_id(node["id"]),
+            "model": call.get("model"),
+            "started_at": iso_time(call.get("t_start")),
+            "duration_ms": call_duration_ms(call),
+            "completion_reason": call.get("finish_reason"),
+            "bridged": bridged_value(call),
+            "usage": call.get("usage"),
+            "sampling": call.get("sampling") or {},
+            "tools": call.get("tools"),
+            "sequence": sequence,
+        }
+
+    def exchanges_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
+        """A part of the `/exchanges` answer: the rows from `start` in time order; the first part
+        also counts every call and failure."""
+        total = len(self.exchange_order)
+        check_start(start, total)
+        rows, end, _ = window(self.exchange_row, start, total, limit)
+        answer = {"data": rows, "part": part_of(start, end, total)}
+        if not start:
+            failures = len(self.document.get("failures") or [])
+            answer.update(call_count=total - failures, failure_count=failures)
+        return answer
+
+    def forks(self, a: int, b: int, limit: PartLimit = SERVED_PARTS) -> dict:
+        """The `/forks` answer: where paths `a` and `b` agree, and each one's blocks after that, as
+        far as half a part holds for each (`a_part`, `b_part` say how far: the rest is in `/paths`).
+
+        Raises IndexError when a path does not exist. Blocks are `/paths` blocks, so the page
+        takes their text from the `/paths` nodes."""
+        rollout = self.rollout
+        paths = rollout.paths
+        if not (0 <= a < len(paths) and 0 <= b < len(paths)):
+            raise IndexError(f"the trajectory has {len(paths)} path(s)")
+        view_a, view_b = paths[a], paths[b]
+        nodes_a, nodes_b = view_a.info.nodes, view_b.info.nodes
+        shared = 0
+        while shared < min(len(nodes_a), len(nodes_b)) and nodes_a[shared] == nodes_b[shared]:
+            shared += 1
+        last = rollout.nodes[nodes_a[shared - 1]] if shared else None
+        half = PartLimit(max(limit.items // 2, 1), None if limit.bytes is None else limit.bytes // 2)
+
+        def after(view: PathView) -> tuple[list, dict]:
+            total = len(view.info.nodes)
+            items, end, _ = window(lambda p: self.node_blocks(view, p), shared, total, half)
+            return [block for blocks in items for block in blocks], part_of(shared, end, total)
+
+        (a_blocks, a_part), (b_blocks, b_part) = after(view_a), after(view_b)
+        shared_blocks = view_a.blocks[:self.layout(view_a)[0][shared]]
+        return {
+            "a": a,
+            "b": b,
+            "unit": view_a.unit,
+            "shared_nodes": shared,
+            "last_shared_node_id": wire_id(last["id"]) if last else None,
+            "last_shared": {"role": last.get("role"), "author": last["author"]} if last else None,
+            "shared_tokens": sum(block.end - block.start for block in shared_blocks) if view_a.token_blocked else None,
+            "shared_chars": sum(node_chars(rollout.nodes[n]) for n in nodes_a[:shared]),
+            "a_node_id_first": wire_id(nodes_a[shared]) if shared < len(nodes_a) else None,
+            "b_node_id_first": wire_id(nodes_b[shared]) if shared < len(nodes_b) else None,
+            "shared_blocks": self.node_blocks(view_a, shared - 1) if shared else [],
+            "a_blocks": a_blocks,
+            "b_blocks": b_blocks,
+            "a_part": a_part,
+            "b_part": b_part,
+            "a_nodes_after": len(nodes_a) - shared,
+            "b_nodes_after": len(nodes_b) - shared,
+            "train_once": self.train_once,
+        }

@@ -11,6 +11,7 @@ import {renderJson} from "./tab-json.js";
 import {renderPath} from "./tab-path.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
+import {fetchNext} from "./parts.js";
 import {LazyText} from "./tokens.js";
 import {renderTree} from "./tab-tree.js";
 import {flagBadge, forkKinds, textOnlyNotice} from "./viewer.js";
@@ -47,6 +48,8 @@ export class Drawer {
     this.treeOpen = null;
     this.rewardRange = null;
     this.lazy = null;
+    this.nearEnd = null;  // watches the tab's "more" rows: one in sight asks for the next part
+    this.fetching = false;
     this.setupResize(grip);
   }
 
@@ -127,6 +130,7 @@ export class Drawer {
     this.drawn = null;
     this.place = null;
     this.lazy?.disconnect();
+    this.nearEnd?.disconnect();
   }
 
   async load(run, id) {
@@ -184,8 +188,12 @@ export class Drawer {
     const focused = this.focusTab ? `button[data-tab="${state.tab}"]` : focusKey(this.body);
     this.focusTab = false;
     this.lazy?.disconnect();
+    this.nearEnd?.disconnect();
     this.content = el("div", {className: "drawer-content", tabindex: "-1", id: "drawer-panel"});
     this.lazy = new LazyText(this.content);
+    this.nearEnd = new IntersectionObserver((entries) => {
+      for (const entry of entries) if (entry.isIntersecting) entry.target.click();
+    }, {root: this.content, rootMargin: "800px 0px"});
     if (bundle.trajectory.unreadable) {
       this.content.append(el("p", {className: "notice error"}, `This record cannot be read: ${bundle.trajectory.error}`));
       replace(this.body, this.header(bundle), this.content);
@@ -195,6 +203,7 @@ export class Drawer {
       this.content.append(this.tab(bundle, state));
       replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
       if (keepScroll) this.content.scrollTop = scroll;
+      for (const row of this.content.querySelectorAll("button.more")) this.nearEnd.observe(row);
     }
     if (this.wantFocus) {
       this.wantFocus = false;
@@ -233,7 +242,7 @@ export class Drawer {
 
   tabs(bundle, active) {
     const pathCount = (bundle.paths.paths || []).length;
-    const calls = (bundle.exchanges?.data || []).length;
+    const calls = bundle.exchanges?.part?.total ?? 0;
     const labels = {path: "Path", tree: pathCount > 1 ? `Tree ${pathCount}` : "Tree",
       forks: pathCount > 1 ? `Forks ${pathCount}` : "Forks", calls: `Calls ${calls}`, json: "JSON"};
     return el("div", {className: "tabs", role: "tablist", "aria-label": "rollout views", onkeydown: (event) => this.tabKey(event, active)},
@@ -258,14 +267,32 @@ export class Drawer {
   }
 
   tab(bundle, state) {
-    const context = {go: this.go, lazy: this.lazy};
+    const more = (route, index) => this.more(route, index);
+    const context = {go: this.go, lazy: this.lazy, more};
     if (state.tab === "tree") {
-      return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }});
+      return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }, more});
     }
     if (state.tab === "forks") return renderForks(bundle, state, context);
-    if (state.tab === "calls") return renderCalls(bundle);
+    if (state.tab === "calls") return renderCalls(bundle, more);
     if (state.tab === "json") return renderJson(bundle);
     return renderPath(bundle, state, context);
+  }
+
+  /** Fetch the next part of the open rollout's `route` answer (path `index`'s of /paths) into its
+   *  bundle and draw again where the reader is. One at a time: a "more" row seen twice asks once. */
+  async more(route, index) {
+    const bundle = this.bundle;
+    const key = this.key;
+    if (!bundle?.[route] || this.fetching) return;
+    this.fetching = true;
+    try {
+      await fetchNext(`/trajectories/${encodeURIComponent(this.state.traj)}`, {run_id: this.state.run}, route, bundle[route], index);
+    } catch {
+      return;  // the row stays: a click asks again
+    } finally {
+      this.fetching = false;
+    }
+    if (key === this.key && bundle === this.bundle) this.draw(true);
   }
 
   /** Re-read the open rollout; reload and redraw it only if the record changed. */

@@ -2,6 +2,7 @@
 
 import {el} from "./dom.js";
 import {num} from "./format.js";
+import {moreRow} from "./parts.js";
 import {flagInfo} from "./viewer.js";
 
 /** A call's badge, levelled and explained by the flag it feeds. */
@@ -10,16 +11,18 @@ function callBadge(flag, label, detail = "") {
   return el("span", {className: `badge level-${info.level}`, title: detail || info.why}, label);
 }
 
-export function renderCalls(bundle) {
-  const rows = bundle.exchanges?.data || [];
+/** Every call and failure in time order, as far as its parts have come (`more` fetches the next). */
+export function renderCalls(bundle, more) {
+  const exchanges = bundle.exchanges || {};
+  const rows = exchanges.data || [];
   if (!rows.length) return el("p", {className: "notice"}, "No model calls were captured.");
-  const failures = rows.filter((row) => row.kind === "failure").length;
   return el("div", {className: "calls-tab"},
-    el("p", {className: "muted"}, `${num(rows.length - failures)} calls, ${num(failures)} failures`),
+    el("p", {className: "muted"}, `${num(exchanges.call_count)} calls, ${num(exchanges.failure_count)} failures`),
     el("table", {className: "rows calls"},
       el("thead", {}, el("tr", {}, ["seq", "kind", "node", "model", "dur ms", "prompt", "completion", "finish", "bridged", "flags"]
         .map((label) => el("th", {scope: "col"}, label)))),
-      el("tbody", {}, rows.map(callRow))));
+      el("tbody", {}, rows.map(callRow))),
+    moreRow(exchanges.part, "calls", () => more("exchanges")));
 }
 
 function callRow(row) {

@@ -62,6 +62,8 @@ function comparison(fork, bundle, pathA, pathB, lazy) {
   const named = partingForks(fork, bundle.graph?.forks);
   const kind = named.length ? el("span", {className: "fork-kinds"}, " They fork there: ", named.map((f, i) => [i ? "; " : "",
     forkBadge(f), ` at ${f.node_id} beside ${f.sibling_id} (${f.detail})`]), ".") : null;
+  const cut = [fork.a_part, fork.b_part].some((part) => part?.next !== undefined)
+    ? ` Shown: the first ${num(fork.a_part.to - fork.a_part.from)} and ${num(fork.b_part.to - fork.b_part.from)} of them; the Path tab has the rest.` : "";
   const then = `Then path ${fork.a} has ${plural(fork.a_nodes_after, "node")} from ${fork.a_node_id_first ?? "-"}`
     + ` and path ${fork.b} has ${num(fork.b_nodes_after)} from ${fork.b_node_id_first ?? "-"}.`;
   const column = (label, path, blocks) => {
@@ -73,7 +75,7 @@ function comparison(fork, bundle, pathA, pathB, lazy) {
       strip(blocks, {unit}), readout, list);
   };
   return [
-    el("p", {className: "fork-sentence"}, shared, kind, " ", then),
+    el("p", {className: "fork-sentence"}, shared, kind, " ", then, cut),
     trainOnce(fork.train_once),
     fork.shared_blocks?.length ? el("div", {className: "blocks shared-blocks"}, el("h3", {className: "muted small"}, "last shared node"),
       fork.shared_blocks.map((block) => blockElement(block, nodes[block.node_id], lazy, {unit, controls: false, dim: true}))) : null,

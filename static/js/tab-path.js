@@ -4,11 +4,13 @@
 
 import {el} from "./dom.js";
 import {num, pct, sizeIn} from "./format.js";
+import {moreRow} from "./parts.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 import {textOnlyNotice} from "./viewer.js";
 
-export function renderPath(bundle, state, {go, lazy}) {
+/** The path's blocks as far as its /paths parts have come; `more` fetches its next part. */
+export function renderPath(bundle, state, {go, lazy, more}) {
   const options = {given: state.given, controls: state.controls, logprobs: state.logprobs};
   const data = bundle.paths;
   const paths = data.paths || [];
@@ -43,12 +45,12 @@ export function renderPath(bundle, state, {go, lazy}) {
   const blocks = el("div", {className: "blocks"});
   const shown = path.blocks.filter((block) => options.given || block.kind !== "given");
   for (const block of shown) blocks.append(blockElement(block, data.nodes?.[block.node_id], lazy, {...options, unit}));
-  if (!shown.length) {
+  if (!shown.length && path.part?.next === undefined) {
     blocks.append(el("p", {className: "notice"}, path.blocks.length
       ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));
   }
   wireReadout(blocks, readout);
-  box.append(blocks);
+  box.append(blocks, moreRow(path.part, "nodes", () => more("paths", index)));
   return box;
 }
 

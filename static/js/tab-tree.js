@@ -8,6 +8,7 @@
 
 import {el} from "./dom.js";
 import {num, plural, sizeIn, unitShort} from "./format.js";
+import {moreRow} from "./parts.js";
 import {visible} from "./tokens.js";
 import {trainOnce} from "./train-once.js";
 import {flagInfo, forkBadge} from "./viewer.js";
@@ -89,7 +90,8 @@ function connectors(rows) {
   return out;
 }
 
-export function renderTree(bundle, {openNode, setOpen}) {
+/** The nodes /graph's parts have brought so far, in rows; `more` fetches the next part. */
+export function renderTree(bundle, {openNode, setOpen, more}) {
   const nodes = bundle.graph.nodes || [];
   const byId = new Map(nodes.map((node) => [node.node_id, node]));
   const unit = bundle.trajectory.size?.unit;
@@ -98,7 +100,7 @@ export function renderTree(bundle, {openNode, setOpen}) {
   const branchPoints = new Set((graph.branch_points || []).map((point) => point.node_id));
   const forkOf = new Map((graph.forks || []).map((fork) => [fork.node_id, fork]));
   const box = el("div", {className: "tree-tab"});
-  box.append(el("p", {className: "muted"}, `${plural(nodes.length, "node")}, ${plural(leaves.size, "leaf", "leaves")}, ${plural(branchPoints.size, "branch point")}`));
+  box.append(el("p", {className: "muted"}, `${plural(graph.part?.total ?? nodes.length, "node")}, ${plural(leaves.size, "leaf", "leaves")}, ${plural(branchPoints.size, "branch point")}`));
   if ((bundle.paths?.paths || []).length > 1) box.append(trainOnce(bundle.graph.train_once));
   if (!nodes.length) {
     box.append(el("p", {className: "notice"}, "This trajectory has no nodes."));
@@ -130,7 +132,7 @@ export function renderTree(bundle, {openNode, setOpen}) {
     list.append(row);
     if (open) list.append(panel(bundle, node, byId));
   });
-  box.append(list);
+  box.append(list, moreRow(graph.part, "nodes", () => more("graph")));
   return box;
 }
 

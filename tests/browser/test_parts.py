@@ -1,0 +1,50 @@
+"""A record too big for one answer, read as a reader would: opened from its run's table, its Tree
+and Path tabs scrolled to the end, and later nodes arriving in the next parts."""
+
+from playwright.sync_api import expect
+
+from tests.chain import write_chain
+
+CHAIN = 30_000  # /graph and /paths come in parts of PART_ITEMS (5000) nodes: six each
+WAIT = 60_000  # ms: the server reads 30k nodes for the first parts while the page polls
+
+
+def scroll_to_the_end(tab, times=3):
+    """Wheel the drawer's content down, as far as it goes, a few times over."""
+    content = tab.locator(".drawer-content")
+    box = content.bounding_box()
+    tab.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    for _ in range(times):
+        tab.mouse.wheel(0, 10**6)
+        tab.wait_for_timeout(100)
+
+
+def test_scrolling_the_tree_and_the_path_brings_later_nodes(page_over, tmp_path):
+    write_chain(tmp_path / "long", CHAIN)
+    page = page_over(tmp_path / "long")
+    tab = page.open("#/run/long/rollouts")
+    tab.locator("tr.rollout-row", has_text="chain").click()
+    expect(tab.locator("button[data-tab=tree]")).to_be_visible(timeout=WAIT)  # the server reads 30k nodes first
+    tab.locator("button[data-tab=tree]").click()  # CSS, not roles: an accessibility query over 5000 rows is slow
+    rows = tab.locator(".tree-row")
+    expect(rows.first).to_be_visible()
+    expect(tab.locator(".tree-tab > p.muted").first).to_contain_text("30,000 nodes")
+    more = tab.locator("button.more")
+    expect(more).to_have_text("5,000 of 30,000 nodes shown · show more")
+    expect(tab.locator('.tree-row[data-node="n5000"]')).to_have_count(0)
+    scroll_to_the_end(tab)
+    expect(tab.locator('.tree-row[data-node="n5000"]')).to_have_count(1, timeout=WAIT)
+    expect(more).to_contain_text("of 30,000 nodes shown")
+    before = rows.count()
+    more.click()  # the row is a button too
+    expect(rows).not_to_have_count(before, timeout=WAIT)
+
+    tab.locator("button[data-tab=path]").click()
+    expect(tab.locator('.block[data-node="n4999"]')).to_have_count(1, timeout=WAIT)
+    expect(tab.locator('.block[data-node="n5001"]')).to_have_count(0)
+    expect(tab.locator("button.more")).to_have_text("5,000 of 30,000 nodes shown · show more")
+    scroll_to_the_end(tab)
+    later = tab.locator('.block[data-node="n5001"]')
+    expect(later).to_have_count(1, timeout=WAIT)
+    expect(later).to_contain_text("turn 5001")
+    expect(tab.locator("button[data-tab=calls]")).to_have_text("Calls 15000")  # the record's count, not the rows loaded

@@ -1,0 +1,168 @@
+"""Bounded answers: a record of tens of thousands of nodes comes in parts, every record of the
+corpus in one. In process, through the real `Api`, with a small part forced so paging is walked.
+
+The whole each test compares with is computed here from the document itself (node ids 0..N-1 in
+order, each node's parent, its calls), not from the viewer's own whole answer."""
+
+import json
+import shutil
+
+import pytest
+
+from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.watcher import Watcher
+from skycap_viewer.errors import ApiError
+from skycap_viewer.record.frames import compress
+from skycap_viewer.server.api import Api
+from skycap_viewer.views.trajectory import WHOLE, PartLimit
+from skycap_viewer.wire import encode_json
+from tests.chain import chain_document, write_chain
+from tests.conftest import FIXTURES
+
+CHAIN = 30_000
+SMALL = PartLimit(items=400, bytes=96 * 2**10)
+ENVELOPE = 8 * 2**10  # what a part carries beside its items: the first part's header, counts and summaries
+
+
+def api_over(root, limit=SMALL) -> Api:
+    catalog = Catalog([root])
+    Watcher(catalog).poll()
+    return Api(catalog, part_limit=limit)
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    """(api with small parts over the chain's run, the chain's document)."""
+    root = tmp_path_factory.mktemp("parts")
+    document = write_chain(root / "long", CHAIN)
+    return api_over(root), document
+
+
+def ask(api: Api, route: str, **params) -> tuple[dict, int]:
+    """(the answer, its encoded size) of `route` of the chain record."""
+    _, answer = getattr(api, route)("chain", {name: [str(value)] for name, value in params.items()})
+    body = answer if isinstance(answer, bytes) else encode_json(answer)
+    return json.loads(body), len(body)
+
+
+def walk(api: Api, route: str, key, **params) -> tuple[dict, list]:
+    """(the first part, every part's `key` items concatenated), checking each part's window and size."""
+    first, size = ask(api, route, **params)
+    part = first["part"] if key(first) is not None else first["paths"][0]["part"]
+    items, answers = [], [(first, size)]
+    while "next" in part:
+        assert part["next"] == part["to"] > part["from"]
+        answer, size = ask(api, route, **params, **({"path": 0} if route == "paths" else {}), **{"from": part["next"]})
+        assert answer["part"]["from"] == part["to"]
+        part = answer["part"]
+        answers.append((answer, size))
+    for answer, size in answers:
+        assert size <= SMALL.bytes + ENVELOPE, (route, answer["part"] if "part" in answer else None, size)
+        items.extend(key(answer) if key(answer) is not None else key(answer["paths"][0]))
+    assert part["to"] == part["total"] and len(answers) > 2  # the last part says no next; paging was walked
+    return first, items
+
+
+def test_graph_parts_concatenated_are_every_node(chain):
+    api, document = chain
+    first, nodes = walk(api, "graph", lambda a: a.get("nodes"))
+    assert [n["node_id"] for n in nodes] == [f"n{i}" for i in range(CHAIN)]
+    assert [n["parent_node_id"] for n in nodes] == [None if n["parent"] is None else f"n{n['parent']}"
+                                                    for n in document["nodes"]]
+    assert first["part"]["total"] == CHAIN and first["root_node_ids"] == ["n0"]
+    assert first["leaf_node_ids"] == [f"n{CHAIN - 1}"] and first["branch_points"] == []
+    assert first["train_once"]["holds"] and first["train_once"]["model_nodes"] == CHAIN // 2
+
+
+def test_paths_parts_concatenated_are_the_path(chain):
+    api, document = chain
+    first, _ = ask(api, "paths")
+    summary = first["paths"][0]
+    assert summary["node_count"] == summary["part"]["total"] == CHAIN and len(first["paths"]) == 1
+    ids, texts, targets, blocks, messages = [], {}, [], [], []
+    part = {"next": 0}
+    while "next" in part:
+        answer, size = ask(api, "paths", path=0, **{"from": part["next"]})
+        assert size <= SMALL.bytes + ENVELOPE
+        part = answer["part"]
+        ids += answer["node_ids"]
+        targets += answer["targets"]
+        blocks += answer["blocks"]
+        messages += answer["messages"]
+        texts.update(answer["nodes"])
+    every = [f"n{i}" for i in range(CHAIN)]
+    assert ids == every and list(texts) == every
+    assert [texts[i]["text"] for i in every] == [n["message"]["content"] for n in document["nodes"]]
+    assert targets == [f"n{n['id']}" for n in document["nodes"] if n["author"] == "model"]
+    assert [b["node_id"] for b in blocks] == every  # text mode: one block per message
+    assert [m["author"] for m in messages] == [n["author"] for n in document["nodes"]]
+    assert summary["node_ids"] == ids[: summary["part"]["to"]]  # the first part began the same lists
+
+
+def test_exchanges_parts_concatenated_are_every_call(chain):
+    api, document = chain
+    first, rows = walk(api, "exchanges", lambda a: a.get("data"))
+    calls = [f"n{n['id']}" for n in document["nodes"] if n.get("calls")]
+    assert [r["node_id"] for r in rows] == calls
+    assert [r["sequence"] for r in rows] == list(range(len(calls)))
+    assert first["call_count"] == len(calls) and first["failure_count"] == 0
+
+
+@pytest.mark.parametrize("route,params", [
+    ("graph", {"from": -1}), ("graph", {"from": CHAIN}), ("graph", {"from": "x"}),
+    ("exchanges", {"from": CHAIN}), ("paths", {"path": 0, "from": CHAIN}), ("paths", {"path": 0, "from": "2.5"}),
+])
+def test_a_part_the_record_does_not_have_is_a_bad_request(chain, route, params):
+    with pytest.raises(ApiError) as raised:
+        ask(chain[0], route, **params)
+    assert raised.value.status == 400
+
+
+def test_a_path_the_record_does_not_have_is_not_found(chain):
+    with pytest.raises(ApiError) as raised:
+        ask(chain[0], "paths", path=1)
+    assert raised.value.status == 404
+
+
+def test_parts_share_one_record_view(chain):
+    api, _ = chain
+    ask(api, "graph", **{"from": 400})
+    view = next(iter(api.views.entries.values()))[1]
+    rollout = view.rollout
+    ask(api, "graph", **{"from": 800})
+    ask(api, "paths", path=0, **{"from": 800})
+    assert len(api.views.entries) == 1 and view.rollout is rollout
+
+
+def test_forks_of_two_long_paths_diverging_late_are_bounded(tmp_path):
+    document = chain_document(CHAIN)
+    for leaf in range(CHAIN, CHAIN + 3 * SMALL.items):  # a second branch from node 9: long after the fork
+        document["nodes"].append({"id": leaf, "parent": 9 if leaf == CHAIN else leaf - 1, "author": "client",
+                                  "role": "user", "message": {"role": "user", "content": f"other {leaf}"}})
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "chain.json.zst").write_bytes(compress(json.dumps(document).encode()))
+    fork, size = ask(api_over(tmp_path), "forks", a=0, b=1)
+    assert size <= SMALL.bytes + ENVELOPE
+    assert fork["shared_nodes"] == 10 and fork["last_shared_node_id"] == "n9"
+    assert fork["a_nodes_after"] == CHAIN - 10 and fork["b_nodes_after"] == 3 * SMALL.items
+    for side, first in (("a", 10), ("b", CHAIN)):
+        part = fork[f"{side}_part"]
+        assert part["from"] == 10 and part["next"] == part["to"] < part["total"]  # cut, and says where
+        blocks = [b["node_id"] for b in fork[f"{side}_blocks"]]
+        assert blocks == [f"n{i}" for i in range(first, first + part["to"] - 10)]
+
+
+def test_every_corpus_record_comes_in_one_part_equal_to_the_whole(tmp_path):
+    shutil.copytree(FIXTURES, tmp_path / "corpus")
+    api = api_over(tmp_path / "corpus", limit=PartLimit())
+    for snapshot in api.catalog.snapshots():
+        for record_id, row in snapshot.by_id.items():
+            if row.get("unreadable"):
+                continue
+            params = {"run_id": [snapshot.id]}
+            view = api.view(record_id, params)[3]
+            served = json.loads(api.paths(record_id, params)[1])
+            assert served == json.loads(encode_json(view.paths_part(limit=WHOLE)))
+            assert all("next" not in path["part"] for path in served["paths"])
+            assert api.graph(record_id, params)[1] == view.graph_part(limit=WHOLE)
+            assert api.exchanges(record_id, params)[1] == view.exchanges_part(limit=WHOLE)
