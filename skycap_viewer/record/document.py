@@ -46,6 +46,11 @@ def list_record_ids(directory) -> list[str]:
 
 def parse_document(data: bytes, path) -> dict:
     """Decode and validate one document file's bytes; raise `RecordError` if it isn't v1."""
+    return parse_document_sized(data, path)[0]
+
+
+def parse_document_sized(data: bytes, path) -> tuple[dict, int]:
+    """`parse_document`, and the bytes of JSON the document was parsed from (what it weighs in a cache)."""
     try:
         payload = decompress_one_frame(data, file_limit(), "the document")
     except FrameError as error:
@@ -54,6 +59,7 @@ def parse_document(data: bytes, path) -> dict:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as error:
         raise RecordError(path, f"the document is not UTF-8 ({error.reason} at byte {error.start})") from None
+    size = len(payload)
     del payload  # one copy of the text at a time: a document near the limit is parsed in the least room
     try:
         document = json.loads(text, parse_constant=_refuse_constant)
@@ -68,7 +74,7 @@ def parse_document(data: bytes, path) -> dict:
     problem = check_structure(document)
     if problem:
         raise RecordError(path, problem)
-    return document
+    return document, size
 
 
 def read_regular_file(path, what: str = "document", limit: int | None = None) -> bytes:
@@ -108,6 +114,11 @@ def special_kind(mode: int) -> str:
 def read_document(path) -> dict:
     """Read and validate the document at `path`."""
     return parse_document(read_regular_file(path), path)
+
+
+def read_document_sized(path) -> tuple[dict, int]:
+    """`read_document`, and the bytes of JSON it was parsed from."""
+    return parse_document_sized(read_regular_file(path), path)
 
 
 def _refuse_constant(name: str):

@@ -20,8 +20,9 @@ from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
 from skycap_viewer.record.document import document_path
 from skycap_viewer.server.caches import (
-    DOCUMENT_CACHE_SIZE,
+    DOCUMENT_CACHE_BYTES,
     PATHS_CACHE_BYTES,
+    RECORD_VIEW_CACHE_NODES,
     RECORD_VIEW_CACHE_SIZE,
     AnswerCache,
     DocumentCache,
@@ -62,9 +63,10 @@ class Api:
 
     def __init__(self, catalog: Catalog, group_by=DEFAULT_GROUP_BY, part_limit: PartLimit = SERVED_PARTS):
         self.catalog = catalog
-        self.documents = DocumentCache(DOCUMENT_CACHE_SIZE)
+        self.documents = DocumentCache(DOCUMENT_CACHE_BYTES)
         self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions and the part
-        self.views = ViewCache(RECORD_VIEW_CACHE_SIZE)  # RecordViews by the record's files' versions
+        # RecordViews by the record's files' versions
+        self.views = ViewCache(RECORD_VIEW_CACHE_SIZE, RECORD_VIEW_CACHE_NODES, RecordView.node_count)
         self.part_limit = part_limit  # how much one part of /paths, /graph, /exchanges holds
         self.group_by = tuple(group_by)
 

@@ -8,9 +8,11 @@ can no longer come up (an older index generation, an older file version) just ag
   text, up to the request line limit of `server/connections.py`: thousands of distinct long query
   strings must age out like answers do, not pile up as keys); held by the HTTP server.
 - `/paths` answers: `AnswerCache` by the versions of the record's files, `PATHS_CACHE_BYTES`.
-- Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_SIZE` of them.
+- Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_BYTES` of their
+  JSON (the last one read kept whatever its size); readers of one version share one read.
 - A record's derived structures (`views.trajectory.RecordView`: its rollout, tokens, block bounds):
-  `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them, so each part
+  `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them and at most
+  `RECORD_VIEW_CACHE_NODES` nodes (the last one made kept whatever its size), so each part
   of a big record's answers does not build its rollout again.
 - Elsewhere, beside what they cache: a snapshot's derived views (sort orders, groupings, run
   facts) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
@@ -24,14 +26,15 @@ from collections import OrderedDict
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
-from skycap_viewer.record.document import document_path, read_document
+from skycap_viewer.record.document import document_path, read_document_sized
 from skycap_viewer.wire import RawJson
 
 LISTING_CACHE_BYTES = 8 * 2**20
 ENTRY_OVERHEAD_BYTES = 256  # an entry's dict slot, key tuple and objects, beside the text `key_bytes` counts
 PATHS_CACHE_BYTES = 12 * 2**20  # a 66k-token rollout's /paths is ~3 MB
-DOCUMENT_CACHE_SIZE = 16
-RECORD_VIEW_CACHE_SIZE = 4  # rollouts being looked at: a 1M-node chain's view is ~0.5 GB beside its ~1 GB document
+DOCUMENT_CACHE_BYTES = 48 * 2**20  # of JSON: a few hundred ordinary documents, or one very big one
+RECORD_VIEW_CACHE_SIZE = 4  # rollouts being looked at...
+RECORD_VIEW_CACHE_NODES = 400_000  # ...and their nodes: a 1M-node chain's view is ~0.5 GB beside its ~1 GB document
 
 
 class AnswerCache:
@@ -85,11 +88,16 @@ def key_bytes(key) -> int:
 
 
 class DocumentCache:
-    """A few parsed documents, keyed by the file's version, so a rewritten record is reread."""
+    """Parsed documents by the file's version, so a rewritten record is reread, at most `max_bytes` of
+    the JSON they were parsed from (a parsed document takes several times that): the one read last is
+    kept whatever its size, as it is the record being looked at. Requests that miss together (the page
+    asks for a record's paths, graph and calls at once) share one read, under the version's own lock."""
 
-    def __init__(self, size: int):
-        self.size = size
-        self.entries: OrderedDict = OrderedDict()
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.entries: OrderedDict = OrderedDict()  # version -> (document, JSON bytes)
+        self.size = 0
+        self.reading: dict = {}  # version -> the lock its one reader holds
         self.lock = threading.Lock()
 
     @staticmethod
@@ -104,22 +112,44 @@ class DocumentCache:
     def holds(self, version: tuple, document: dict) -> bool:
         """Whether `document` is the cached parse of that version of its file."""
         with self.lock:
-            return self.entries.get(version) is document
+            entry = self.entries.get(version)
+            return entry is not None and entry[0] is document
+
+    def cached(self, key: tuple) -> dict | None:
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is None:
+                return None
+            self.entries.move_to_end(key)
+            return entry[0]
 
     def get(self, path: Path) -> dict:
         key = self.version(path)
-        with self.lock:
-            if key in self.entries:
-                self.entries.move_to_end(key)
-                return self.entries[key]
-        document = read_document(path)
-        if self.version(path) != key:  # replaced while being read: not the version the key names
+        document = self.cached(key)
+        if document is not None:
             return document
         with self.lock:
-            self.entries[key] = document
-            while len(self.entries) > self.size:
-                self.entries.popitem(last=False)
-        return document
+            reading = self.reading.setdefault(key, threading.Lock())
+        with reading:
+            try:
+                document = self.cached(key)  # read by the request this one waited for
+                if document is not None:
+                    return document
+                document, size = read_document_sized(path)
+                if self.version(path) == key:  # not replaced while being read: the version the key names
+                    self.keep(key, document, size)
+                return document
+            finally:
+                with self.lock:
+                    self.reading.pop(key, None)
+
+    def keep(self, key: tuple, document: dict, size: int):
+        with self.lock:
+            self.entries[key] = (document, size)
+            self.size += size
+            while self.size > self.max_bytes and len(self.entries) > 1:
+                _, (_, old) = self.entries.popitem(last=False)
+                self.size -= old
 
 
 def files_version(directory, record_id: str, present: set) -> tuple | None:
@@ -135,20 +165,23 @@ def files_version(directory, record_id: str, present: set) -> tuple | None:
 
 
 class ViewCache:
-    """The last few values made for a key (least recently used out). Requests that miss together
+    """The last few values made for a key (least recently used out), at most `size` of them and at most
+    `max_weight` by `weigh` (the one made last is kept whatever it weighs). Requests that miss together
     wait for one to make it (a page asks for a record's paths, graph and calls at once: one rollout
     is built, not three), under the key's own lock, so other keys are not held up."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, max_weight: float = float("inf"), weigh=lambda value: 0):
         self.size = size
-        self.entries: OrderedDict = OrderedDict()  # key -> [lock, value or None]
+        self.max_weight = max_weight
+        self.weigh = weigh
+        self.entries: OrderedDict = OrderedDict()  # key -> [lock, value or None, weight]
         self.lock = threading.Lock()
 
     def get(self, key, make):
         with self.lock:
             slot = self.entries.get(key)
             if slot is None:
-                slot = self.entries[key] = [threading.Lock(), None]
+                slot = self.entries[key] = [threading.Lock(), None, 0]
                 while len(self.entries) > self.size:
                     self.entries.popitem(last=False)
             else:
@@ -156,7 +189,19 @@ class ViewCache:
         with slot[0]:
             if slot[1] is None:
                 slot[1] = make()
+                slot[2] = self.weigh(slot[1])
+                self.trim(key)
             return slot[1]
+
+    def trim(self, newest):
+        """Drop the least recently used values until the rest weigh at most `max_weight`."""
+        with self.lock:
+            weight = sum(slot[2] for slot in self.entries.values())
+            for key in list(self.entries):
+                if weight <= self.max_weight:
+                    break
+                if key != newest:
+                    weight -= self.entries.pop(key)[2]
 
     def drop(self, key):
         with self.lock:

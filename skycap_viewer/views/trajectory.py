@@ -294,6 +294,10 @@ class RecordView:
         self.context = dict(context)
         self.laid: dict[int, tuple] = {}  # id(PathView) -> its `layout`, for as long as its rollout lives
 
+    def node_count(self) -> int:
+        """What the view weighs in a cache: its derived structures grow with the record's nodes."""
+        return len(self.document["nodes"])
+
     @cached_property
     def rollout(self) -> Rollout:
         return Rollout(self.document, self.present, self.file_id)
