@@ -46,6 +46,7 @@ from skycap_viewer.views.listing import (
     rows_in_order,
 )
 from skycap_viewer.views.trajectory import exchanges_payload, forks_payload, graph_payload, paths_payload
+from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import RawJson, encode_json
 
 FLAG_KEY = itemgetter("_flagkey")
@@ -260,6 +261,13 @@ class Api:
             return 200, forks_payload(document, present_sidecars(directory, document), record_id, a, b)
         except IndexError as error:
             raise ApiError(404, f"no path {a} or {b}: {error}") from None
+
+    def values(self, params):
+        """The task ids and annotation values of one run with their counts, for the picker."""
+        run_id = one(params, "run_id")
+        if run_id is None:
+            raise ApiError(400, "values are listed per run: pass run_id")
+        return 200, values_payload(self.scope(params)[0], one(params, "q"), parse_limit(params))
 
     # -- groups ---------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ can no longer come up (an older index generation, an older file version) just ag
 - `/paths` answers: `AnswerCache` by the versions of the record's files, `PATHS_CACHE_BYTES`.
 - Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_SIZE` of them.
 - Elsewhere, beside what they cache: a snapshot's derived views (sort orders, groupings, run
-  facts) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
+  facts, the picker's value tables) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
   `Group.encoded`, its grouping's life long; an encoded answer's gzip form on the `RawJson`
   itself; each run's rows across restarts in the persisted index (`catalog/persisted.py`).
 """
