@@ -11,7 +11,8 @@ The layers, in the order the data flows (each imports only the ones before it, a
 - `catalog/`: the runs being served: discovery, the index row of a record, the in-memory run index
   and its snapshots, the persisted index, the worker pool and the polling watcher.
 - `views/`: answers computed from the catalog and records: listings (filters, sorts, pages, health),
-  GRPO groups, and the answers about one record (paths, graph, calls, forks).
+  GRPO groups, the picker's values (`values`), and the answers about one record (paths, graph,
+  calls, forks).
 - `server/` (HTTP: the API, its caches, routes and request policy in `web`, what one connection
   may hold in `connections`, `serve`) and
   `commands/` (`check`, `show`, `summary` in a terminal) sit side by side on top; neither imports

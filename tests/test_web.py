@@ -96,6 +96,7 @@ def route_targets(web):
         "forks": f"/v1/trajectories/{FORKED}/forks?a=0&b=1",
         "groups": "/v1/groups?run_id=groups",
         "group": f"/v1/groups/{group}?run_id=groups",
+        "values": "/v1/values?run_id=groups",
     }
 
 

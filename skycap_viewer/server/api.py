@@ -34,22 +34,22 @@ from skycap_viewer.views.groups import (
     GROUP_SORT_KEYS,
     build_grouping,
     grouping_of,
-    is_rollout_flag,
     repetition_of,
 )
 from skycap_viewer.views.listing import (
     Filters,
     health,
+    is_rollout_flag,
     one,
     ordered_by,
     page,
-    parse_flag,
     parse_page,
     parse_sort,
     reward_range,
     rows_in_order,
 )
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
+from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import RawJson, encode_json
 
 FLAG_KEY = itemgetter("_flagkey")
@@ -132,7 +132,6 @@ class Api:
     def trajectories(self, params):
         snapshots = self.scope(params)
         filters = Filters.parse(params)
-        flag = parse_flag(params)
         key, order, _ = parse_sort(params)
         limit, offset = parse_page(params)
         ungrouped = one(params, "ungrouped") == "true"  # only the rows no group holds (the Groups view's notice)
@@ -146,9 +145,9 @@ class Api:
                       for s in snapshots}
             matching = [row for row in matching if by_run[row["_run"]].is_ungrouped(row)]
         band = memo(("health",), lambda: health(map(FLAG_KEY, matching), "rollouts", *coverage(snapshots)))
-        if flag is not None:
-            matching = [row for row in matching if flag in row["flags"]]
-        rewards = memo(("reward_range", flag), lambda: reward_range(row["_keys"]["reward"] for row in matching))
+        matching = filters.flagged(matching)
+        rewards = memo(("reward_range", filters.flags, filters.exclude_flags),
+                       lambda: reward_range(row["_keys"]["reward"] for row in matching))
         runs = {s.id: s.location for s in snapshots}
         listing = page(matching, limit, offset)
         listing["data"] = encoded_rows(listing["data"], runs)
@@ -285,6 +284,13 @@ class Api:
         except IndexError as error:
             raise ApiError(404, f"no path {a} or {b}: {error}") from None
 
+    def values(self, params):
+        """The task ids and annotation values of one run with their counts, for the picker."""
+        run_id = one(params, "run_id")
+        if run_id is None:
+            raise ApiError(400, "values are listed per run: pass run_id")
+        return 200, values_payload(self.scope(params)[0], one(params, "q"), parse_limit(params))
+
     # -- groups ---------------------------------------------------------------------------
 
     def group_keys(self, params) -> tuple:
@@ -307,7 +313,6 @@ class Api:
         keys, groupings = self.groupings(params)
         snapshots = [snapshot for snapshot, _ in groupings]
         filters = Filters.parse(params)
-        flag = parse_flag(params)
         key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("step", "desc"))
         limit, offset = parse_page(params)
         listed = []  # (run id, group, members matching the filters)
@@ -325,10 +330,10 @@ class Api:
                    for row in (filters.select(grouping.ungrouped) if filters else grouping.ungrouped)]
         count = sum(len(grouping.groups) for _, grouping in groupings) + len(keyless)
         band = health(chain(map(group_band_key, listed), map(FLAG_KEY, keyless)), "groups", count, count)
-        ungrouped = sum(1 for row in keyless if flag is None or flag in row["flags"])
-        if flag is not None:
+        ungrouped = len(filters.flagged(keyless))
+        if filters.by_flag:
             listed = [(run_id, group, kept) for run_id, group, matched in listed
-                      if (kept := flagged_members(group, matched, flag))]
+                      if (kept := flagged_members(group, matched, filters))]
         if key != "step" or order != "desc" or len(snapshots) > 1:
             listed = ordered_by(listed, lambda item: item[1].keys[key], order)
         chunk = page(listed, limit, offset)
@@ -357,22 +362,19 @@ class Api:
             raise ApiError(400, f"group {group_key} is in several runs ({runs}): pass run_id")
         snapshot, group = found[0]
         filters = Filters.parse(params)
-        flag = parse_flag(params)
         key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("reward", "desc"))
-        judged = bool(filters) or is_rollout_flag(flag)
+        members = filters.rollout_only()  # a member is judged by the row filters and the rollout flags
+        judged = bool(members) or members.by_flag
         runs = {snapshot.id: snapshot.location}
 
         def shown(row, **extra):
-            match = None
-            if judged:
-                flagged = not is_rollout_flag(flag) or flag in row["flags"]
-                match = filters.matches(row) and flagged
+            match = members.matches(row) if judged else None
             return {**with_run(row, runs), "repetition_id": repetition_of(row), **extra, "match": match}
 
         matched = filters.select(group.members) if filters else group.members
         rollouts = ordered_by(group.counting, lambda row: row["_keys"][key], order)
         return 200, {
-            "group": {**group.summary(snapshot.id), "matching": len(flagged_members(group, matched, flag))},
+            "group": {**group.summary(snapshot.id), "matching": len(flagged_members(group, matched, filters))},
             "sort": {"key": key, "order": order},
             "reward_range": reward_range(group.rewards),
             "group_by": list(keys),
@@ -449,10 +451,14 @@ def group_band_key(item) -> str:
     return " ".join(set(group.flags) | {flag for row in matched for flag in row["flags"]})
 
 
-def flagged_members(group, matched: list, flag: str | None) -> list:
-    """The members that keep a group under `flag`: all matched ones for a group flag it carries."""
-    if flag is None:
+def flagged_members(group, matched: list, filters: Filters) -> list:
+    """The members that keep a group under the filters' flags: none unless the group carries every
+    required group flag and no excluded one; then the matched members that carry every required
+    rollout flag and no excluded one (all of them when only group flags are asked)."""
+    if not filters.by_flag:
         return matched
-    if not is_rollout_flag(flag):
-        return matched if flag in group.flags else []
-    return [row for row in matched if flag in row["flags"]]
+    if not all(flag in group.flags for flag in filters.flags if not is_rollout_flag(flag)):
+        return []
+    if any(flag in group.flags for flag in filters.exclude_flags if not is_rollout_flag(flag)):
+        return []
+    return filters.rollout_only().flagged(matched)

@@ -15,7 +15,7 @@ can no longer come up (an older index generation, an older file version) just ag
   `RECORD_VIEW_CACHE_NODES` nodes (the last one made kept whatever its size), so each part
   of a big record's answers does not build its rollout again.
 - Elsewhere, beside what they cache: a snapshot's derived views (sort orders, groupings, run
-  facts) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
+  facts, the picker's value tables) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
   `Group.encoded`, its grouping's life long; an encoded answer's gzip form on the `RawJson`
   itself; each run's rows across restarts in the persisted index (`catalog/persisted.py`).
 """

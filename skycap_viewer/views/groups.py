@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from skycap_viewer.catalog.index import Snapshot
-from skycap_viewer.flags import FLAG_BY_NAME, GROUP_FLAGS, row_flags
+from skycap_viewer.flags import GROUP_FLAGS, row_flags
 from skycap_viewer.record.fields import attempt_of, reward_as_number, scalar_text
 from skycap_viewer.views.listing import ordered_by
 from skycap_viewer.wire import encode_json
@@ -233,7 +233,3 @@ def split_attempts(key: str, values: dict, rows: list) -> Group:
 
 def grouping_of(snapshot: Snapshot, keys: tuple) -> Grouping:
     return snapshot.memoized(("groups", keys), lambda: build_grouping(snapshot.rows, keys))
-
-
-def is_rollout_flag(flag: str | None) -> bool:
-    return flag is not None and FLAG_BY_NAME[flag].unit == "rollout"

@@ -4,8 +4,9 @@ Everything here loops over rows already in memory and their precomputed `_keys`;
 orders are memoized per snapshot, so a poll that changes nothing costs one pass of filters.
 """
 
+import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from skycap_viewer.catalog.index import Snapshot, default_order_key
 from skycap_viewer.catalog.rows import SORT_KEYS
@@ -23,37 +24,89 @@ def one(params: dict, name: str) -> str | None:
     return values[-1] if values and values[-1] != "" else None
 
 
+def number(params: dict, name: str) -> float | None:
+    """A numeric query parameter, or None when absent; anything else is a 400."""
+    value = one(params, name)
+    if value is None:
+        return None
+    try:
+        parsed = float(value)
+    except ValueError:
+        parsed = math.nan
+    if math.isnan(parsed):
+        raise ApiError(400, f"{name} must be a number, not {value!r}")
+    return parsed
+
+
+def flag_names(params: dict, name: str) -> tuple[str, ...]:
+    """The distinct flags a repeatable parameter names, in the order given; an unknown one is a 400."""
+    names = tuple(dict.fromkeys(value for value in params.get(name, []) if value))
+    for flag in names:
+        if flag not in FLAG_BY_NAME:
+            raise ApiError(400, f"{name} must be one of {', '.join(FLAG_BY_NAME)}")
+    return names
+
+
 @dataclass
 class Filters:
+    """What a listing keeps: the row filters (`select`, before the health band is counted) and
+    the flags every kept row must carry and must not carry (`flagged`, after it), so the band
+    shows what choosing a flag would keep. All of them must hold."""
+
     step: float | None = None
     task_id: str | None = None
     status: str | None = None
     annotations: list = field(default_factory=list)  # (key, value or None for "present")
     q: str | None = None
+    reward_min: float | None = None  # inclusive; a row without a numeric reward is outside any range
+    reward_max: float | None = None
+    flags: tuple = ()  # required
+    exclude_flags: tuple = ()
 
     @classmethod
     def parse(cls, params: dict) -> "Filters":
-        step = one(params, "step")
-        if step is not None:
-            try:
-                step = float(step)
-            except ValueError:
-                raise ApiError(400, f"step must be a number, not {step!r}") from None
         annotations = []
         for value in params.get("annotation", []):
             if value:
                 key, sep, wanted = value.partition("=")
                 annotations.append((key, wanted if sep else None))
         q = one(params, "q")
-        return cls(step, one(params, "task_id"), one(params, "status"), annotations, q.lower() if q else None)
+        return cls(number(params, "step"), one(params, "task_id"), one(params, "status"), annotations,
+                   q.lower() if q else None, number(params, "reward_min"), number(params, "reward_max"),
+                   flag_names(params, "flag"), flag_names(params, "exclude_flag"))
 
     def __bool__(self):
-        values = (self.step, self.task_id, self.status, self.q)
+        """Whether a row filter is set (the flags are not row filters: see `flagged`)."""
+        values = (self.step, self.task_id, self.status, self.q, self.reward_min, self.reward_max)
         return any(v is not None for v in values) or bool(self.annotations)
+
+    @property
+    def by_flag(self) -> bool:
+        return bool(self.flags or self.exclude_flags)
+
+    def rollout_only(self) -> "Filters":
+        """The same filters with only the rollout flags: what a group's members are judged by."""
+        return replace(self, flags=tuple(f for f in self.flags if is_rollout_flag(f)),
+                       exclude_flags=tuple(f for f in self.exclude_flags if is_rollout_flag(f)))
+
+    def flagged(self, rows) -> list:
+        """The rows carrying every required flag and no excluded one, one pass per flag."""
+        rows = list(rows)
+        for flag in self.flags:
+            rows = [row for row in rows if flag in row["flags"]]
+        for flag in self.exclude_flags:
+            rows = [row for row in rows if flag not in row["flags"]]
+        return rows
 
     def select(self, rows) -> list:
         """The rows that match, one tight pass per active filter (what big listings use)."""
         rows = list(rows)
+        if self.reward_min is not None:
+            low = self.reward_min
+            rows = [row for row in rows if (r := row["_keys"]["reward"]) is not None and r >= low]
+        if self.reward_max is not None:
+            high = self.reward_max
+            rows = [row for row in rows if (r := row["_keys"]["reward"]) is not None and r <= high]
         if self.step is not None:
             rows = [row for row in rows if row["step"] == self.step]
         if self.task_id is not None:
@@ -75,14 +128,12 @@ class Filters:
         return True
 
     def matches(self, row: dict) -> bool:
-        return bool(self.select((row,)))
+        """The row passes the row filters and the flags (a group's member is judged by `rollout_only`)."""
+        return bool(self.flagged(self.select((row,))))
 
 
-def parse_flag(params: dict) -> str | None:
-    flag = one(params, "flag")
-    if flag is not None and flag not in FLAG_BY_NAME:
-        raise ApiError(400, f"flag must be one of {', '.join(FLAG_BY_NAME)}")
-    return flag
+def is_rollout_flag(flag: str | None) -> bool:
+    return flag is not None and FLAG_BY_NAME[flag].unit == "rollout"
 
 
 def parse_sort(params: dict, keys=SORT_KEYS, default=("created", "desc")) -> tuple[str, str, bool]:

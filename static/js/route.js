@@ -1,20 +1,22 @@
 // The URL hash holds the whole view, so a pasted link shows exactly the same thing:
 //   #/run/<run>[/groups|/rollouts][/t/<trajectory>]?<query>
-// query keys: step task status ann (repeatable "key=value") q flag ungrouped=1 (the Rollouts
-//             view's "no group key" filter: the rollouts no group holds) sort order page
+// query keys: step task status ann (repeatable "key=value") q flag (repeatable: every one required)
+//             xflag (repeatable: every one excluded) rmin rmax (the reward range, inclusive)
+//             ungrouped=1 (the Rollouts view's "no group key" filter: the rollouts no group holds) sort order page
 //             open (group keys, comma separated) tab path fa fb
 //             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
 //             characters shown, sampled tokens coloured by logprob)
 // The drawer's keys (tab .. lp) are written only while a rollout is open, and only when not
 // the default.
 
-const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "ungrouped", "sort", "order", "page", "open",
+const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
+  "page", "open",
   "tab", "path", "fa", "fb", "given", "controls", "logprobs"];
 const DRAWER_KEYS = ["tab", "path", "fa", "fb", "given", "controls", "logprobs"];
 export const TABS = ["path", "tree", "forks", "calls", "json"];
 
 export function emptyState() {
-  return {run: null, view: null, traj: null, step: "", task: "", status: "", ann: [], q: "", flag: "", ungrouped: false,
+  return {run: null, view: null, traj: null, ...clearedFilters(),
     sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1,
     given: true, controls: false, logprobs: false};
 }
@@ -34,8 +36,8 @@ export function parse(hash) {
     if (rest[0] === "t" && rest[1]) state.traj = rest[1];
   }
   const query = new URLSearchParams(queryPart);
-  for (const key of ["step", "task", "status", "q", "flag", "sort", "order"]) state[key] = query.get(key) || "";
-  state.ann = query.getAll("ann").filter(Boolean);
+  for (const key of ["step", "task", "status", "q", "rmin", "rmax", "sort", "order"]) state[key] = query.get(key) || "";
+  for (const key of ["ann", "flag", "xflag"]) state[key] = [...new Set(query.getAll(key).filter(Boolean))];
   const rawOpen = queryPart.split("&").find((pair) => pair.startsWith("open="))?.slice(5) || "";
   state.open = rawOpen.split(",").filter(Boolean).map(decodeURIComponent);
   state.ungrouped = query.get("ungrouped") === "1";
@@ -59,7 +61,7 @@ export function format(state) {
   const add = (key, value) => query.push(`${key}=${encodeURIComponent(value)}`);
   for (const key of QUERY_KEYS) {
     const value = state[key];
-    if (key === "ann") value.forEach((item) => add("ann", item));
+    if (key === "ann" || key === "flag" || key === "xflag") value.forEach((item) => add(key, item));
     else if (key === "open") {
       if (value.length) query.push(`open=${value.map(encodeURIComponent).join(",")}`);
     } else if (key === "ungrouped") {
@@ -77,15 +79,30 @@ export function format(state) {
   return query.length ? `${path}?${query.join("&")}` : path;
 }
 
-/** True when any rollout filter (not the flag) is set. */
-export function hasFilters(state) {
-  return Boolean(state.step || state.task || state.status || state.ann.length || state.q);
+/** The state of every filter unset: what "clear all" goes to. */
+export function clearedFilters() {
+  return {step: "", task: "", status: "", ann: [], q: "", rmin: "", rmax: "", flag: [], xflag: [], ungrouped: false};
 }
 
-/** The server's query parameters for the current filters (and flag). */
+/** True when any rollout filter (not the flags) is set. */
+export function hasFilters(state) {
+  return Boolean(state.step || state.task || state.status || state.ann.length || state.q || state.rmin || state.rmax);
+}
+
+/** True when any filter at all is set, the flags and "no group key" included. */
+export function anyFilter(state) {
+  return hasFilters(state) || hasFlags(state) || state.ungrouped;
+}
+
+export function hasFlags(state) {
+  return Boolean(state.flag.length || state.xflag.length);
+}
+
+/** The server's query parameters for the current filters (and flags). */
 export function filterParams(state) {
   return {run_id: state.run, step: state.step, task_id: state.task, status: state.status,
-    annotation: state.ann, q: state.q, flag: state.flag};
+    annotation: state.ann, q: state.q, reward_min: state.rmin, reward_max: state.rmax,
+    flag: state.flag, exclude_flag: state.xflag};
 }
 
 /** The Rollouts view's parameters: the filters, and `ungrouped=true` for the "no group key" chip. */

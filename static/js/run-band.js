@@ -1,29 +1,43 @@
-// The run page's health band: one chip per flag with its count over the filtered run. Clicking a
-// chip filters to it; clicking the active chip clears the filter.
+// The run page's health band: one chip per flag with its count over the filtered run (the server
+// counts it before the flags apply, so each count says what requiring that flag would keep).
+// Clicking a chip requires its flag (several may be required at once: rows must carry them all);
+// shift- or alt-clicking excludes it; clicking a required or excluded chip again lets it go.
 
 import {el} from "./dom.js";
 import {num} from "./format.js";
 import {flagInfo} from "./viewer.js";
 
-export function band(health, activeFlag, onToggle) {
-  const node = el("div", {className: "band", role: "toolbar", "aria-label": "record health"});
+const HOW = "Click to require it, shift-click (or alt-click) to exclude it.";
+
+/** The flags patch after a click on `flag`: `exclude` toggles its exclusion, else its requirement. */
+function toggled(flag, required, excluded, exclude) {
+  const without = (list) => list.filter((name) => name !== flag);
+  if (exclude) return {flag: without(required), xflag: excluded.includes(flag) ? without(excluded) : [...excluded, flag]};
+  return {flag: required.includes(flag) ? without(required) : [...required, flag], xflag: without(excluded)};
+}
+
+export function band(health, required, excluded, onChange) {
+  const node = el("div", {className: "band", role: "toolbar", "aria-label": "record health", title: HOW});
   if (!health) return node;
   const counts = (health.counts || []).filter(([, count]) => count > 0)
     .sort((a, b) => flagInfo(a[0]).order - flagInfo(b[0]).order);
   const unit = health.unit || "rollouts";
-  for (const [flag, count] of counts) {
+  const chip = (flag, count) => {
     const info = flagInfo(flag);
-    const active = flag === activeFlag;
-    node.append(el("button", {
-      type: "button", className: `chip level-${info.level}${active ? " active" : ""}`,
-      title: `${info.why}. ${active ? "Click to show every row again." : "Click to show only these."}`,
-      "aria-pressed": active ? "true" : "false", dataset: {flag},
-      onclick: () => onToggle(active ? "" : flag),
-    }, el("span", {className: "bead"}), el("span", {className: "chip-count"}, num(count)), ` ${flag}`));
-  }
-  if (activeFlag && !counts.some(([flag]) => flag === activeFlag)) {
-    node.append(el("button", {type: "button", className: "chip active", dataset: {flag: activeFlag},
-      title: "Click to show every row again.", onclick: () => onToggle("")}, `0 ${activeFlag}`));
+    const state = required.includes(flag) ? "required" : excluded.includes(flag) ? "excluded" : "";
+    const now = state === "required" ? "Required: click to let it go." : state === "excluded"
+      ? "Excluded: shift-click to let it go, click to require it instead." : HOW;
+    return el("button", {
+      type: "button", className: `chip level-${info.level}${state ? ` active ${state}` : ""}`,
+      title: `${info.why}. ${now}`, "aria-pressed": state === "required" ? "true" : state ? "mixed" : "false",
+      dataset: {flag, flagState: state || "off"},
+      onclick: (event) => onChange(toggled(flag, required, excluded, event.shiftKey || event.altKey)),
+    }, el("span", {className: "bead"}), el("span", {className: "chip-count"}, num(count)),
+    state === "excluded" ? ` not ${flag}` : ` ${flag}`);
+  };
+  for (const [flag, count] of counts) node.append(chip(flag, count));
+  for (const flag of [...required, ...excluded]) {
+    if (!counts.some(([name]) => name === flag)) node.append(chip(flag, 0));
   }
   const scanned = health.scanned ?? health.total;
   if (health.total !== undefined && scanned < health.total) {
@@ -31,5 +45,6 @@ export function band(health, activeFlag, onToggle) {
   } else if (!counts.length) {
     node.append(el("span", {className: "muted small"}, `${num(scanned ?? 0)} of ${num(health.total ?? 0)} ${unit} scanned, nothing flagged.`));
   }
+  if (counts.length) node.append(el("span", {className: "band-hint muted small"}, "click: require · shift-click: exclude"));
   return node;
 }

@@ -9,7 +9,8 @@ import {num, plural} from "./format.js";
 import {GroupsTable} from "./run-groups.js";
 import {rewardLegend} from "./reward.js";
 import {rolloutsTable} from "./run-rollouts.js";
-import {emptyState, filterParams, format, hasFilters, rolloutParams} from "./route.js";
+import {FilterBar} from "./run-filters.js";
+import {emptyState, filterParams, format, hasFilters, hasFlags, rolloutParams} from "./route.js";
 import {kindLegend} from "./strip.js";
 
 const LIMIT = 100;
@@ -75,16 +76,8 @@ export class RunPage {
     this.listingKey = null;
     this.groups.reset();
     this.cursors = new Map([[1, null]]);
-    this.searchBox = el("input", {type: "search", id: "search", placeholder: "search id, meta, annotations",
-      "aria-label": "search", autocomplete: "off"});
-    let timer = null;
-    const apply = () => {
-      clearTimeout(timer);
-      if (this.searchBox.value.trim() !== this.state.q) this.filter({q: this.searchBox.value.trim()});
-    };
-    this.searchBox.addEventListener("change", apply);
-    this.searchBox.addEventListener("keydown", (event) => { if (event.key === "Enter") apply(); });
-    this.searchBox.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(apply, 600); });
+    this.filterBar = new FilterBar((patch) => this.filter(patch));
+    this.filterBar.setRun(runId);
     this.headBox = el("header", {className: "run-head"});
     this.toggleBox = el("div", {className: "view-toggle", role: "tablist", "aria-label": "view"});
     this.bandTitle = el("p", {className: "band-title muted small"});
@@ -123,48 +116,19 @@ export class RunPage {
     replace(this.toggleBox, !run.groupable ? null : ["groups", "rollouts"].map((name) => el("button", {
       type: "button", role: "tab", className: `toggle${view === name ? " active" : ""}`, dataset: {view: name},
       "aria-selected": view === name ? "true" : "false",
-      onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: "", ungrouped: false, page: 1}),
+      onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: [], xflag: [], ungrouped: false,
+        page: 1}),
     }, name === "groups" ? `groups ${num(run.group_count ?? 0)}` : `rollouts ${num(run.trajectory_count ?? 0)}`)));
   }
 
   drawFilters() {
     const run = this.run || {};
     const state = this.state;
-    const signature = JSON.stringify([run.id, run.steps, run.step_counts, run.tasks, run.statuses, run.annotations,
-      state.step, state.task, state.status, state.ann, state.q, state.ungrouped, this.view()]);
+    const signature = JSON.stringify([run.id, run.steps, run.step_counts, run.statuses, state.step, state.task,
+      state.status, state.ann, state.q, state.rmin, state.rmax, state.flag, state.xflag, state.ungrouped, this.view()]);
     if (signature === this.filterSignature) return;
     this.filterSignature = signature;
-    const steps = run.steps || [];
-    const parts = [];
-    if (steps.length > 1 || state.step) {
-      parts.push(select([["", `all steps (${num(steps.length)})`],
-        ...steps.map((s) => [String(s), `step ${s} (${num(run.step_counts?.[s] ?? 0)})`])],
-      state.step, (value) => this.filter({step: value}), {"aria-label": "step", dataset: {filter: "step"}}));
-    }
-    const tasks = run.tasks || [];
-    parts.push(select([["", `all tasks (${num(tasks.length)})`], ...tasks.map((t) => [t.id, `${t.id} (${num(t.count)})`])],
-      state.task, (value) => this.filter({task: value}), {"aria-label": "task", dataset: {filter: "task"}}));
-    const statuses = Object.entries(run.statuses || {});
-    parts.push(select([["", "any status"], ...statuses.map(([s, n]) => [s, `${s} (${num(n)})`])],
-      state.status, (value) => this.filter({status: value}), {"aria-label": "status", dataset: {filter: "status"}}));
-    const annotations = Object.entries(run.annotations || {}).flatMap(([key, values]) =>
-      Object.entries(values).map(([value, n]) => [`${key}=${value}`, `${key} = ${value} (${num(n)})`]));
-    parts.push(select([["", "any annotation"], ...annotations], state.ann[0] || "",
-      (value) => this.filter({ann: value ? [value] : []}), {"aria-label": "annotation", dataset: {filter: "ann"}}));
-    if (document.activeElement !== this.searchBox) this.searchBox.value = state.q;
-    parts.push(this.searchBox);
-    if (state.ungrouped && this.view() === "rollouts") {
-      parts.push(el("button", {type: "button", className: "chip filter-chip active", dataset: {filter: "ungrouped"},
-        "aria-pressed": "true", title: "only the rollouts that carry no group key: click to show every rollout",
-        onclick: () => this.filter({ungrouped: false})}, "no group key ×"));
-    }
-    if (hasFilters(state)) {
-      parts.push(el("button", {type: "button", className: "ghost", onclick: () => {
-        this.searchBox.value = "";
-        this.filter({step: "", task: "", status: "", ann: [], q: ""});
-      }}, "clear filters"));
-    }
-    replace(this.filterBox, parts);
+    replace(this.filterBox, this.filterBar.draw(state, run, this.view()));
   }
 
   filter(patch) {
@@ -213,15 +177,17 @@ export class RunPage {
     const view = this.view();
     const unit = view === "groups" ? "groups" : "rollouts";
     const ungrouped = view === "rollouts" && state.ungrouped;
+    const range = state.rmin || state.rmax ? `reward ${state.rmin || "…"} to ${state.rmax || "…"}` : null;
     const scope = [state.step && `step ${state.step}`, state.task && `task ${state.task}`, state.status,
-      ...state.ann, state.q && `"${state.q}"`, ungrouped && "no group key"].filter(Boolean).join(" · ") || "across the run";
+      ...state.ann, state.q && `"${state.q}"`, range, ungrouped && "no group key"].filter(Boolean).join(" · ") || "across the run";
     const counted = (listing.health?.unit || unit) === "groups"
       ? "groups, each counted once per flag it or a matching rollout carries, and each rollout with no group key once per flag"
       : ungrouped ? "rollouts with no group key, each counted once per flag" : "rollouts, each counted once per flag";
     this.bandTitle.textContent = `record health · ${counted} · ${scope}`;
-    replace(this.bandBox, band(listing.health, state.flag, (flag) => this.go({flag, page: 1})));
-    replace(this.titleBox, unit, state.flag ? ` · flagged ${state.flag}` : "",
-      view === "groups" && (hasFilters(state) || state.flag) ? el("span", {className: "muted small"},
+    replace(this.bandBox, band(listing.health, state.flag, state.xflag, (patch) => this.go({...patch, page: 1})));
+    const flagged = [...state.flag, ...state.xflag.map((flag) => `not ${flag}`)].join(", ");
+    replace(this.titleBox, unit, flagged ? ` · flagged ${flagged}` : "",
+      view === "groups" && (hasFilters(state) || hasFlags(state)) ? el("span", {className: "muted small"},
         " · matching rollouts emphasised when expanded") : "");
     replace(this.legendBox, rewardLegend(listing.reward_range), view === "rollouts" ? kindLegend() : null);
     replace(this.noticeBox, view === "groups" ? this.ungroupedNotice(listing) : null);

@@ -115,10 +115,10 @@ def test_a_redraw_after_a_chip_or_a_sort_keeps_the_focus_on_that_control(page, c
     tab.locator("button.sort[data-sort=reward]").click()
     expect(tab.locator("th.sortable", has=tab.locator("[data-sort=reward]"))).not_to_have_attribute("aria-sort", "none")
     expect(tab.locator("button.sort[data-sort=reward]")).to_be_focused()
-    tab.locator("select[data-filter=task]").focus()
-    tab.locator("select[data-filter=task]").select_option(index=1)
-    assert "task=" in page.hash()
-    expect(tab.locator("select[data-filter=task]")).to_be_focused()
+    tab.locator("select[data-filter=status]").focus()
+    tab.locator("select[data-filter=status]").select_option(index=1)
+    assert "status=" in page.hash()
+    expect(tab.locator("select[data-filter=status]")).to_be_focused()
 
 
 def test_the_help_takes_the_focus_and_esc_gives_it_back(page, corpus_server):
