@@ -5,9 +5,12 @@ manifest. This module never opens a sidecar: `sidecars.py` does, and only when a
 Everything that goes wrong raises `RecordError` naming the file and the problem.
 """
 
+import gc
 import json
 import os
+import re
 import stat
+from json.decoder import scanstring
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
@@ -15,6 +18,8 @@ from skycap_viewer.record.frames import FrameError, decompress_one_frame, file_l
 from skycap_viewer.record.schema import check_structure
 
 DOCUMENT_SUFFIX = ".json.zst"
+STEPPED_PARSE_CHARS = 4 * 2**20  # a longer document is parsed in steps: json.loads would hold the lock ~0.2 s+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
 FORMAT_VERSION = 1
 
 
@@ -62,7 +67,7 @@ def parse_document_sized(data: bytes, path) -> tuple[dict, int]:
     size = len(payload)
     del payload  # one copy of the text at a time: a document near the limit is parsed in the least room
     try:
-        document = json.loads(text, parse_constant=_refuse_constant)
+        document = parse_json(text)
     except (ValueError, RecursionError) as error:
         raise RecordError(path, f"the document is not JSON ({error})") from None
     if not isinstance(document, dict):
@@ -119,6 +124,73 @@ def read_document(path) -> dict:
 def read_document_sized(path) -> tuple[dict, int]:
     """`read_document`, and the bytes of JSON it was parsed from."""
     return parse_document_sized(read_regular_file(path), path)
+
+
+def parse_json(text: str):
+    """`json.loads`, NaN and Infinity refused; a long text is parsed in steps (`parse_in_steps`)."""
+    if len(text) <= STEPPED_PARSE_CHARS:
+        return json.loads(text, parse_constant=_refuse_constant)
+    document = parse_in_steps(text, json.JSONDecoder(parse_constant=_refuse_constant))
+    gc.freeze()  # millions of plain acyclic objects: later collections need not walk them (refcounts free them)
+    return document
+
+
+def parse_in_steps(text: str, decoder: json.JSONDecoder):
+    """Parse a JSON object one member at a time, and a member that is a list one item at a time.
+
+    `json.loads` holds the interpreter lock for the whole text: a 70 MiB document of a million nodes
+    would stop every request thread of the server for seconds. Parsed item by item, the lock is
+    given up between items, so listings keep answering while such a record is opened. The result
+    and the refusals are json.loads's: only the error messages' wording may differ."""
+    at = _skip_space(text, 0)
+    if text[at : at + 1] != "{":
+        return decoder.decode(text)  # not an object: read whole, and refused by the caller
+    result, at = {}, _skip_space(text, at + 1)
+    if text[at : at + 1] == "}":
+        at += 1
+    else:
+        while True:
+            if text[at : at + 1] != '"':
+                raise ValueError(f"Expecting property name enclosed in double quotes: char {at}")
+            key, at = scanstring(text, at + 1)
+            at = _skip_space(text, at)
+            if text[at : at + 1] != ":":
+                raise ValueError(f"Expecting ':' delimiter: char {at}")
+            at = _skip_space(text, at + 1)
+            if text[at : at + 1] == "[":
+                result[key], at = _list_in_steps(text, at, decoder)
+            else:
+                result[key], at = decoder.raw_decode(text, at)
+            at = _skip_space(text, at)
+            if text[at : at + 1] == "}":
+                at += 1
+                break
+            if text[at : at + 1] != ",":
+                raise ValueError(f"Expecting ',' delimiter: char {at}")
+            at = _skip_space(text, at + 1)
+    if _skip_space(text, at) != len(text):
+        raise ValueError(f"Extra data: char {at}")
+    return result
+
+
+def _list_in_steps(text: str, at: int, decoder: json.JSONDecoder) -> tuple[list, int]:
+    """The JSON list starting at `text[at]` (a `[`), item by item, and where it ends."""
+    items, at = [], _skip_space(text, at + 1)
+    if text[at : at + 1] == "]":
+        return items, at + 1
+    while True:
+        item, at = decoder.raw_decode(text, at)
+        items.append(item)
+        at = _skip_space(text, at)
+        if text[at : at + 1] == "]":
+            return items, at + 1
+        if text[at : at + 1] != ",":
+            raise ValueError(f"Expecting ',' delimiter: char {at}")
+        at = _skip_space(text, at + 1)
+
+
+def _skip_space(text: str, at: int) -> int:
+    return _JSON_SPACE.match(text, at).end()
 
 
 def _refuse_constant(name: str):
