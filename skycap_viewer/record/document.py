@@ -130,8 +130,14 @@ def parse_json(text: str):
     """`json.loads`, NaN and Infinity refused; a long text is parsed in steps (`parse_in_steps`)."""
     if len(text) <= STEPPED_PARSE_CHARS:
         return json.loads(text, parse_constant=_refuse_constant)
-    document = parse_in_steps(text, json.JSONDecoder(parse_constant=_refuse_constant))
-    gc.freeze()  # millions of plain acyclic objects: later collections need not walk them (refcounts free them)
+    collecting = gc.isenabled()
+    gc.disable()  # millions of new objects would trigger collections that walk them all, again and again
+    try:
+        document = parse_in_steps(text, json.JSONDecoder(parse_constant=_refuse_constant))
+        gc.freeze()  # plain acyclic objects: later collections need not walk them either (refcounts free them)
+    finally:
+        if collecting:
+            gc.enable()
     return document
 
 
