@@ -39,7 +39,10 @@ def set_file_limit(limit: int) -> None:
 
 
 def mib(size: int) -> str:
-    return f"{size / MIB:.0f} MiB" if size >= 10 * MIB else f"{size / MIB:.1f} MiB"
+    """A size in MiB as a person reads it; a manifest may claim a size past any float."""
+    if size >= 2**60:
+        return "over 2^40 MiB"
+    return f"{size // MIB} MiB" if size >= 10 * MIB else f"{size / MIB:.1f} MiB"
 
 
 def stored_size_problem(stored: int, limit: int) -> str | None:
