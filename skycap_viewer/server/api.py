@@ -19,6 +19,7 @@ from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
 from skycap_viewer.record.document import document_path
+from skycap_viewer.record.search import Query, query_problem
 from skycap_viewer.server.caches import (
     DOCUMENT_CACHE_SIZE,
     PATHS_CACHE_BYTES,
@@ -26,6 +27,7 @@ from skycap_viewer.server.caches import (
     DocumentCache,
     files_version,
 )
+from skycap_viewer.server.searches import Search, Searches
 from skycap_viewer.views.groups import (
     DEFAULT_GROUP_BY,
     GROUP_SORT_KEYS,
@@ -63,6 +65,7 @@ class Api:
         self.documents = DocumentCache(DOCUMENT_CACHE_SIZE)
         self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions
         self.group_by = tuple(group_by)
+        self.searches = Searches()  # its worker processes start with the first search
 
     # -- the server and its runs --------------------------------------------------------
 
@@ -262,6 +265,55 @@ class Api:
             return 200, forks_payload(document, present_sidecars(directory, document), record_id, a, b)
         except IndexError as error:
             raise ApiError(404, f"no path {a} or {b}: {error}") from None
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(self, params):
+        """Text in one run's documents, inside the listing filters; streamed by cursor (`server/searches.py`)."""
+        if one(params, "run_id") is None:
+            raise ApiError(400, "run_id is required: a search covers one run")
+        snapshot = self.scope(params)[0]
+        query = Query(one(params, "text") or "", one(params, "regex") == "true", one(params, "case") == "true",
+                      one(params, "kind") or "all", one(params, "role"))
+        problem = query_problem(query)
+        if problem:
+            raise ApiError(400, problem)
+        filters, flag = Filters.parse(params), parse_flag(params)
+        limit, _ = parse_page({"limit": params.get("limit", [])})
+        asked = (snapshot.id, query, repr(filters), flag)
+        cursor = one(params, "cursor")
+        if cursor is None:
+            search = self.searches.get_or_start((*asked, snapshot.generation),
+                                                lambda: self.new_search(snapshot, query, filters, flag, asked))
+            offset = 0
+        else:
+            search, offset = self.cursor_search(cursor, asked)
+        if one(params, "cancel") == "true":
+            self.searches.cancel(search)
+            return 200, {**search.page(offset, 0, wait=0), "data": [], "next_cursor": None}
+        return 200, search.page(offset, limit)
+
+    def new_search(self, snapshot: Snapshot, query: Query, filters: Filters, flag, asked):
+        rows = filters.select(snapshot.rows) if filters else snapshot.rows
+        if flag is not None:
+            rows = [row for row in rows if flag in row["flags"]]
+        readable = [row["id"] for row in rows if not row.get("unreadable")]
+        unreadable = [{"trajectory_id": row["id"], "reason": f"unreadable: {row.get('error')}"}
+                      for row in rows if row.get("unreadable")]
+        return Search((*asked, snapshot.generation), query, snapshot.location.path, readable, unreadable)
+
+    def cursor_search(self, cursor: str, asked) -> tuple:
+        """(the search a `next_cursor` names, its offset); 410 once the search is gone."""
+        token, _, offset = cursor.rpartition("-")
+        if not token or not offset.isdigit():
+            raise ApiError(400, f"cursor {cursor!r} is not a search cursor (pass the answer's next_cursor)")
+        search = self.searches.by_token(token)
+        if search is None:
+            raise ApiError(410, "this search is gone (cancelled, or nobody asked for it for a while): "
+                                "start it again without a cursor")
+        if search.key[:-1] != asked:
+            raise ApiError(400, "the cursor belongs to another search (other text, options or filters)")
+        return search, int(offset)
 
     # -- groups ---------------------------------------------------------------------------
 
