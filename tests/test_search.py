@@ -16,6 +16,7 @@ import pytest
 
 from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.record.frames import decompress_one_frame
+from skycap_viewer.server import searches
 from tests.conftest import FIXTURES
 from tests.test_web import InProcess
 
@@ -245,3 +246,18 @@ def test_a_catastrophic_regex_is_cut_off_per_document_and_the_server_keeps_answe
     assert answer["skipped"] == [{"trajectory_id": CATASTROPHIC,
                                   "reason": "matching took longer than 2 s, the limit per document"}]
     assert answer["done"] and answer["scanned"] == 2
+
+
+def test_a_search_nobody_asks_for_is_dropped(web, monkeypatch):
+    monkeypatch.setattr(searches, "IDLE_SECONDS", 0.3)
+    monkeypatch.setattr(searches, "KEPT_SECONDS", 0.3)
+    first = web.json("/v1/search?run_id=many&text=question&limit=1")
+    kept = web.server.api.searches.by_key
+    search = next(s for s in kept.values() if first["next_cursor"].startswith(s.token))
+    time.sleep(1.0)
+    gone = web.json(f"/v1/search?run_id=many&text=question&limit=1&cursor={first['next_cursor']}", 410)
+    assert "nobody asked" in gone["detail"] and search not in kept.values()
+    deadline = time.monotonic() + 10
+    while not search.done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert search.cancelled and search.done  # its thread stopped reading

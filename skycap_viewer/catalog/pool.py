@@ -94,9 +94,9 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def start_worker(lifeline, limit: int, started):
-    """Worker initializer: leave Ctrl-C to the server, run below it, read with the server's file limit,
-    and exit as soon as it is gone.
+def start_worker(lifeline, limit: int, started, niceness: int = WORKER_NICENESS):
+    """Worker initializer: leave Ctrl-C to the server, run `niceness` below it, read with the server's
+    file limit, and exit as soon as it is gone.
 
     `lifeline` is the read end of a pipe whose write end only the server holds: the read ends when
     the server's process does, however it ends. (Not "when the parent goes": a forkserver's children
@@ -106,7 +106,7 @@ def start_worker(lifeline, limit: int, started):
     set_file_limit(limit)
     _started = started
     with suppress(AttributeError, OSError):  # below the server: indexing and verifying never slow a request
-        os.nice(WORKER_NICENESS)
+        os.nice(niceness)
 
     def exit_with_the_server():
         with suppress(EOFError, OSError):

@@ -7,8 +7,8 @@ backtrack for hours (`(a+)+$` on `aaaa…b`), so each document's matching has a 
 signals as it goes) and the document is reported as skipped. A worker that dies (out of memory, a
 signal) breaks the pool: the documents not yet read are reported skipped, and the next search
 starts fresh workers. The
-workers start as the indexing pool's do (`pool.start_worker`: niced, the server's file limit,
-gone with the server) and exit after a while idle.
+workers start as the indexing pool's do (`pool.start_worker`: niced, though less than indexing,
+the server's file limit, gone with the server) and exit after a while idle.
 """
 
 import multiprocessing
@@ -26,6 +26,8 @@ from skycap_viewer.record.document import document_path, read_document
 from skycap_viewer.record.frames import file_limit
 from skycap_viewer.record.search import Query, document_hits
 
+SEARCH_NICENESS = 5  # below the server's own process (requests first), above indexing and verification
+# (niceness 10): someone is waiting for a search, nobody for the background sidecar checks
 MATCH_SECONDS = 2.0  # the most one document's matching may take; past it the document is skipped
 DIED = "the worker reading it died (out of memory, or a signal)"
 
@@ -129,7 +131,7 @@ class SearchPool:
                 context = multiprocessing.get_context(start_method())
                 self.lifeline = self.lifeline or context.Pipe(duplex=False)
                 self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=start_worker,
-                                                    initargs=(self.lifeline[0], file_limit(), None))
+                                                    initargs=(self.lifeline[0], file_limit(), None, SEARCH_NICENESS))
             self.running += 1
             return self.executor
 
