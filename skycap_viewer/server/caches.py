@@ -9,12 +9,12 @@ can no longer come up (an older index generation, an older file version) just ag
   strings must age out like answers do, not pile up as keys); held by the HTTP server.
 - `/paths` answers: `AnswerCache` by the versions of the record's files, `PATHS_CACHE_BYTES`.
 - Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_SIZE` of them.
-- Searches (`/v1/search`): `server/searches.py`, by (run, query, filters, index generation), at most
-  `MAX_SEARCHES` of `MAX_HITS` hits each; unpolled ones are cancelled and dropped.
 - Elsewhere, beside what they cache: a snapshot's derived views (sort orders, groupings, run
   facts) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
   `Group.encoded`, its grouping's life long; an encoded answer's gzip form on the `RawJson`
   itself; each run's rows across restarts in the persisted index (`catalog/persisted.py`).
+- Searches (`/v1/search`): `server/searches.py`, by (run, query, filters, index generation), at most
+  `MAX_SEARCHES` of `MAX_HITS` hits each; unpolled ones are cancelled and dropped.
 """
 
 import os
