@@ -145,7 +145,7 @@ def test_every_node_with_the_text_is_found_and_every_hit_slices_to_it(web, root,
     assert answer["total_documents"] == answer["scanned"] == len({key[0] for key in nodes})
 
 
-def test_the_search_text_is_the_text_paths_sends(web):
+def test_the_search_text_is_the_text_paths_sends_for_a_record_without_tokens(web):
     hits, _ = search_all(web, "made", "answer")
     for hit in hits[:10]:
         nodes = web.json(f"/v1/trajectories/{hit['trajectory_id']}/paths?run_id=made")["nodes"]

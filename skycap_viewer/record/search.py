@@ -1,9 +1,10 @@
 """Find text in one document's nodes: the search core the API's `/v1/search` and `grep` share.
 
-A node's searched text is `blocks.message_text` of its message, the very string `/paths` sends as
-the node's `text` (reasoning, then content or its text parts, then each tool call as
-`name(arguments)`, joined by newlines; a tool result is a `tool` node's content). Offsets are code
-points into that string. A node's kind is `blocks.node_kind`, the classification the Path's blocks
+A node's searched text is `blocks.message_text` of its message (reasoning, then content or its text
+parts, then each tool call as `name(arguments)`, joined by newlines; a tool result is a `tool`
+node's content): what the document holds, the string `/paths` sends as the node's `text` when it
+sends no tokens (in token mode `/paths` sends the decoded tokens, template included). Offsets are
+code points into that string. A node's kind is `blocks.node_kind`, the classification the Path's blocks
 use: `sampled` (model-authored), `replayed` (a client-authored assistant turn), `given` (the rest).
 
 Without `case`, plain text is matched on the full Unicode case folding (`str.casefold`: `ß` finds
