@@ -46,15 +46,24 @@ def list_record_ids(directory) -> list[str]:
 
 def parse_document(data: bytes, path) -> dict:
     """Decode and validate one document file's bytes; raise `RecordError` if it isn't v1."""
+    return parse_document_text(document_text(data, path), path)
+
+
+def document_text(data: bytes, path) -> str:
+    """One document file's bytes as JSON text: one zstd frame within the file limit, UTF-8 (a search
+    looks at it before parsing, `record/search.py`)."""
     try:
         payload = decompress_one_frame(data, file_limit(), "the document")
     except FrameError as error:
         raise RecordError(path, str(error)) from None
     try:
-        text = payload.decode("utf-8")
+        return payload.decode("utf-8")  # one copy of the text at a time: the caller holds no payload
     except UnicodeDecodeError as error:
         raise RecordError(path, f"the document is not UTF-8 ({error.reason} at byte {error.start})") from None
-    del payload  # one copy of the text at a time: a document near the limit is parsed in the least room
+
+
+def parse_document_text(text: str, path) -> dict:
+    """Parse and validate a document's JSON text; raise `RecordError` if it isn't v1."""
     try:
         document = json.loads(text, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as error:
