@@ -51,21 +51,30 @@ def list_record_ids(directory) -> list[str]:
 
 def parse_document(data: bytes, path) -> dict:
     """Decode and validate one document file's bytes; raise `RecordError` if it isn't v1."""
-    return parse_document_sized(data, path)[0]
+    return parse_document_text(document_text(data, path), path)
 
 
 def parse_document_sized(data: bytes, path) -> tuple[dict, int]:
-    """`parse_document`, and the bytes of JSON the document was parsed from (what it weighs in a cache)."""
+    """`parse_document`, and the length of the JSON text it was parsed from (what it weighs in a cache)."""
+    text = document_text(data, path)
+    return parse_document_text(text, path), len(text)
+
+
+def document_text(data: bytes, path) -> str:
+    """One document file's bytes as JSON text: one zstd frame within the file limit, UTF-8 (a search
+    looks at it before parsing, `record/search.py`)."""
     try:
         payload = decompress_one_frame(data, file_limit(), "the document")
     except FrameError as error:
         raise RecordError(path, str(error)) from None
     try:
-        text = payload.decode("utf-8")
+        return payload.decode("utf-8")  # one copy of the text at a time: the caller holds no payload
     except UnicodeDecodeError as error:
         raise RecordError(path, f"the document is not UTF-8 ({error.reason} at byte {error.start})") from None
-    size = len(payload)
-    del payload  # one copy of the text at a time: a document near the limit is parsed in the least room
+
+
+def parse_document_text(text: str, path) -> dict:
+    """Parse and validate a document's JSON text; raise `RecordError` if it isn't v1."""
     try:
         document = parse_json(text)
     except (ValueError, RecursionError) as error:
@@ -79,7 +88,7 @@ def parse_document_sized(data: bytes, path) -> tuple[dict, int]:
     problem = check_structure(document)
     if problem:
         raise RecordError(path, problem)
-    return document, size
+    return document
 
 
 def read_regular_file(path, what: str = "document", limit: int | None = None) -> bytes:
