@@ -7,14 +7,14 @@ The layers, in the order the data flows (each imports only the ones before it, a
   as sent). They import nothing of the package.
 - `record/`: one record read from its files: zstd frames, the document and its schema, the sidecar
   manifest and arrays, the graph, its forks named as skycap's `check` names them, paths and blocks
-  (`rollout`), the fields rules and the header.
+  (`rollout`), the fields rules and the header, a node's searchable text and matching (`search`).
 - `catalog/`: the runs being served: discovery, the index row of a record, the in-memory run index
-  and its snapshots, the persisted index, the worker pool and the polling watcher.
+  and its snapshots, the persisted index, the worker pools (indexing, `searcher`) and the watcher.
 - `views/`: answers computed from the catalog and records: listings (filters, sorts, pages, health),
   GRPO groups, the picker's values (`values`), and the answers about one record (paths, graph,
   calls, forks).
-- `server/` (HTTP: the API, its caches, routes and request policy in `web`, what one connection
-  may hold in `connections`, `serve`) and
+- `server/` (HTTP: the API, its caches, running searches in `searches`, routes and request policy
+  in `web`, what one connection may hold in `connections`, `serve`) and
   `commands/` (`check`, `show`, `summary`, `grep` in a terminal) sit side by side on top; neither imports
   the other. `demo/` (the example run and the writer that makes it) needs only `record/`.
 - `cli` parses the command line and starts one of them; `__main__` runs it.
