@@ -5,6 +5,7 @@
 
 import {button, el} from "./dom.js";
 import {num} from "./format.js";
+import {forkPair} from "./tab-forks.js";
 import {nodeText} from "./tab-tree.js";
 import {sectionText, textRange, unfold} from "./tokens.js";
 
@@ -22,8 +23,10 @@ function loadedNote(bundle, state) {
     : state.tab === "path" ? bundle.paths?.paths?.[Math.min(state.path, (bundle.paths.paths || []).length - 1)]?.part : null;
   const notes = [];
   if (part?.next !== undefined) notes.push(`in the ${num(part.to)} of ${num(part.total)} nodes loaded`);
-  if (state.tab === "forks" && [...(bundle.forks?.values() || [])].some((f) => f.a_part?.next !== undefined || f.b_part?.next !== undefined)) {
-    notes.push("in the blocks loaded after the fork (the rest is in the Path tab)");
+  const pair = state.tab === "forks" ? forkPair(bundle.paths, state) : null;
+  const fork = pair ? bundle.forks?.get(pair.key) : null;
+  if (fork && (fork.a_part?.next !== undefined || fork.b_part?.next !== undefined)) {
+    notes.push("in the blocks after the fork this answer holds (the rest is in the Path tab)");
   }
   if (state.tab === "path" && !state.given) notes.push("given blocks hidden, not searched");
   return notes.join("; ");

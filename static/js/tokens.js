@@ -174,11 +174,14 @@ export function unfold(section) {
 
 /** The spans of node tokens [from, to) in a token-drawn section, drawing their chunks first. */
 export function tokenSpans(section, from, to) {
+  const spans = [];
   for (const chunk of section.querySelectorAll(".chunk")) {
     const info = chunkInfo.get(chunk);
-    if (info && info.from < to && from < info.to) upgrade(chunk);
+    if (!info || info.to <= from || to <= info.from) continue;
+    upgrade(chunk);
+    spans.push(...[...chunk.children].slice(Math.max(from, info.from) - info.from, Math.min(to, info.to) - info.from));
   }
-  return [...section.querySelectorAll("span.t")].filter((span) => Number(span.dataset.i) >= from && Number(span.dataset.i) < to);
+  return spans;
 }
 
 /** A Range over characters [from, to) of the section's text (`sectionText`): in a token block the
