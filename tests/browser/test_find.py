@@ -110,3 +110,34 @@ def test_notable_links_and_keys_land_on_the_token(page_over, tmp_path):
     tab.keyboard.press("N")
     current(items[lowest - 1])
     expect(panel.locator(".notable-status")).to_contain_text(items[lowest - 1]["why"])
+
+
+def test_find_in_the_forks_tab_highlights_a_block_of_the_comparison(page, corpus_server):
+    record = "tr_86f0b750382298e2"
+    fork = corpus_server.get(f"/v1/trajectories/{record}/forks?run_id=real-like&a=0&b=1")
+    paths = corpus_server.get(f"/v1/trajectories/{record}/paths?run_id=real-like")
+    block = fork["b_blocks"][-1]
+    node = paths["nodes"][block["node_id"]]
+    offsets = node["token_offsets"]
+    word = node["text"][offsets[block["node_start"]]:offsets[block["node_end"]]].split()[0]
+    tab = page.open(f"#/run/real-like/rollouts/t/{record}?tab=forks&fa=0&fb=1")
+    expect(tab.locator(".block").first).to_be_visible()
+    tab.locator("#drawer .traj-id").focus()
+    tab.keyboard.press("f")
+    tab.locator("#find-input").press_sequentially(word.upper())
+    expect(tab.locator(".find-count")).to_contain_text(re.compile(r"^1 of \d+"))
+    assert word.lower() in tab.evaluate(HIGHLIGHT).lower()
+
+
+def test_find_in_a_record_loaded_in_parts_says_how_much_it_searched(page_over, tmp_path):
+    from tests.chain import write_chain
+
+    write_chain(tmp_path / "long", 30_000)
+    tab = page_over(tmp_path / "long").open("#/run/long/rollouts")
+    tab.locator("tr.rollout-row", has_text="chain").click()
+    expect(tab.locator(".block").first).to_be_visible(timeout=60_000)
+    tab.locator("#drawer .traj-id").focus()
+    tab.keyboard.press("f")
+    tab.locator("#find-input").fill("turn 4999")
+    expect(tab.locator(".find-count")).to_contain_text("(in the 5,000 of 30,000 nodes loaded)")
+    expect(tab.locator(".find-count")).to_contain_text(re.compile(r"^1 of \d+"))
