@@ -294,6 +294,7 @@ class RecordView:
         self.file_id = file_id
         self.context = dict(context)
         self.laid: dict[int, tuple] = {}  # id(PathView) -> its `layout`, for as long as its rollout lives
+        self.notables: dict[int, dict] = {}  # path index -> its `/notable` answer, made once
 
     def node_count(self) -> int:
         """What the view weighs in a cache: its derived structures grow with the record's nodes."""
@@ -502,7 +503,10 @@ class RecordView:
         shown = self.shown(True)
         if not 0 <= path < len(shown.paths):
             raise IndexError(f"the trajectory has {len(shown.paths)} path(s)")
-        return notable_tokens(shown.paths[path], self.rollout.nodes, tokens, shown.text_only or error)
+        if path not in self.notables:
+            why = shown.text_only or error
+            self.notables[path] = notable_tokens(shown.paths[path], self.rollout.nodes, tokens, why)
+        return self.notables[path]
 
     def forks(self, a: int, b: int, limit: PartLimit = SERVED_PARTS) -> dict:
         """The `/forks` answer: where paths `a` and `b` agree, and each one's blocks after that, as

@@ -1,6 +1,7 @@
 // A block's text, token by token. Every block first shows as plain text (cheap, and the
-// browser's Ctrl+F finds it); chunks that come near the viewport are upgraded to one span per
-// token, so a 64k-token rollout opens at once and hovering still reads every token.
+// browser's own find sees it; the drawer's find bar searches the data and draws what it needs);
+// chunks that come near the viewport are upgraded to one span per token, so a 64k-token rollout
+// opens at once and hovering still reads every token.
 
 import {el, copyText} from "./dom.js";
 import {num, sizeIn, unitShort} from "./format.js";
