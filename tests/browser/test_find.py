@@ -135,7 +135,7 @@ def test_find_in_a_record_loaded_in_parts_says_how_much_it_searched(page_over, t
     write_chain(tmp_path / "long", 30_000)
     tab = page_over(tmp_path / "long").open("#/run/long/rollouts")
     tab.locator("tr.rollout-row", has_text="chain").click()
-    expect(tab.locator(".block").first).to_be_visible(timeout=60_000)
+    expect(tab.locator(".block").first).to_be_visible(timeout=120_000)  # the server reads 30k nodes first
     tab.locator("#drawer .traj-id").focus()
     tab.keyboard.press("f")
     tab.locator("#find-input").fill("turn 4999")
