@@ -39,7 +39,9 @@ def set_file_limit(limit: int) -> None:
 
 
 def mib(size: int) -> str:
-    return f"{size / MIB:.0f} MiB" if size >= 10 * MIB else f"{size / MIB:.1f} MiB"
+    """A size in MiB for a message; whole MiB counted in integers, so a manifest's absurd shape
+    (past a float's range) is still said, not an OverflowError."""
+    return f"{(size + MIB // 2) // MIB} MiB" if size >= 10 * MIB else f"{size / MIB:.1f} MiB"
 
 
 def stored_size_problem(stored: int, limit: int) -> str | None:
