@@ -95,6 +95,7 @@ def route_targets(web):
         "graph": f"/v1/trajectories/{record}/graph",
         "exchanges": f"/v1/trajectories/{record}/exchanges",
         "forks": f"/v1/trajectories/{FORKED}/forks?a=0&b=1",
+        "notable": f"/v1/trajectories/{FORKED}/notable?path=1",
         "groups": "/v1/groups?run_id=groups",
         "group": f"/v1/groups/{group}?run_id=groups",
         "values": "/v1/values?run_id=groups",

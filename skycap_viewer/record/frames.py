@@ -39,10 +39,9 @@ def set_file_limit(limit: int) -> None:
 
 
 def mib(size: int) -> str:
-    """A size in MiB as a person reads it; a manifest may claim a size past any float."""
-    if size >= 2**60:
-        return "over 2^40 MiB"
-    return f"{size // MIB} MiB" if size >= 10 * MIB else f"{size / MIB:.1f} MiB"
+    """A size in MiB for a message; whole MiB counted in integers, so a manifest's absurd shape
+    (past a float's range) is still said, not an OverflowError."""
+    return f"{(size + MIB // 2) // MIB} MiB" if size >= 10 * MIB else f"{size / MIB:.1f} MiB"
 
 
 def stored_size_problem(stored: int, limit: int) -> str | None:

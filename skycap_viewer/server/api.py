@@ -287,6 +287,12 @@ class Api:
         except IndexError as error:
             raise ApiError(404, f"no path {a} or {b}: {error}") from None
 
+    def notable(self, record_id: str, params):
+        """Tokens worth reading on one path (`path`, 0 when not given): see `views.notable`."""
+        path = path_number(params, "path", 0)
+        view = self.view(record_id, params)[3]
+        return 200, answer_part(view.notable, path)
+
     def values(self, params):
         """The task ids and annotation values of one run with their counts, for the picker."""
         run_id = one(params, "run_id")

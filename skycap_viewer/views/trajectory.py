@@ -17,6 +17,7 @@ from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData, read_tokens
+from skycap_viewer.views.notable import notable_tokens
 from skycap_viewer.wire import encode_json
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
@@ -293,6 +294,7 @@ class RecordView:
         self.file_id = file_id
         self.context = dict(context)
         self.laid: dict[int, tuple] = {}  # id(PathView) -> its `layout`, for as long as its rollout lives
+        self.notables: dict[int, dict] = {}  # path index -> its `/notable` answer, made once
 
     def node_count(self) -> int:
         """What the view weighs in a cache: its derived structures grow with the record's nodes."""
@@ -492,6 +494,19 @@ class RecordView:
             failures = len(self.document.get("failures") or [])
             answer.update(call_count=total - failures, failure_count=failures)
         return answer
+
+    def notable(self, path: int) -> dict:
+        """The `/notable` answer for path `path` (`views.notable`), from the rollout and tokens this
+        view already holds; text only when the tokens sidecar cannot be read. Raises IndexError
+        for a path there is not."""
+        tokens, error = self.tokens
+        shown = self.shown(True)
+        if not 0 <= path < len(shown.paths):
+            raise IndexError(f"the trajectory has {len(shown.paths)} path(s)")
+        if path not in self.notables:
+            why = shown.text_only or error
+            self.notables[path] = notable_tokens(shown.paths[path], self.rollout.nodes, tokens, why)
+        return self.notables[path]
 
     def forks(self, a: int, b: int, limit: PartLimit = SERVED_PARTS) -> dict:
         """The `/forks` answer: where paths `a` and `b` agree, and each one's blocks after that, as

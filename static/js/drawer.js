@@ -7,7 +7,9 @@ import {renderCalls} from "./tab-calls.js";
 import {button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
 import {num, pct, unitShort} from "./format.js";
 import {forkPair, renderForks} from "./tab-forks.js";
+import {FindBar} from "./find-bar.js";
 import {renderJson} from "./tab-json.js";
+import {NotableTokens} from "./notable.js";
 import {renderPath} from "./tab-path.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
@@ -50,6 +52,8 @@ export class Drawer {
     this.lazy = null;
     this.nearEnd = null;  // watches the tab's "more" rows: one in sight asks for the next part
     this.fetching = false;
+    this.finder = new FindBar(root, {openTreeNode: (id) => { this.treeOpen = id; this.draw(true); }});
+    this.notable = new NotableTokens(() => ({state: this.state, content: this.content}));
     this.setupResize(grip);
   }
 
@@ -201,8 +205,9 @@ export class Drawer {
       this.content.setAttribute("role", "tabpanel");
       this.content.setAttribute("aria-labelledby", `drawer-tab-${state.tab}`);
       this.content.append(this.tab(bundle, state));
-      replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
+      replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.finder.bar(state.tab), this.content);
       if (keepScroll) this.content.scrollTop = scroll;
+      this.finder.drawn(this.content, bundle, state);
       for (const row of this.content.querySelectorAll("button.more")) this.nearEnd.observe(row);
     }
     if (this.wantFocus) {
@@ -268,7 +273,7 @@ export class Drawer {
 
   tab(bundle, state) {
     const more = (route, index) => this.more(route, index);
-    const context = {go: this.go, lazy: this.lazy, more};
+    const context = {go: this.go, lazy: this.lazy, more, notable: this.notable};
     if (state.tab === "tree") {
       return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }, more});
     }
@@ -331,6 +336,16 @@ export class Drawer {
     if (Boolean(this.gone) === gone) return;
     this.gone = gone;
     this.draw(true);
+  }
+
+  /** `f` opens the find bar (Path, Tree and Forks tabs). */
+  openFind() {
+    if (this.isOpen) this.finder.open();
+  }
+
+  /** `n` / `N`: the next / previous notable token of the Path tab. */
+  stepNotable(by) {
+    if (this.isOpen && this.state?.tab === "path") this.notable.step(by);
   }
 
   /** The number keys switch tabs. */

@@ -1,5 +1,6 @@
 // Keyboard: j/k move through rows, Enter opens, Esc closes, [ ] step through rollouts in the
-// drawer, 1–5 switch tabs, / focuses search, ? shows this list. Ignored while typing.
+// drawer, 1–5 switch tabs, f finds in the rollout, n / N step through its notable tokens,
+// / focuses search, ? shows this list. Ignored while typing.
 
 import {el, replace} from "./dom.js";
 
@@ -9,6 +10,8 @@ const KEYS = [
   ["Esc", "close the drawer (or this help)"],
   ["[ / ]", "previous / next rollout in the drawer"],
   ["1 – 5", "Path, Tree, Forks, Calls, JSON"],
+  ["f", "find in the rollout (Path, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
+  ["n / N", "next / previous notable token (Path tab)"],
   ["/", "search"],
   ["?", "show these keys"],
 ];
@@ -79,6 +82,10 @@ export function setupKeys({main, help, helpButton, drawer, open, close, search})
       row.click();
     } else if (key === "[" || key === "]") {
       if (drawer.isOpen) neighbour(key === "]" ? 1 : -1);
+    } else if (key === "f") {
+      drawer.openFind();
+    } else if (key === "n" || key === "N") {
+      drawer.stepNotable(key === "n" ? 1 : -1);
     } else if (/^[1-5]$/.test(key)) {
       drawer.selectTab(Number(key) - 1);
     } else if (key === "/") {

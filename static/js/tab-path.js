@@ -10,7 +10,7 @@ import {blockElement, wireReadout} from "./tokens.js";
 import {textOnlyNotice} from "./viewer.js";
 
 /** The path's blocks as far as its /paths parts have come; `more` fetches its next part. */
-export function renderPath(bundle, state, {go, lazy, more}) {
+export function renderPath(bundle, state, {go, lazy, more, notable}) {
   const options = {given: state.given, controls: state.controls, logprobs: state.logprobs};
   const data = bundle.paths;
   const paths = data.paths || [];
@@ -41,6 +41,7 @@ export function renderPath(bundle, state, {go, lazy, more}) {
   }
   box.append(...notices(data, path, paths));
   const readout = el("p", {className: "readout", id: "readout", "aria-live": "polite", hidden: !tokenMode}, "hover a token");
+  if (notable) box.append(notable.panel(bundle, index));
   box.append(readout);
   const blocks = el("div", {className: "blocks"});
   const shown = path.blocks.filter((block) => options.given || block.kind !== "given");

@@ -13,8 +13,9 @@ import {visible} from "./tokens.js";
 import {trainOnce} from "./train-once.js";
 import {flagInfo, forkBadge} from "./viewer.js";
 
-/** The readable text of a node: decoded text, else its token ids, else its message. */
-function nodeText(bundle, nodeId) {
+/** The readable text of a node: decoded text, else its token ids, else its message (what a node's
+ *  panel shows, and what find-bar.js searches). */
+export function nodeText(bundle, nodeId) {
   const node = bundle.paths?.nodes?.[nodeId];
   if (node && node.text !== null && node.text !== undefined) return node.text;
   if (node?.token_ids) return `⟨ids ${node.token_ids.join(" ")}⟩`;

@@ -1,6 +1,7 @@
 // A block's text, token by token. Every block first shows as plain text (cheap, and the
-// browser's Ctrl+F finds it); chunks that come near the viewport are upgraded to one span per
-// token, so a 64k-token rollout opens at once and hovering still reads every token.
+// browser's own find sees it; the drawer's find bar searches the data and draws what it needs);
+// chunks that come near the viewport are upgraded to one span per token, so a 64k-token rollout
+// opens at once and hovering still reads every token.
 
 import {el, copyText} from "./dom.js";
 import {num, sizeIn, unitShort} from "./format.js";
@@ -10,6 +11,14 @@ const CHUNK_TOKENS = 1500;
 const CHUNK_CHARS = 20000;
 const LONG_GIVEN = 600;  // characters: longer prompts and tool results start folded
 const chunkInfo = new WeakMap();  // chunk element -> {block, node, from, to, options}
+const blockInfo = new WeakMap();  // block section -> {block, node, options}: what find and notable look in
+
+/** The logprob colours, most likely first: [lowest probability of the band, class, label]. The
+ *  legend (notable.js) is drawn from this same list, so it names the bands the tokens are shaded by. */
+export const LOGPROB_BANDS = [
+  [0.9, "lp-0", "p ≥ 0.9"], [0.5, "lp-1", "p ≥ 0.5"], [0.2, "lp-2", "p ≥ 0.2"],
+  [0.05, "lp-3", "p ≥ 0.05"], [0, "lp-4", "p < 0.05"],
+];
 
 /** Text with line breaks and tabs made visible, when asked. */
 export function visible(text, showControls) {
@@ -36,11 +45,7 @@ function blockText(block, node, unit) {
 function probabilityClass(logprob) {
   if (logprob === null || logprob === undefined) return " lp-x";
   const p = Math.exp(logprob);
-  if (p >= 0.9) return " lp-0";
-  if (p >= 0.5) return " lp-1";
-  if (p >= 0.2) return " lp-2";
-  if (p >= 0.05) return " lp-3";
-  return " lp-4";
+  return ` ${LOGPROB_BANDS.find(([least]) => p >= least)[1]}`;
 }
 
 /** Lazily upgrades chunks to token spans as they approach the viewport. */
@@ -94,7 +99,7 @@ function chunkPlain(node, from, to, options) {
 
 function upgrade(chunk) {
   const info = chunkInfo.get(chunk);
-  if (!info) return;
+  if (!info || chunk.classList.contains("tokens")) return;  // drawn once: find may draw it before the observer
   const {node, from, to, options} = info;
   const hasText = node.text !== null && node.text !== undefined && node.token_offsets;
   const colour = options.logprobs && node.logprobs && node.sampled_start !== null && node.sampled_start !== undefined;
@@ -149,6 +154,68 @@ export function wireReadout(root, readout) {
   });
 }
 
+/** The text of a block drawn by `blockElement` (all of it, drawn or not yet), or null for none. */
+export function sectionText(section) {
+  const info = blockInfo.get(section);
+  return info ? blockText(info.block, info.node, info.options.unit) : null;
+}
+
+/** The `/paths` block a section draws (null for none). */
+export function sectionBlock(section) {
+  return blockInfo.get(section)?.block ?? null;
+}
+
+/** Show all of a folded block. */
+export function unfold(section) {
+  if (!section.classList.contains("collapsed")) return;
+  section.classList.remove("collapsed");
+  const fold = section.querySelector("button.fold");
+  if (fold) fold.textContent = "collapse";
+}
+
+/** The spans of node tokens [from, to) in a token-drawn section, drawing their chunks first. */
+export function tokenSpans(section, from, to) {
+  const spans = [];
+  for (const chunk of section.querySelectorAll(".chunk")) {
+    const info = chunkInfo.get(chunk);
+    if (!info || info.to <= from || to <= info.from) continue;
+    upgrade(chunk);
+    spans.push(...[...chunk.children].slice(Math.max(from, info.from) - info.from, Math.min(to, info.to) - info.from));
+  }
+  return spans;
+}
+
+/** A Range over characters [from, to) of the section's text (`sectionText`): in a token block the
+ *  whole tokens that hold them, drawn first; in a text block the characters of its plain chunk. */
+export function textRange(section, from, to) {
+  const info = blockInfo.get(section);
+  if (!info) return null;
+  const {block, node, options} = info;
+  const range = document.createRange();
+  if (isTokenBlock(node, options.unit)) {
+    const offsets = node.token_offsets;
+    const base = offsets[block.node_start];
+    let first = block.node_start;
+    while (first < block.node_end - 1 && offsets[first + 1] <= base + from) first += 1;
+    let last = first;
+    while (last < block.node_end - 1 && offsets[last + 1] < base + to) last += 1;
+    const spans = tokenSpans(section, first, last + 1);
+    if (!spans.length) return null;
+    range.setStartBefore(spans[0]);
+    range.setEndAfter(spans[spans.length - 1]);
+    return range;
+  }
+  const chunk = section.querySelectorAll(".text .chunk")[Math.floor(from / CHUNK_CHARS)];
+  const textNode = chunk?.firstChild;
+  if (!textNode) return null;
+  const text = blockText(block, node, options.unit);
+  const start = Math.floor(from / CHUNK_CHARS) * CHUNK_CHARS;
+  const shown = (a, b) => visible(text.slice(a, b), options.controls).length;  // controls shown widen the text
+  range.setStart(textNode, shown(start, from));
+  range.setEnd(textNode, Math.min(textNode.length, shown(start, to)));
+  return range;
+}
+
 /** One block: a gutter (kind, role, node, range, size) and its text. `options`: the unit of
  *  the block's path ("tokens" or "chars"), and controls, logprobs, dim. */
 export function blockElement(block, node, lazy, options) {
@@ -166,6 +233,7 @@ export function blockElement(block, node, lazy, options) {
     copy,
     el("span", {className: "size muted"}, `${num(sizeIn(block, options.unit))} ${unitShort(options.unit)}`)),
   lazy.text(block, node, options));
+  blockInfo.set(section, {block, node, options});
   const text = blockText(block, node, options.unit) ?? "";
   if (block.kind === "given" && text.length > LONG_GIVEN) {
     section.classList.add("collapsed");
