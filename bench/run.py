@@ -327,6 +327,71 @@ def listing_under_load(server: Server, listings: list[str], huge_paths: str) -> 
     return {"p50_ms": loaded.get("new_p50_ms"), "p95_ms": loaded.get("new_p95_ms"), "huge_fetches": len(fetched)}
 
 
+# -- search ------------------------------------------------------------------------------------
+
+COMMON_TEXT = "kadeispa"  # a frequent word of the synthetic corpus: 100 hits come from the first documents
+SEARCH_LIMIT = 100
+
+
+def follow_search(server: Server, query: str) -> dict:
+    """Seconds to the first answer and to `done` for one search, following its cursor."""
+    started = time.perf_counter()
+    answer = server.json(f"/v1/search?{query}")
+    if answer is None:
+        return {"status": "failed"}
+    first, first_hits = time.perf_counter() - started, len(answer["data"])
+    hits = first_hits
+    while answer and answer.get("next_cursor"):
+        answer = server.json(f"/v1/search?{query}&cursor={answer['next_cursor']}")
+        hits += len(answer["data"]) if answer else 0
+    if not answer:
+        return {"status": "failed"}
+    return {"status": 200, "first_s": first, "first_hits": first_hits, "complete_s": time.perf_counter() - started,
+            "hits": hits, "scanned": answer["scanned"], "capped": answer["capped"],
+            "skipped": answer["skipped_count"]}
+
+
+def search_figures(server: Server, run_id: str, listings: list[str]) -> dict:
+    """The first page of a common phrase (cold: the search workers start), a full scan for a needle (the huge
+    rollout's marker), the same needle again, the server's memory meanwhile, and new listing queries while a
+    search runs against the same kind of queries idle."""
+    run = urllib.parse.quote(run_id)
+    query = f"run_id={run}&limit={SEARCH_LIMIT}&text="
+    server_rss, tree = process_rss(server.process.pid), server.rss()
+    peaks = {"server": server_rss, "tree": tree}
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(0.05):
+            peaks["server"] = max(peaks["server"], process_rss(server.process.pid))
+            peaks["tree"] = max(peaks["tree"], server.rss())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        common = follow_search(server, query + urllib.parse.quote(COMMON_TEXT))
+        needle = follow_search(server, query + urllib.parse.quote(synth.HUGE_MARKER))
+        repeat = follow_search(server, query + urllib.parse.quote(synth.HUGE_MARKER))
+    finally:
+        stop.set()
+        sampler.join()
+    results = {"common": common, "needle": needle, "repeat": repeat,
+               "server_rss_delta_mib": (peaks["server"] - server_rss) / 2**20,
+               "tree_rss_delta_mib": (peaks["tree"] - tree) / 2**20}
+    idle = new_queries(server, listings[0::2]).get("new_p50_ms")
+    running = threading.Thread(target=follow_search, daemon=True,
+                               args=(server, query + urllib.parse.quote(synth.HUGE_MARKER) + "&case=true"))
+    running.start()
+    time.sleep(0.2)
+    loaded = new_queries(server, listings[1::2]).get("new_p50_ms")
+    searching = running.is_alive()  # the figure counts only if the search outlasted the queries
+    running.join(timeout=INDEX_TIMEOUT)
+    if idle and loaded:
+        results["listing"] = {"idle_p50_ms": idle, "p50_ms": loaded, "slowdown": loaded / idle,
+                              "search_outlasted": searching}
+    return results
+
+
 # -- the page ----------------------------------------------------------------------------------
 
 def first_paint(server: Server, run_id: str, tries: int) -> dict:
@@ -441,6 +506,10 @@ def measure(directory: Path, work: Path, args) -> dict:
             if loaded["p50_ms"]:
                 loaded |= {"idle_p50_ms": idle, "slowdown": loaded["p50_ms"] / idle}
                 results["listing_under_load"] = loaded
+        steps = variants(server, run_id)["rollouts step=(middle step)"]
+        searched = [f"{path}&sort={key}&order={order}" for path in steps  # queries no figure above asked
+                    for key in ("reward", "task") for order in ("asc", "desc")][:20]
+        results["search"] = search_figures(server, run_id, searched)
         results["first_paint"] = first_paint(server, run_id, tries=3) if not args.no_browser else {
             "status": "skipped"}
         results["rss_after_suite_mib"] = server.rss() / 2**20
@@ -518,6 +587,10 @@ TARGETS = {  # issue 5, for a 10k-rollout run on 2 cores
     "huge: paths: size": "<= 2 MiB on the wire",
     "listing while huge paths are served": "<= 1.5x slower",
     "huge Path tab, first paint (Chromium)": "<= 1 s",
+    "search: first page": "<= 1 s",
+    "search: complete / all-core floor": "<= 1.5x",
+    "search: the same search again": "faster than the first",
+    "search: memory while searching": "server <= 64 MiB over idle",
 }
 
 
@@ -564,10 +637,33 @@ def table(results: dict) -> list[tuple[str, str]]:
     if paint.get("status") == "ok":
         shown = f"{paint['median_s'] * 1000:.0f} ms"
     rows.append(("huge Path tab, first paint (Chromium)", shown))
+    rows += search_rows(results.get("search"), floor_all)
     if "scroll_frames" in paint:
         rows.append(("huge Path tab, scrolling: frame p95 / longest", (
             f"{paint['scroll_frame_p95_ms']:.0f} ms / {paint['scroll_frame_max_ms']:.0f} ms"
             f" over {paint['scroll_frames']} frames")))
+    return rows
+
+
+def search_rows(search: dict | None, floor_all: float) -> list[tuple[str, str]]:
+    if not search or search["common"].get("status") != 200 or search["needle"].get("status") != 200:
+        return [("search", NA)]
+    common, needle, repeat = search["common"], search["needle"], search["repeat"]
+    rows = [
+        ("search: first page", f"{common['first_s'] * 1000:.0f} ms for {common['first_hits']} hits of "
+                               f"{COMMON_TEXT!r} (workers started cold)"),
+        ("search: complete", f"{seconds(needle['complete_s'])} for {needle['scanned']} documents, "
+                             f"{needle['hits']} hits, {needle['skipped']} skipped"),
+        ("search: complete / all-core floor", ratio(needle["complete_s"] / floor_all)),
+        ("search: the same search again", seconds(repeat.get("complete_s"))),
+        ("search: memory while searching", f"server +{search['server_rss_delta_mib']:.0f} MiB, "
+                                           f"process tree +{search['tree_rss_delta_mib']:.0f} MiB (workers)"),
+    ]
+    loaded = search.get("listing")
+    if loaded:
+        outlasted = "" if loaded["search_outlasted"] else " (the search ended first)"
+        rows.append(("listing while a search runs", f"{loaded['p50_ms']:.1f} ms p50 (idle "
+                     f"{loaded['idle_p50_ms']:.1f}), {ratio(loaded['slowdown'])}{outlasted}"))
     return rows
 
 

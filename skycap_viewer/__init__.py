@@ -15,7 +15,7 @@ The layers, in the order the data flows (each imports only the ones before it, a
   calls, forks).
 - `server/` (HTTP: the API, its caches, routes and request policy in `web`, what one connection
   may hold in `connections`, `serve`) and
-  `commands/` (`check`, `show`, `summary` in a terminal) sit side by side on top; neither imports
+  `commands/` (`check`, `show`, `summary`, `grep` in a terminal) sit side by side on top; neither imports
   the other. `demo/` (the example run and the writer that makes it) needs only `record/`.
 - `cli` parses the command line and starts one of them; `__main__` runs it.
 

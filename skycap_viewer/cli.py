@@ -1,4 +1,4 @@
-"""The `skycap-viewer` command: serve the page, or `summary`, `check` and `show` in a terminal.
+"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show` and `grep` in a terminal.
 
 Arguments are parsed and checked here, so the server and the commands receive directories
 that exist and group keys that are not empty. Usage errors and unreadable arguments exit 2
@@ -13,9 +13,10 @@ from pathlib import Path
 from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
+from skycap_viewer.record.search import KINDS, Query
 from skycap_viewer.views.groups import DEFAULT_GROUP_BY
 
-COMMANDS = ("summary", "check", "show")
+COMMANDS = ("summary", "check", "show", "grep")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
 
 
@@ -46,6 +47,14 @@ def group_keys(text: str) -> tuple[str, ...]:
     if not keys:
         raise UsageError("--group-by needs at least one key, e.g. step,instance_id")
     return keys
+
+
+def grep_arguments(args) -> tuple[list[Path], Query]:
+    """`grep`'s directories (each one existing) and its query: the last positional is the pattern."""
+    if len(args.args) < 2:
+        raise UsageError("give one or more record directories, then the text to find")
+    *dirs, pattern = args.args
+    return existing_directories(dirs), Query(pattern, args.regex, args.case, args.kind, args.role)
 
 
 def demo_directory() -> Path:
@@ -103,7 +112,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve = argparse.ArgumentParser(
         prog="skycap-viewer",
         description="Serve a local, read-only viewer for skycap trajectory records. "
-        "Other commands: summary, check, show (skycap-viewer COMMAND --help).",
+        "Other commands: summary, check, show, grep (skycap-viewer COMMAND --help).",
     )
     serve.add_argument("dirs", nargs="*", metavar="DIR", help="record directories, or folders holding several")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0 picks a free one)")
@@ -130,9 +139,19 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     show.add_argument("--demo", action="store_true", help="RECORD is an id of the example run shipped with the viewer")
     show.add_argument("--path", type=int, default=None, metavar="N", help="only path N")
     show.add_argument("--json", action="store_true", help="print the rollout's paths as JSON")
+    grep = argparse.ArgumentParser(prog="skycap-viewer grep", description="Find text in the messages of runs' records.")
+    grep.add_argument("args", nargs="+", metavar="DIR... PATTERN", help="record directories, then the text to find")
+    grep.add_argument("--regex", action="store_true", help="PATTERN is a regular expression (Python's syntax)")
+    grep.add_argument("--case", action="store_true", help="match case (default: case-insensitive, Unicode casefold)")
+    grep.add_argument("--kind", default="all", choices=KINDS,
+                      help="sampled: model-authored nodes; given: client-authored ones but replayed; "
+                      "replayed: replayed assistant turns")
+    grep.add_argument("--role", help="only nodes of this role (system, user, assistant, tool...)")
+    grep.add_argument("--json", action="store_true", help="one JSON object per hit")
     add_file_limit(serve)
     add_file_limit(show)
-    return {"serve": serve, "summary": summary, "check": check, "show": show}
+    add_file_limit(grep)
+    return {"serve": serve, "summary": summary, "check": check, "show": show, "grep": grep}
 
 
 def main(argv=None) -> int:
@@ -154,6 +173,10 @@ def main(argv=None) -> int:
             from skycap_viewer.commands.show import run_show
 
             return run_show(shown_record(args), path_index=args.path, as_json=args.json)
+        if command == "grep":
+            from skycap_viewer.commands.grep import run_grep
+
+            return run_grep(*grep_arguments(args), as_json=args.json)
         from skycap_viewer.server.serve import run_serve
 
         return run_serve(given_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),

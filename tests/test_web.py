@@ -77,6 +77,7 @@ def web(tmp_path):
         shutil.copytree(FIXTURES / name, tmp_path / "root" / name)
     server = InProcess(tmp_path / "root")
     yield server
+    server.server.api.searches.close()
     server.server.server_close()
 
 
@@ -97,6 +98,7 @@ def route_targets(web):
         "groups": "/v1/groups?run_id=groups",
         "group": f"/v1/groups/{group}?run_id=groups",
         "values": "/v1/values?run_id=groups",
+        "search": "/v1/search?run_id=groups&text=no-such-text",
     }
 
 

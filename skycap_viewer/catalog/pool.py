@@ -33,7 +33,7 @@ MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few eno
 WORKER_NICENESS = 10  # workers yield the cores to the server's own process, which answers requests
 IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
 IN_PROCESS_BYTES = 256 * 1024  # a document file larger than this on disk is never read in the server's process
-_started = None  # in a worker: the queue it tells which task it started (set by `_start_worker`)
+_started = None  # in a worker: the queue it tells which task it started (set by `start_worker`)
 
 
 def core_count() -> int:
@@ -94,9 +94,9 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def _start_worker(lifeline, limit: int, started):
-    """Worker initializer: leave Ctrl-C to the server, run below it, read with the server's file limit,
-    and exit as soon as it is gone.
+def start_worker(lifeline, limit: int, started, niceness: int = WORKER_NICENESS):
+    """Worker initializer: leave Ctrl-C to the server, run `niceness` below it, read with the server's
+    file limit, and exit as soon as it is gone.
 
     `lifeline` is the read end of a pipe whose write end only the server holds: the read ends when
     the server's process does, however it ends. (Not "when the parent goes": a forkserver's children
@@ -106,7 +106,7 @@ def _start_worker(lifeline, limit: int, started):
     set_file_limit(limit)
     _started = started
     with suppress(AttributeError, OSError):  # below the server: indexing and verifying never slow a request
-        os.nice(WORKER_NICENESS)
+        os.nice(niceness)
 
     def exit_with_the_server():
         with suppress(EOFError, OSError):
@@ -250,7 +250,7 @@ class RowPool:
             context.set_forkserver_preload([compute_row.__module__])  # workers start with it imported
         self.lifeline = self.lifeline or context.Pipe(duplex=False)
         self.started = self.started or context.SimpleQueue()
-        return ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+        return ProcessPoolExecutor(workers, mp_context=context, initializer=start_worker,
                                    initargs=(self.lifeline[0], file_limit(), self.started))
 
     def _batch_done(self):

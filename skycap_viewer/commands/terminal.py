@@ -39,10 +39,11 @@ def safe(text: str) -> str:
 JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # json.dumps escapes C0 itself
 
 
-def json_text(value) -> str:
-    """`value` as indented JSON for a terminal or a pipe: C0 and C1 controls, line separators and lone
-    surrogates written as `\\uXXXX` escapes (the same JSON value), never as raw characters."""
-    text = json.dumps(value, indent=1, ensure_ascii=False)
+def json_text(value, indent: int | None = 1) -> str:
+    """`value` as JSON (indented, or on one line with `indent=None`) for a terminal or a pipe: C0 and C1
+    controls, line separators and lone surrogates written as `\\uXXXX` escapes (the same JSON value),
+    never as raw characters."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
     return JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 

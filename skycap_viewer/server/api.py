@@ -19,6 +19,7 @@ from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
 from skycap_viewer.record.document import document_path
+from skycap_viewer.record.search import Query, query_problem
 from skycap_viewer.server.caches import (
     DOCUMENT_CACHE_BYTES,
     PATHS_CACHE_BYTES,
@@ -29,6 +30,7 @@ from skycap_viewer.server.caches import (
     ViewCache,
     files_version,
 )
+from skycap_viewer.server.searches import Search, Searches
 from skycap_viewer.views.groups import (
     DEFAULT_GROUP_BY,
     GROUP_SORT_KEYS,
@@ -69,6 +71,7 @@ class Api:
         self.views = ViewCache(RECORD_VIEW_CACHE_SIZE, RECORD_VIEW_CACHE_NODES, RecordView.node_count)
         self.part_limit = part_limit  # how much one part of /paths, /graph, /exchanges holds
         self.group_by = tuple(group_by)
+        self.searches = Searches()  # its worker processes start with the first search
 
     # -- the server and its runs --------------------------------------------------------
 
@@ -290,6 +293,53 @@ class Api:
         if run_id is None:
             raise ApiError(400, "values are listed per run: pass run_id")
         return 200, values_payload(self.scope(params)[0], one(params, "q"), parse_limit(params))
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(self, params):
+        """Text in one run's documents, inside the listing filters; streamed by cursor (`server/searches.py`)."""
+        if one(params, "run_id") is None:
+            raise ApiError(400, "run_id is required: a search covers one run")
+        snapshot = self.scope(params)[0]
+        query = Query(one(params, "text") or "", one(params, "regex") == "true", one(params, "case") == "true",
+                      one(params, "kind") or "all", one(params, "role"))
+        problem = query_problem(query)
+        if problem:
+            raise ApiError(400, problem)
+        filters = Filters.parse(params)
+        limit, _ = parse_page({"limit": params.get("limit", [])})
+        asked = (snapshot.id, query, repr(filters))
+        cursor = one(params, "cursor")
+        if cursor is None:
+            search = self.searches.get_or_start((*asked, snapshot.generation),
+                                                lambda: self.new_search(snapshot, query, filters, asked))
+            offset = 0
+        else:
+            search, offset = self.cursor_search(cursor, asked)
+        if one(params, "cancel") == "true":
+            self.searches.cancel(search)
+            return 200, {**search.page(offset, 0, wait=0), "data": [], "next_cursor": None}
+        return 200, search.page(offset, limit)
+
+    def new_search(self, snapshot: Snapshot, query: Query, filters: Filters, asked):
+        rows = filters.flagged(filters.select(snapshot.rows) if filters else snapshot.rows)
+        readable = [row["id"] for row in rows if not row.get("unreadable")]
+        unreadable = [{"trajectory_id": row["id"], "reason": f"unreadable: {row.get('error')}"}
+                      for row in rows if row.get("unreadable")]
+        return Search((*asked, snapshot.generation), query, snapshot.location.path, readable, unreadable)
+
+    def cursor_search(self, cursor: str, asked) -> tuple:
+        """(the search a `next_cursor` names, its offset); 410 once the search is gone."""
+        token, _, offset = cursor.rpartition("-")
+        if not token or not offset.isdigit():
+            raise ApiError(400, f"cursor {cursor!r} is not a search cursor (pass the answer's next_cursor)")
+        search = self.searches.by_token(token)
+        if search is None:
+            raise ApiError(410, "this search is gone (cancelled, or nobody asked for it for a while): "
+                                "start it again without a cursor")
+        if search.key[:-1] != asked:
+            raise ApiError(400, "the cursor belongs to another search (other text, options or filters)")
+        return search, int(offset)
 
     # -- groups ---------------------------------------------------------------------------
 

@@ -18,6 +18,8 @@ can no longer come up (an older index generation, an older file version) just ag
   facts, the picker's value tables) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
   `Group.encoded`, its grouping's life long; an encoded answer's gzip form on the `RawJson`
   itself; each run's rows across restarts in the persisted index (`catalog/persisted.py`).
+- Searches (`/v1/search`): `server/searches.py`, by (run, query, filters, index generation), at most
+  `MAX_SEARCHES` of `MAX_HITS` hits each; unpolled ones are cancelled and dropped.
 """
 
 import os

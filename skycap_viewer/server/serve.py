@@ -92,5 +92,6 @@ def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group
     finally:
         watcher.stop()
         pool.close()
+        server.api.searches.close()
         server.server_close()
     return 0

@@ -1,0 +1,170 @@
+"""Search documents on every core: `SearchPool.search` reads and matches them in worker processes.
+
+A document is decompressed, parsed and matched in a worker, never in the server's process, so a
+big one costs the server neither its GIL nor its memory; only the hits come back. A regex can
+backtrack for hours (`(a+)+$` on `aaaa…b`), so each document's matching has a deadline
+(`MATCH_SECONDS`): the worker's alarm interrupts the match (Python's regex engine checks for
+signals as it goes) and the document is reported as skipped. A worker that dies (out of memory, a
+signal) breaks the pool: the documents not yet read are reported skipped, and the next search
+starts fresh workers. The
+workers start as the indexing pool's do (`pool.start_worker`: niced, though less than indexing,
+the server's file limit, gone with the server) and exit after a while idle.
+"""
+
+import multiprocessing
+import queue
+import signal
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from skycap_viewer.catalog.pool import IDLE_SECONDS, chunked, core_count, start_method, start_worker
+from skycap_viewer.errors import RecordError
+from skycap_viewer.record.document import document_path, read_document
+from skycap_viewer.record.frames import file_limit
+from skycap_viewer.record.search import Query, document_hits
+
+SEARCH_NICENESS = 5  # below the server's own process (requests first), above indexing and verification
+# (niceness 10): someone is waiting for a search, nobody for the background sidecar checks
+MATCH_SECONDS = 2.0  # the most one document's matching may take; past it the document is skipped
+DIED = "the worker reading it died (out of memory, or a signal)"
+
+
+@dataclass
+class Found:
+    """What searching one document gave: its hits, or why it was skipped."""
+
+    record_id: str
+    hits: list
+    capped: bool = False
+    skipped: str | None = None
+
+
+class MatchTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise MatchTimeout
+
+
+@contextmanager
+def deadline(seconds: float):
+    """Interrupt the block after `seconds` (main thread only: where workers and commands run)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def search_document(directory: str, record_id: str, query: Query, seconds: float = MATCH_SECONDS) -> Found:
+    """One document's hits, read with the record readers (bounded decompression, the schema check)."""
+    try:
+        document = read_document(document_path(directory, record_id))
+    except RecordError as error:
+        return Found(record_id, [], skipped=f"unreadable: {error.problem}")
+    try:
+        with deadline(seconds):
+            hits, capped = document_hits(document, query, record_id)
+    except MatchTimeout:
+        return Found(record_id, [], skipped=f"matching took longer than {seconds:g} s, the limit per document")
+    return Found(record_id, hits, capped)
+
+
+def search_chunk(directory: str, record_ids: list[str], query: Query, seconds: float) -> list[Found]:
+    """Worker task: search some documents of one directory."""
+    return [search_document(directory, record_id, query, seconds) for record_id in record_ids]
+
+
+class SearchPool:
+    """Worker processes for searches: started by the first search, stopped after `idle_seconds` idle."""
+
+    def __init__(self, workers: int | None = None, idle_seconds: float = IDLE_SECONDS,
+                 seconds: float = MATCH_SECONDS):
+        self.workers = workers or core_count()
+        self.idle_seconds = idle_seconds
+        self.seconds = seconds
+        self.lock = threading.Lock()
+        self.executor: ProcessPoolExecutor | None = None
+        self.running = 0  # searches in flight
+        self.idle_timer: threading.Timer | None = None
+        self.lifeline = None
+        self.closed = False
+
+    def search(self, directory, record_ids: list[str], query: Query):
+        """`Found` for each document, in the order chunks finish (a generator: closing it drops the rest)."""
+        executor = self._acquire()
+        if executor is None:
+            return
+        futures = {}
+        try:
+            for chunk in chunked(list(record_ids), self.workers):
+                futures[executor.submit(search_chunk, str(directory), chunk, query, self.seconds)] = chunk
+            for future in _as_finished(futures):
+                if future.cancelled():  # the pool was closed: the server is stopping
+                    return
+                try:
+                    yield from future.result()
+                except BrokenProcessPool:
+                    self._discard(executor)
+                    yield from (Found(record_id, [], skipped=DIED) for record_id in futures[future])
+        finally:
+            for future in futures:
+                future.cancel()
+            self._release()
+
+    def _acquire(self) -> ProcessPoolExecutor | None:
+        with self.lock:
+            if self.closed:
+                return None
+            if self.idle_timer is not None:
+                self.idle_timer.cancel()
+            if self.executor is None:
+                context = multiprocessing.get_context(start_method())
+                self.lifeline = self.lifeline or context.Pipe(duplex=False)
+                self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=start_worker,
+                                                    initargs=(self.lifeline[0], file_limit(), None, SEARCH_NICENESS))
+            self.running += 1
+            return self.executor
+
+    def _release(self):
+        with self.lock:
+            self.running -= 1
+            if self.running or self.closed or self.executor is None:
+                return
+            self.idle_timer = threading.Timer(self.idle_seconds, self._discard, args=(self.executor, True))
+            self.idle_timer.daemon = True
+            self.idle_timer.start()
+
+    def _discard(self, executor, only_if_idle: bool = False):
+        with self.lock:
+            if executor is not self.executor or (only_if_idle and self.running):
+                return
+            self.executor = None
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    def close(self):
+        with self.lock:
+            self.closed = True
+            executor, self.executor = self.executor, None
+            if self.idle_timer is not None:
+                self.idle_timer.cancel()
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _as_finished(futures):
+    """The futures as they finish (done callbacks: they fire for cancelled ones too)."""
+    finished = queue.SimpleQueue()
+    for future in futures:
+        future.add_done_callback(finished.put)
+    for _ in range(len(futures)):
+        yield finished.get()

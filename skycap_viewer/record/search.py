@@ -1,0 +1,115 @@
+"""Find text in one document's nodes: the search core the API's `/v1/search` and `grep` share.
+
+A node's searched text is `blocks.message_text` of its message (reasoning, then content or its text
+parts, then each tool call as `name(arguments)`, joined by newlines; a tool result is a `tool`
+node's content): what the document holds, the string `/paths` sends as the node's `text` when it
+sends no tokens (in token mode `/paths` sends the decoded tokens, template included). Offsets are
+code points into that string. A node's kind is `blocks.node_kind`, the classification the Path's blocks
+use: `sampled` (model-authored), `replayed` (a client-authored assistant turn), `given` (the rest).
+
+Without `case`, plain text is matched on the full Unicode case folding (`str.casefold`: `ß` finds
+`SS`) and offsets are mapped back to the original text; a regex is matched with `re.IGNORECASE`
+(Python's simple case folding), since folding a pattern would change what it means (`\\S`).
+"""
+
+import re
+from dataclasses import dataclass
+
+from skycap_viewer.record.blocks import message_text, node_kind
+from skycap_viewer.record.fields import wire_id
+
+KINDS = ("all", "sampled", "given", "replayed")
+MAX_PATTERN = 1000  # characters of a search text or regex
+MAX_DOCUMENT_HITS = 1000  # hits kept per document; the answer says when a cap left some out
+CONTEXT = 40  # code points of text kept on each side of a match in a snippet
+MAX_MATCH_SHOWN = 200  # code points of the match itself in a snippet (start/end always say all of it)
+
+
+@dataclass(frozen=True)
+class Query:
+    """What to find and where; hashable, so a search is keyed by it."""
+
+    text: str
+    regex: bool = False
+    case: bool = False
+    kind: str = "all"
+    role: str | None = None
+
+
+def query_problem(query: Query) -> str | None:
+    """Why `query` cannot run (a bad regex names its error and position), else None."""
+    if not query.text:
+        return "text is required"
+    if len(query.text) > MAX_PATTERN:
+        return f"text is {len(query.text)} characters; at most {MAX_PATTERN}"
+    if query.kind not in KINDS:
+        return f"kind must be one of {'|'.join(KINDS)}"
+    if query.regex:
+        try:
+            compiled(query)
+        except re.error as error:
+            where = f" at position {error.pos}" if error.pos is not None else ""
+            return f"bad regex: {error.msg}{where}"
+    return None
+
+
+def compiled(query: Query) -> re.Pattern:
+    """The pattern a query runs (a plain text is escaped; its folding is done on the text instead)."""
+    if not query.regex:
+        return re.compile(re.escape(query.text if query.case else query.text.casefold()))
+    return re.compile(query.text, 0 if query.case else re.IGNORECASE)
+
+
+def folded(text: str) -> tuple[str, list[int] | None]:
+    """(the casefolded text, for each of its code points the original one's index, or None when the
+    two align: folding only grows text, so equal lengths mean one code point for one)."""
+    fold = text.casefold()
+    if len(fold) == len(text):
+        return fold, None
+    pieces = [len(char.casefold()) for char in text]
+    owner = [index for index, size in enumerate(pieces) for _ in range(size)]
+    return fold, owner
+
+
+def text_matches(pattern: re.Pattern, text: str, fold: bool, room: int):
+    """(start, end) of up to `room` non-overlapping matches in `text`, as offsets into `text` itself."""
+    searched, owner = folded(text) if fold else (text, None)
+    found = []
+    for match in pattern.finditer(searched):
+        start, end = match.span()
+        if start == end:
+            continue  # an empty match marks nothing
+        if owner is not None:
+            start, end = owner[start], owner[end - 1] + 1
+        found.append((start, end))
+        if len(found) >= room:
+            break
+    return found
+
+
+def snippet(text: str, start: int, end: int) -> dict:
+    """The match and its surroundings as plain parts, so a page can show them without markup."""
+    return {"before": text[max(0, start - CONTEXT) : start], "match": text[start : min(end, start + MAX_MATCH_SHOWN)],
+            "after": text[end : end + CONTEXT]}
+
+
+def node_wanted(node: dict, query: Query) -> bool:
+    return (query.kind == "all" or node_kind(node) == query.kind) and (query.role is None
+                                                                       or node.get("role") == query.role)
+
+
+def document_hits(document: dict, query: Query, trajectory_id: str) -> tuple[list[dict], bool]:
+    """(every hit in the document's nodes, in node order, whether `MAX_DOCUMENT_HITS` cut some off)."""
+    pattern = compiled(query)
+    fold = not query.case and not query.regex
+    hits = []
+    for node in document["nodes"]:
+        if not node_wanted(node, query):
+            continue
+        text = message_text(node.get("message"))
+        for start, end in text_matches(pattern, text, fold, MAX_DOCUMENT_HITS - len(hits)):
+            hits.append({"trajectory_id": trajectory_id, "node_id": wire_id(node["id"]), "role": node.get("role"),
+                         "kind": node_kind(node), "start": start, "end": end, "snippet": snippet(text, start, end)})
+        if len(hits) >= MAX_DOCUMENT_HITS:
+            return hits, True
+    return hits, False

@@ -1,0 +1,80 @@
+"""`skycap-viewer grep` as a user runs it: output, exit codes, --json, options, escaping."""
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.test_search import CATASTROPHIC, MADE, made_record, raw_nodes
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("grep") / "run"
+    directory.mkdir()
+    for step, (record_id, texts) in enumerate(MADE.items()):
+        made_record(directory, record_id, *texts, step=step)
+    return directory
+
+
+def json_hits(*args) -> list[dict]:
+    result = run_cli("grep", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_every_hit_is_printed_in_record_order_with_its_place(run):
+    result = run_cli("grep", run, "answer")
+    assert result.returncode == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    nodes = raw_nodes(run)
+    assert len(lines) == sum(text.casefold().count("answer") for text, _, _ in nodes.values())
+    assert lines[0] == f'{run}/tr_made_1:n2:assistant:7-13: think: answer\\nlookup_answer({{"q": "answer"}})'
+    records = [line[len(str(run)) + 1 :].split(":")[0] for line in lines]
+    assert records == sorted(records)
+
+
+def test_json_has_the_apis_fields_and_the_run(run):
+    hits = json_hits(run, "answer")
+    nodes = raw_nodes(run)
+    for hit in hits:
+        assert set(hit) == {"trajectory_id", "node_id", "role", "kind", "start", "end", "snippet", "run"}
+        assert hit["run"] == str(run)
+        text, role, kind = nodes[hit["trajectory_id"], hit["node_id"]]
+        assert text[hit["start"] : hit["end"]].casefold() == "answer" and (hit["role"], hit["kind"]) == (role, kind)
+
+
+def test_options(run):
+    assert {h["kind"] for h in json_hits(run, "answer", "--kind", "replayed")} == {"replayed"}
+    assert {h["role"] for h in json_hits(run, "answer", "--role", "tool")} == {"tool"}
+    assert [h["snippet"]["match"] for h in json_hits(run, "Answer", "--case")] == ["Answer"]
+    assert [h["snippet"]["match"] for h in json_hits(run, "strasse")] == ["Straße", "STRASSE"]
+    assert [h["snippet"]["match"] for h in json_hits(run, r"\d\d", "--regex")] == ["42", "31"]
+
+
+def test_exit_codes(run):
+    assert run_cli("grep", run, "no-such-text").returncode == 1
+    bad = run_cli("grep", run, "(a", "--regex")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr == "skycap-viewer: bad regex: missing ), unterminated subpattern at position 0\n"
+    assert run_cli("grep", run).returncode == 2  # no pattern
+    assert run_cli("grep", run / "nope", "a").returncode == 2
+    assert run_cli("grep", run, "a", "--kind", "nope").returncode == 2
+
+
+def test_control_characters_are_escaped(run):
+    result = run_cli("grep", run, "red")
+    assert result.returncode == 0
+    assert "\x1b" not in result.stdout and "escape \\x1b[31mred\\x1b[0m answer" in result.stdout
+    raw = run_cli("grep", run, "red", "--json").stdout
+    assert "\x1b" not in raw and "\\u001b[31m" in raw
+
+
+def test_a_catastrophic_regex_skips_the_document_and_says_so(tmp_path):
+    made_record(tmp_path, CATASTROPHIC, "a" * 40 + "b", "aaa", "aaa", step=0)
+    made_record(tmp_path, "tr_fine", "fine", "aaa", "aaa", step=0)
+    result = run_cli("grep", tmp_path, "(a+)+$", "--regex", timeout=60)
+    assert result.returncode == 0 and {line.split(":")[0] for line in result.stdout.splitlines()} == {
+        f"{tmp_path}/tr_fine"}
+    assert result.stderr == (f"skycap-viewer grep: {tmp_path}/{CATASTROPHIC}: skipped: matching took longer "
+                             "than 2 s, the limit per document\n")

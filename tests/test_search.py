@@ -1,0 +1,263 @@
+"""`GET /v1/search` over the in-process seam: hits against the records' own text, options, filters,
+streaming by cursor, cancel, bad and catastrophic regexes.
+
+The expected hits are computed here from the documents' raw JSON (decompressed and parsed by this
+test, the node text rebuilt by the rule the README states), never by the search code.
+"""
+
+import json
+import re
+import shutil
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from skycap_viewer.demo.writer import RecordBuilder
+from skycap_viewer.record.frames import decompress_one_frame
+from skycap_viewer.server import searches
+from tests.conftest import FIXTURES
+from tests.test_web import InProcess
+
+CATASTROPHIC = "tr_catastrophic"
+MADE = {  # record id -> (client text, model text, replayed assistant text)
+    "tr_made_1": ("Straße und STRASSE", "the Answer is 42", "answer: edited"),
+    "tr_made_2": ("İstanbul or ISTANBUL", "no match here", "ANSWER 7"),
+    "tr_made_3": ("escape \x1b[31mred\x1b[0m answer", "plain", "also plain"),
+}
+
+
+def made_record(directory: Path, record_id: str, client: str, model: str, replayed: str, step: int):
+    builder = RecordBuilder(record_id, mode="text", meta={"step": step, "task_id": f"task-{step}"})
+    system = builder.add_client(None, "system", "You are terse.")
+    user = builder.add_client(system, "user", client)
+    call = builder.add_model(user, message={"role": "assistant", "content": None, "reasoning_content": "think: answer",
+                                            "tool_calls": [{"id": "c1", "type": "function", "function": {
+                                                "name": "lookup_answer", "arguments": '{"q": "answer"}'}}]})
+    tool = builder.add_client(call, "tool", message={"role": "tool", "tool_call_id": "c1", "content": "tool answer"})
+    reply = builder.add_model(tool, model)
+    edited = builder.add_client(reply, "assistant", replayed)  # a replayed assistant turn
+    builder.add_client(edited, "user", "thanks")
+    builder.write(directory)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("search") / "root"
+    for name in ("groups", "real-like"):
+        shutil.copytree(FIXTURES / name, root / name)
+    made = root / "made"
+    made.mkdir()
+    for step, (record_id, texts) in enumerate(MADE.items()):
+        made_record(made, record_id, *texts, step=step)
+    many = root / "many"
+    many.mkdir()
+    for index in range(300):
+        made_record(many, f"tr_many_{index:03d}", f"question {index}", "the answer", "answer again", step=index % 5)
+    slow = root / "slow"
+    slow.mkdir()
+    made_record(slow, CATASTROPHIC, "a" * 40 + "b", "aaa", "aaa", step=0)
+    made_record(slow, "tr_fine", "fine", "aaa", "aaa", step=0)
+    return root
+
+
+@pytest.fixture(scope="module")
+def web(root):
+    server = InProcess(root)
+    yield server
+    server.server.api.searches.close()
+    server.server.server_close()
+
+
+def raw_text(message) -> str:
+    """A message's searched text, rebuilt from the README's rule."""
+    if not isinstance(message, dict):
+        return "" if message is None else str(message)
+    parts = [message[key] for key in ("reasoning_content", "reasoning") if isinstance(message.get(key), str)
+             and message[key]]
+    content = message.get("content")
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        parts += [p.get("text") if isinstance(p.get("text"), str) else f"[{p.get('type', 'part')}]"
+                  if isinstance(p, dict) else p for p in content if isinstance(p, (dict, str))]
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call.get("function"), dict) else call
+        parts.append(f"{function.get('name', '?')}({function.get('arguments', '')})")
+    return "\n".join(parts)
+
+
+def raw_nodes(directory: Path) -> dict:
+    """(record id, "n<id>") -> (text, role, kind) for every readable document in `directory`."""
+    nodes = {}
+    for path in sorted(directory.glob("*.json.zst")):
+        try:
+            document = json.loads(decompress_one_frame(path.read_bytes()))
+            listed = document["nodes"]
+        except Exception:  # noqa: BLE001 - an unreadable fixture is not searched
+            continue
+        record_id = path.name[: -len(".json.zst")]
+        for node in listed:
+            kind = "sampled" if node["author"] == "model" else (
+                "replayed" if node.get("role") == "assistant" else "given")
+            nodes[record_id, f"n{node['id']}"] = (raw_text(node.get("message")), node.get("role"), kind)
+    return nodes
+
+
+def search_all(web, run: str, text: str, **options) -> tuple[list[dict], dict]:
+    """Every hit of a search, following the cursor; (hits, last answer)."""
+    query = urllib.parse.urlencode({"run_id": run, "text": text, "limit": 1000, **options})
+    answer = web.json(f"/v1/search?{query}")
+    hits = list(answer["data"])
+    while answer["next_cursor"]:
+        answer = web.json(f"/v1/search?{query}&cursor={answer['next_cursor']}")
+        hits += answer["data"]
+    assert answer["done"]
+    return hits, answer
+
+
+def expected_nodes(nodes: dict, found) -> set:
+    return {key for key, (text, role, kind) in nodes.items() if found(text, role, kind)}
+
+
+@pytest.mark.parametrize("run, text", [("real-like", "the"), ("groups", "solve"), ("real-like", "E"),
+                                       ("made", "answer")])
+def test_every_node_with_the_text_is_found_and_every_hit_slices_to_it(web, root, run, text):
+    nodes = raw_nodes(root / run)
+    hits, answer = search_all(web, run, text)
+    wanted = text.casefold()
+    assert {(h["trajectory_id"], h["node_id"]) for h in hits} == expected_nodes(
+        nodes, lambda t, role, kind: wanted in t.casefold())
+    for hit in hits:
+        node_text, role, kind = nodes[hit["trajectory_id"], hit["node_id"]]
+        assert node_text[hit["start"] : hit["end"]].casefold() == wanted
+        assert (hit["role"], hit["kind"]) == (role, kind)
+        snippet = hit["snippet"]
+        assert snippet["match"] == node_text[hit["start"] : hit["end"]]
+        assert node_text[: hit["start"]].endswith(snippet["before"]) and node_text[hit["end"] :].startswith(
+            snippet["after"])
+    per_node = {}
+    for hit in hits:
+        per_node[hit["trajectory_id"], hit["node_id"]] = per_node.get((hit["trajectory_id"], hit["node_id"]), 0) + 1
+    for key, count in per_node.items():
+        assert count == nodes[key][0].casefold().count(wanted)
+    assert answer["total_documents"] == answer["scanned"] == len({key[0] for key in nodes})
+
+
+def test_the_search_text_is_the_text_paths_sends_for_a_record_without_tokens(web):
+    hits, _ = search_all(web, "made", "answer")
+    for hit in hits[:10]:
+        nodes = web.json(f"/v1/trajectories/{hit['trajectory_id']}/paths?run_id=made")["nodes"]
+        assert nodes[hit["node_id"]]["text"][hit["start"] : hit["end"]].casefold() == "answer"
+
+
+def test_unicode_casefold_and_case(web):
+    hits, _ = search_all(web, "made", "strasse")  # casefold: ß is ss
+    matched = sorted(raw_nodes(Path(web.catalog.roots[0]) / "made")[h["trajectory_id"], h["node_id"]][0]
+                     [h["start"] : h["end"]] for h in hits)
+    assert matched == ["STRASSE", "Straße"]
+    assert [h["snippet"]["match"] for h in search_all(web, "made", "STRASSE", case="true")[0]] == ["STRASSE"]
+    assert search_all(web, "made", "Answer", case="true")[0][0]["snippet"]["match"] == "Answer"
+    assert {h["snippet"]["match"] for h in search_all(web, "made", "answer", case="true")[0]} == {"answer"}
+
+
+def test_regex(web, root):
+    nodes = raw_nodes(root / "made")
+    hits, _ = search_all(web, "made", r"\d+", regex="true")
+    expected = {(key, m.span()) for key, (text, _, _) in nodes.items() for m in re.finditer(r"\d+", text)}
+    assert {((h["trajectory_id"], h["node_id"]), (h["start"], h["end"])) for h in hits} == expected
+    insensitive = search_all(web, "made", "ANSWER [0-9]", regex="true")[0]
+    assert {h["snippet"]["match"] for h in insensitive} == {"ANSWER 7"}
+    assert search_all(web, "made", "answer [0-9]", regex="true", case="true")[0] == []
+
+
+def test_kind_and_role(web, root):
+    nodes = raw_nodes(root / "made")
+    for kind in ("sampled", "given", "replayed"):
+        hits, _ = search_all(web, "made", "answer", kind=kind)
+        assert {(h["trajectory_id"], h["node_id"]) for h in hits} == expected_nodes(
+            nodes, lambda t, r, k, kind=kind: k == kind and "answer" in t.casefold())
+        assert hits and {h["kind"] for h in hits} == {kind}
+    tool = search_all(web, "made", "answer", role="tool")[0]
+    assert tool and {h["role"] for h in tool} == {"tool"}
+    calls = search_all(web, "made", "lookup_answer", kind="sampled")[0]  # a tool call's name and arguments
+    assert len(calls) == len(MADE)
+
+
+def test_a_search_runs_inside_the_listing_filters(web, root):
+    nodes = raw_nodes(root / "many")
+    listed = {row["id"] for row in web.json("/v1/trajectories?run_id=many&step=2&limit=1000")["data"]}
+    hits, answer = search_all(web, "many", "question", step=2)
+    assert {h["trajectory_id"] for h in hits} == listed and answer["total_documents"] == len(listed) == 60
+    assert {(h["trajectory_id"], h["node_id"]) for h in hits} == expected_nodes(
+        nodes, lambda t, r, k: "question" in t) & {key for key in nodes if key[0] in listed}
+    only = search_all(web, "many", "question", q="tr_many_007")[0]
+    assert {h["trajectory_id"] for h in only} == {"tr_many_007"}
+
+
+def test_a_small_limit_streams_and_the_cursor_completes_it(web, root):
+    first = web.json("/v1/search?run_id=many&text=answer&limit=5")
+    assert len(first["data"]) == 5 and first["done"] is False and first["next_cursor"]
+    hits, answer = list(first["data"]), first
+    while answer["next_cursor"]:
+        answer = web.json(f"/v1/search?run_id=many&text=answer&limit=5&cursor={answer['next_cursor']}")
+        assert len(answer["data"]) <= 5
+        hits += answer["data"]
+    expected = sum(text.casefold().count("answer") for text, _, _ in raw_nodes(root / "many").values())
+    assert len(hits) == expected == 300 * 6  # reasoning, the call's name and arguments, tool, reply, replayed
+    assert answer["done"] and answer["scanned"] == 300
+    assert len({(h["trajectory_id"], h["node_id"], h["start"]) for h in hits}) == len(hits)
+    again = web.json("/v1/search?run_id=many&text=answer&limit=5")  # the same search: answered from it
+    assert again["done"] is False and again["hits_so_far"] == expected and again["data"] == first["data"]
+
+
+def test_a_search_can_be_cancelled_and_its_cursor_then_is_gone(web):
+    first = web.json("/v1/search?run_id=many&text=the&limit=1")
+    cancelled = web.json(f"/v1/search?run_id=many&text=the&limit=1&cursor={first['next_cursor']}&cancel=true")
+    assert cancelled["cancelled"] is True and cancelled["next_cursor"] is None and cancelled["data"] == []
+    gone = web.json(f"/v1/search?run_id=many&text=the&limit=1&cursor={first['next_cursor']}", 410)
+    assert "start it again" in gone["detail"]
+    fresh = web.json("/v1/search?run_id=many&text=the&limit=1")  # asked again: a new search
+    assert fresh["next_cursor"] != first["next_cursor"] and fresh["cancelled"] is False
+
+
+def test_bad_requests_are_400_naming_the_problem(web):
+    assert web.json("/v1/search?run_id=made&text=(a&regex=true", 400)["detail"].startswith(
+        "bad regex: missing ), unterminated subpattern at position 0")
+    assert web.json("/v1/search?run_id=made", 400)["detail"] == "text is required"
+    assert web.json("/v1/search?text=a", 400)["detail"].startswith("run_id is required")
+    kinds = "kind must be one of all|sampled|given|replayed"
+    assert web.json("/v1/search?run_id=made&text=a&kind=nope", 400)["detail"] == kinds
+    assert web.json("/v1/search?run_id=nope&text=a", 404)["detail"] == "no run nope"
+    assert "not a search cursor" in web.json("/v1/search?run_id=made&text=a&cursor=12", 400)["detail"]
+    first = web.json("/v1/search?run_id=many&text=the&limit=1")
+    other = web.json(f"/v1/search?run_id=many&text=other&cursor={first['next_cursor']}", 400)
+    assert "another search" in other["detail"]
+
+
+def test_a_catastrophic_regex_is_cut_off_per_document_and_the_server_keeps_answering(web):
+    started = time.monotonic()
+    answer = web.json("/v1/search?run_id=slow&text=(a%2B)%2B%24&regex=true&limit=1000")
+    while answer["next_cursor"]:
+        assert web.get("/v1/runs").status == 200  # listings are answered meanwhile
+        answer = web.json(f"/v1/search?run_id=slow&text=(a%2B)%2B%24&regex=true&cursor={answer['next_cursor']}")
+    assert time.monotonic() - started < 20
+    assert answer["skipped"] == [{"trajectory_id": CATASTROPHIC,
+                                  "reason": "matching took longer than 2 s, the limit per document"}]
+    assert answer["done"] and answer["scanned"] == 2
+
+
+def test_a_search_nobody_asks_for_is_dropped(web, monkeypatch):
+    monkeypatch.setattr(searches, "IDLE_SECONDS", 0.3)
+    monkeypatch.setattr(searches, "KEPT_SECONDS", 0.3)
+    first = web.json("/v1/search?run_id=many&text=question&limit=1")
+    kept = web.server.api.searches.by_key
+    search = next(s for s in kept.values() if first["next_cursor"].startswith(s.token))
+    time.sleep(1.0)
+    gone = web.json(f"/v1/search?run_id=many&text=question&limit=1&cursor={first['next_cursor']}", 410)
+    assert "nobody asked" in gone["detail"] and search not in kept.values()
+    deadline = time.monotonic() + 10
+    while not search.done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert search.cancelled and search.done  # its thread stopped reading
