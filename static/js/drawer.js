@@ -12,6 +12,7 @@ import {renderPath} from "./tab-path.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
 import {fetchNext} from "./parts.js";
+import {locate, markHit} from "./search-mark.js";
 import {LazyText} from "./tokens.js";
 import {renderTree} from "./tab-tree.js";
 import {flagBadge, forkKinds, textOnlyNotice} from "./viewer.js";
@@ -50,6 +51,7 @@ export class Drawer {
     this.lazy = null;
     this.nearEnd = null;  // watches the tab's "more" rows: one in sight asks for the next part
     this.fetching = false;
+    this.hit = null;  // the search match to mark in the Path tab (`mark`)
     this.setupResize(grip);
   }
 
@@ -104,7 +106,8 @@ export class Drawer {
     if (key !== this.key) {
       this.key = key;
       this.gone = false;
-      this.wantFocus = true;  // a newly opened rollout takes the focus once it is drawn
+      if (this.hit?.trajectory_id !== state.traj) this.hit = null;
+      this.wantFocus = !this.hit;  // a newly opened rollout takes the focus once drawn; a match leaves it in its list
       this.treeOpen = null;
       this.drawn = null;
       this.place = null;
@@ -203,6 +206,7 @@ export class Drawer {
       this.content.append(this.tab(bundle, state));
       replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.content);
       if (keepScroll) this.content.scrollTop = scroll;
+      if (this.hit && state.tab === "path") this.showHit();
       for (const row of this.content.querySelectorAll("button.more")) this.nearEnd.observe(row);
     }
     if (this.wantFocus) {
@@ -276,6 +280,37 @@ export class Drawer {
     if (state.tab === "calls") return renderCalls(bundle, more);
     if (state.tab === "json") return renderJson(bundle);
     return renderPath(bundle, state, context);
+  }
+
+  /** Mark a search match (`/v1/search` hit) in the Path tab when its rollout is drawn. */
+  mark(hit) {
+    this.hit = {...hit};
+    this.drawn = null;  // the same rollout is drawn again, marked
+  }
+
+  /** Mark the match in the drawn Path tab: first move to the path holding its node, show the given
+   *  blocks or fetch the next part when that is what hides it; scroll to it the first time. */
+  showHit() {
+    const hit = this.hit;
+    const paths = this.bundle.paths;
+    const place = locate(paths, hit, Math.min(this.state.path, (paths.paths || []).length - 1));
+    if (!place) return;
+    if (place.more !== undefined) {
+      this.more("paths", place.more);
+      return;
+    }
+    const patch = {};
+    if (place.index !== this.state.path) patch.path = place.index;
+    if (!this.state.given && place.blocks.every((block) => block.kind === "given")) patch.given = true;
+    if (Object.keys(patch).length) {
+      this.go(patch, {replace: true});
+      return;
+    }
+    const target = markHit(this.content, place, hit.node_id, paths.nodes[hit.node_id], this.state.controls);
+    if (!target || hit.shown) return;
+    hit.shown = true;
+    target.scrollIntoView({block: "center"});
+    requestAnimationFrame(() => target.scrollIntoView({block: "center"}));  // again once blocks above have their real height
   }
 
   /** Fetch the next part of the open rollout's `route` answer (path `index`'s of /paths) into its
