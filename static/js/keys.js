@@ -1,5 +1,6 @@
 // Keyboard: j/k move through rows, Enter opens, Esc closes, [ ] step through rollouts in the
-// drawer, 1–5 switch tabs, / focuses search, ? shows this list. Ignored while typing.
+// drawer, 1–5 switch tabs, / focuses search, ? shows this list. Ignored while typing. The match
+// list of the record text search walks with its own j / k and arrows while it has the focus (search.js).
 
 import {el, replace} from "./dom.js";
 
@@ -9,7 +10,9 @@ const KEYS = [
   ["Esc", "close the drawer (or this help)"],
   ["[ / ]", "previous / next rollout in the drawer"],
   ["1 – 5", "Path, Tree, Forks, Calls, JSON"],
-  ["/", "search"],
+  ["/", "search ids, meta and annotations"],
+  ["j / k  ↓ / ↑", "in the match list of a record text search: next / previous match (the table keeps its j / k)"],
+  ["Enter", "in the match list: open the match in the Path tab"],
   ["?", "show these keys"],
 ];
 
