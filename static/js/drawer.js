@@ -327,7 +327,9 @@ export class Drawer {
     } finally {
       this.fetching = false;
     }
-    if (key === this.key && bundle === this.bundle) this.draw(true);
+    // Draw even if a poll's reload replaced the bundle meanwhile: a search match waiting for a later
+    // part asks again from the bundle now shown (its ask was refused while this one was fetching).
+    if (key === this.key) this.draw(true);
   }
 
   /** Re-read the open rollout; reload and redraw it only if the record changed. */
