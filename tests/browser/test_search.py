@@ -214,6 +214,7 @@ def test_a_match_in_a_later_part_of_a_huge_record_is_fetched_marked_and_shown(pa
     tab = page.open("#/run/long/rollouts?search=turn%2011998")
     expect(tab.locator(".search-progress")).to_have_text("searched 1 of 1 record · 1 match", timeout=30_000)
     tab.locator(".matches .match .match-traj").click()
+    # a page-side wait: a Playwright locator polled over 12,000 blocks starved the page's own loading here
     tab.wait_for_function("() => document.querySelector('#drawer .block[data-node=\"n11998\"] mark.hit')?.textContent"
                           " === 'turn 11998'", timeout=60_000)
     tab.wait_for_function(f"() => ({IN_VIEW})('#drawer mark.hit')")
