@@ -23,7 +23,7 @@ export class RecordSearch {
     this.onOpen = onOpen;
     this.state = null;
     this.key = null;
-    this.running = null;  // the search being polled: {params, cursor, stop}
+    this.running = null;  // the search being polled: {params, cursor, stopped, told (the server was told to stop)}
     this.input = applying(el("input", {type: "search", id: "record-search", placeholder: "find in record text",
       "aria-label": "find in record text", autocomplete: "off",
       title: "search the messages of the rollouts the filters keep; Enter searches"}),
