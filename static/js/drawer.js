@@ -289,22 +289,26 @@ export class Drawer {
   }
 
   /** Mark the match in the drawn Path tab: first move to the path holding its node, show the given
-   *  blocks or fetch the next part when that is what hides it; scroll to it the first time. */
+   *  blocks or fetch the next part when that is what hides it; scroll to it the first time. Once
+   *  placed, a path or option the reader picks is theirs: later draws only mark what is shown. */
   showHit() {
     const hit = this.hit;
     const paths = this.bundle.paths;
     const place = locate(paths, hit, Math.min(this.state.path, (paths.paths || []).length - 1));
-    if (!place) return;
-    if (place.more !== undefined) {
-      this.more("paths", place.more);
-      return;
-    }
-    const patch = {};
-    if (place.index !== this.state.path) patch.path = place.index;
-    if (!this.state.given && place.blocks.every((block) => block.kind === "given")) patch.given = true;
-    if (Object.keys(patch).length) {
-      this.go(patch, {replace: true});
-      return;
+    if (!place || (place.more !== undefined && hit.placed)) return;
+    if (!hit.placed) {
+      if (place.more !== undefined) {
+        this.more("paths", place.more);
+        return;
+      }
+      const patch = {};
+      if (place.index !== this.state.path) patch.path = place.index;
+      if (!this.state.given && place.blocks.every((block) => block.kind === "given")) patch.given = true;
+      if (Object.keys(patch).length) {
+        this.go(patch, {replace: true});
+        return;
+      }
+      hit.placed = true;
     }
     const target = markHit(this.content, place, hit.node_id, paths.nodes[hit.node_id], this.state.controls);
     if (!target || hit.shown) return;

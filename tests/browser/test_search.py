@@ -120,6 +120,19 @@ def test_a_match_in_a_folded_prompt_unfolds_it_and_scrolls_to_it(search_page):
     tab.wait_for_function(f"() => ({IN_VIEW})('#drawer mark.hit')")
 
 
+def test_a_match_in_a_hidden_given_block_shows_the_given_blocks_once(search_page):
+    tab = search_page.open(f"#/run/{RUN}/rollouts/t/tr_s_text?search=needle&hide=given")
+    given = tab.locator('#drawer input[data-option="given"]')
+    expect(given).not_to_be_checked()
+    expect(tab.locator(".matches .match")).to_have_count(len(expected("needle")))
+    open_match(tab, "tr_s_text", "n0")  # the user's message: a given block
+    expect(given).to_be_checked()
+    expect(tab.locator('#drawer .block[data-node="n0"] mark.hit')).to_have_text("needle")
+    given.uncheck()  # the reader's choice after that stays theirs
+    expect(tab.locator('#drawer .block[data-node="n0"]')).to_have_count(0)
+    expect(given).not_to_be_checked()
+
+
 def test_the_match_list_walks_with_keys_and_enter_opens_the_match(search_page):
     tab = search_page.open(f"#/run/{RUN}/rollouts?search=needle")
     matches = tab.locator(".matches .match")
