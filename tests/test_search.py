@@ -14,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from skycap_viewer.catalog.searcher import search_document
 from skycap_viewer.demo.writer import RecordBuilder
+from skycap_viewer.errors import RecordError
+from skycap_viewer.record.document import read_document
 from skycap_viewer.record.frames import decompress_one_frame
+from skycap_viewer.record.search import Query, document_hits
 from skycap_viewer.server import searches
 from tests.conftest import FIXTURES
 from tests.test_web import InProcess
@@ -261,3 +265,25 @@ def test_a_search_nobody_asks_for_is_dropped(web, monkeypatch):
     while not search.done and time.monotonic() < deadline:
         time.sleep(0.05)
     assert search.cancelled and search.done  # its thread stopped reading
+
+
+@pytest.mark.parametrize("case", [False, True])
+def test_ruling_a_document_out_from_its_json_text_never_loses_a_hit(root, case):
+    """`may_match` skips parsing documents that cannot hold the text: it must skip none that do."""
+    directories = [d for d in FIXTURES.iterdir() if d.is_dir()] + [root / "made", root / "slow"]
+    texts = ["the", "e", "a", "answer", "Answer", "strasse", "STRASSE", "ss", "re2", "solve a", "ok", "door",
+             "lookup_answer", "q", "istanbul", "42", "tool answer", "part", "True"]
+    compared = 0
+    for directory in directories:
+        for path in sorted(directory.glob("*.json.zst")):
+            record_id = path.name[: -len(".json.zst")]
+            try:
+                document = read_document(path)
+            except RecordError:
+                continue
+            for text in texts:
+                query = Query(text, case=case)
+                found = search_document(str(directory), record_id, query)
+                assert found.hits == document_hits(document, query, record_id)[0], (path, text)
+                compared += 1
+    assert compared > 1000

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from skycap_viewer.catalog.pool import IDLE_SECONDS, chunked, core_count, start_method, start_worker
 from skycap_viewer.errors import RecordError
-from skycap_viewer.record.document import document_path, read_document
+from skycap_viewer.record.document import document_path, document_text, parse_document_text, read_regular_file
 from skycap_viewer.record.frames import file_limit
-from skycap_viewer.record.search import Query, document_hits
+from skycap_viewer.record.search import Query, document_hits, may_match
 
 SEARCH_NICENESS = 5  # below the server's own process (requests first), above indexing and verification
 # (niceness 10): someone is waiting for a search, nobody for the background sidecar checks
@@ -66,9 +66,15 @@ def deadline(seconds: float):
 
 
 def search_document(directory: str, record_id: str, query: Query, seconds: float = MATCH_SECONDS) -> Found:
-    """One document's hits, read with the record readers (bounded decompression, the schema check)."""
+    """One document's hits, read with the record readers (bounded decompression, the schema check);
+    a document that cannot hold the text is not parsed (`may_match`)."""
+    path = document_path(directory, record_id)
     try:
-        document = read_document(document_path(directory, record_id))
+        text = document_text(read_regular_file(path), path)
+        if not may_match(text, query):
+            return Found(record_id, [])  # the text is nowhere in the document: no need to parse it
+        document = parse_document_text(text, path)
+        del text
     except RecordError as error:
         return Found(record_id, [], skipped=f"unreadable: {error.problem}")
     try:

@@ -51,16 +51,31 @@ def parse_document(data: bytes, path) -> dict:
 
 def parse_document_sized(data: bytes, path) -> tuple[dict, int]:
     """`parse_document`, and the bytes of JSON the document was parsed from (what it weighs in a cache)."""
+    text, size = decoded_document(data, path)
+    return parse_document_text(text, path), size
+
+
+def document_text(data: bytes, path) -> str:
+    """One document file's bytes as JSON text: one zstd frame within the file limit, UTF-8 (a search
+    looks at it before parsing, `record/search.py`)."""
+    return decoded_document(data, path)[0]
+
+
+def decoded_document(data: bytes, path) -> tuple[str, int]:
+    """(the document's JSON text, its size in bytes); the decompressed bytes are dropped on return, so
+    a document near the limit is parsed with one copy of its text at a time."""
     try:
         payload = decompress_one_frame(data, file_limit(), "the document")
     except FrameError as error:
         raise RecordError(path, str(error)) from None
     try:
-        text = payload.decode("utf-8")
+        return payload.decode("utf-8"), len(payload)
     except UnicodeDecodeError as error:
         raise RecordError(path, f"the document is not UTF-8 ({error.reason} at byte {error.start})") from None
-    size = len(payload)
-    del payload  # one copy of the text at a time: a document near the limit is parsed in the least room
+
+
+def parse_document_text(text: str, path) -> dict:
+    """Parse and validate a document's JSON text; raise `RecordError` if it isn't v1."""
     try:
         document = json.loads(text, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as error:
@@ -74,7 +89,7 @@ def parse_document_sized(data: bytes, path) -> tuple[dict, int]:
     problem = check_structure(document)
     if problem:
         raise RecordError(path, problem)
-    return document, size
+    return document
 
 
 def read_regular_file(path, what: str = "document", limit: int | None = None) -> bytes:

@@ -10,6 +10,13 @@ use: `sampled` (model-authored), `replayed` (a client-authored assistant turn), 
 Without `case`, plain text is matched on the full Unicode case folding (`str.casefold`: `ß` finds
 `SS`) and offsets are mapped back to the original text; a regex is matched with `re.IGNORECASE`
 (Python's simple case folding), since folding a pattern would change what it means (`\\S`).
+
+Most documents of a run hold no hit, so `may_match` first looks for a plain text in the document's
+JSON text, before it is parsed: where it cannot be, the document is not parsed at all. That holds
+only where every node text is a JSON string as written, so it answers "maybe" (parse and look)
+for a text of other characters than ASCII letters, digits, spaces, `_` and `-` (which JSON never
+escapes and `message_text` never adds) and for a document with a `\\u` escape, a message that is
+not an object, a list content, or a tool call's name or arguments that is not a string.
 """
 
 import re
@@ -23,6 +30,10 @@ MAX_PATTERN = 1000  # characters of a search text or regex
 MAX_DOCUMENT_HITS = 1000  # hits kept per document; the answer says when a cap left some out
 CONTEXT = 40  # code points of text kept on each side of a match in a snippet
 MAX_MATCH_SHOWN = 200  # code points of the match itself in a snippet (start/end always say all of it)
+
+
+PREFILTERED = re.compile(r"[A-Za-z0-9 _-]+")  # texts `may_match` can rule out from the JSON text
+NOT_AS_WRITTEN = re.compile(r'\\u|"message":\s*[^{n\s]|"content":\s*\[|"(?:name|arguments)":\s*[^"\s]')
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,13 @@ def query_problem(query: Query) -> str | None:
             where = f" at position {error.pos}" if error.pos is not None else ""
             return f"bad regex: {error.msg}{where}"
     return None
+
+
+def may_match(json_text: str, query: Query) -> bool:
+    """False only when no node of the document whose JSON text this is can hold the query's text."""
+    if query.regex or not PREFILTERED.fullmatch(query.text) or NOT_AS_WRITTEN.search(json_text):
+        return True
+    return query.text in json_text if query.case else query.text.casefold() in json_text.casefold()
 
 
 def compiled(query: Query) -> re.Pattern:
