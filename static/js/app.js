@@ -36,6 +36,12 @@ function openRollout(id) {
   go({traj: id, view: state.view || defaultView(runOf(state.run))});
 }
 
+/** Open a search match: its rollout's Path tab, the drawer marking the match once it is drawn. */
+function openMatch(hit) {
+  drawer.mark(hit);
+  go({traj: hit.trajectory_id, view: state.view || defaultView(runOf(state.run)), tab: "path"});
+}
+
 /** Close the drawer and give the focus back to the row of the rollout it showed. */
 function closeDrawer() {
   const id = state.traj;
@@ -44,7 +50,7 @@ function closeDrawer() {
 }
 
 const sidebar = new Sidebar(document.getElementById("runs"), document.getElementById("run-filter"));
-const runPage = new RunPage(main, {go, open: openRollout, runs: () => runs});
+const runPage = new RunPage(main, {go, open: openRollout, openMatch, runs: () => runs});
 const drawer = new Drawer(document.getElementById("drawer"), document.getElementById("drawer-body"),
   document.getElementById("drawer-grip"), {go, close: closeDrawer});
 

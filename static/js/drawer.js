@@ -14,6 +14,7 @@ import {renderPath} from "./tab-path.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
 import {fetchNext} from "./parts.js";
+import {locate, markHit} from "./search-mark.js";
 import {LazyText} from "./tokens.js";
 import {renderTree} from "./tab-tree.js";
 import {flagBadge, forkKinds, textOnlyNotice} from "./viewer.js";
@@ -54,6 +55,7 @@ export class Drawer {
     this.fetching = false;
     this.finder = new FindBar(root, {openTreeNode: (id) => { this.treeOpen = id; this.draw(true); }});
     this.notable = new NotableTokens(() => ({state: this.state, content: this.content}));
+    this.hit = null;  // the search match to mark in the Path tab (`mark`)
     this.setupResize(grip);
   }
 
@@ -108,7 +110,8 @@ export class Drawer {
     if (key !== this.key) {
       this.key = key;
       this.gone = false;
-      this.wantFocus = true;  // a newly opened rollout takes the focus once it is drawn
+      if (this.hit?.trajectory_id !== state.traj) this.hit = null;
+      this.wantFocus = !this.hit;  // a newly opened rollout takes the focus once drawn; a match leaves it in its list
       this.treeOpen = null;
       this.drawn = null;
       this.place = null;
@@ -208,6 +211,7 @@ export class Drawer {
       replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.finder.bar(state.tab), this.content);
       if (keepScroll) this.content.scrollTop = scroll;
       this.finder.drawn(this.content, bundle, state);
+      if (this.hit && state.tab === "path") this.showHit();
       for (const row of this.content.querySelectorAll("button.more")) this.nearEnd.observe(row);
     }
     if (this.wantFocus) {
@@ -283,6 +287,41 @@ export class Drawer {
     return renderPath(bundle, state, context);
   }
 
+  /** Mark a search match (`/v1/search` hit) in the Path tab when its rollout is drawn. */
+  mark(hit) {
+    this.hit = {...hit};
+    this.drawn = null;  // the same rollout is drawn again, marked
+  }
+
+  /** Mark the match in the drawn Path tab: first move to the path holding its node, show the given
+   *  blocks or fetch the next part when that is what hides it; scroll to it the first time. Once
+   *  placed, a path or option the reader picks is theirs: later draws only mark what is shown. */
+  showHit() {
+    const hit = this.hit;
+    const paths = this.bundle.paths;
+    const place = locate(paths, hit, Math.min(this.state.path, (paths.paths || []).length - 1));
+    if (!place || (place.more !== undefined && hit.placed)) return;
+    if (!hit.placed) {
+      if (place.more !== undefined) {
+        this.more("paths", place.more);
+        return;
+      }
+      const patch = {};
+      if (place.index !== this.state.path) patch.path = place.index;
+      if (!this.state.given && place.blocks.every((block) => block.kind === "given")) patch.given = true;
+      if (Object.keys(patch).length) {
+        this.go(patch, {replace: true});
+        return;
+      }
+      hit.placed = true;
+    }
+    const target = markHit(this.content, place, hit.node_id, paths.nodes[hit.node_id], this.state.controls);
+    if (!target || hit.shown) return;
+    hit.shown = true;
+    target.scrollIntoView({block: "center"});
+    requestAnimationFrame(() => target.scrollIntoView({block: "center"}));  // again once blocks above have their real height
+  }
+
   /** Fetch the next part of the open rollout's `route` answer (path `index`'s of /paths) into its
    *  bundle and draw again where the reader is. One at a time: a "more" row seen twice asks once. */
   async more(route, index) {
@@ -297,7 +336,9 @@ export class Drawer {
     } finally {
       this.fetching = false;
     }
-    if (key === this.key && bundle === this.bundle) this.draw(true);
+    // Draw even if a poll's reload replaced the bundle meanwhile: a search match waiting for a later
+    // part asks again from the bundle now shown (its ask was refused while this one was fetching).
+    if (key === this.key) this.draw(true);
   }
 
   /** Re-read the open rollout; reload and redraw it only if the record changed. */

@@ -1,6 +1,7 @@
 // Keyboard: j/k move through rows, Enter opens, Esc closes, [ ] step through rollouts in the
 // drawer, 1–5 switch tabs, f finds in the rollout, n / N step through its notable tokens,
-// / focuses search, ? shows this list. Ignored while typing.
+// / focuses search, ? shows this list. Ignored while typing. The match list of the record text
+// search walks with its own j / k and arrows while it has the focus (search.js).
 
 import {el, replace} from "./dom.js";
 
@@ -12,7 +13,9 @@ const KEYS = [
   ["1 – 5", "Path, Tree, Forks, Calls, JSON"],
   ["f", "find in the rollout (Path, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
   ["n / N", "next / previous notable token (Path tab)"],
-  ["/", "search"],
+  ["/", "search ids, meta and annotations"],
+  ["j / k  ↓ / ↑", "in the match list of a record text search: next / previous match (the table keeps its j / k)"],
+  ["Enter", "in the match list: open the match in the Path tab"],
   ["?", "show these keys"],
 ];
 

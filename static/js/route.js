@@ -2,6 +2,8 @@
 //   #/run/<run>[/groups|/rollouts][/t/<trajectory>]?<query>
 // query keys: step task status ann (repeatable "key=value") q flag (repeatable: every one required)
 //             xflag (repeatable: every one excluded) rmin rmax (the reward range, inclusive)
+//             search scase=1 sre=1 skind srole (the record text search: its text, match case, regex,
+//             block kind and role; it runs inside the filters)
 //             ungrouped=1 (the Rollouts view's "no group key" filter: the rollouts no group holds) sort order page
 //             open (group keys, comma separated) tab path fa fb
 //             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
@@ -10,13 +12,13 @@
 // the default.
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
-  "page", "open",
+  "page", "open", "search", "scase", "sre", "skind", "srole",
   "tab", "path", "fa", "fb", "given", "controls", "logprobs"];
 const DRAWER_KEYS = ["tab", "path", "fa", "fb", "given", "controls", "logprobs"];
 export const TABS = ["path", "tree", "forks", "calls", "json"];
 
 export function emptyState() {
-  return {run: null, view: null, traj: null, ...clearedFilters(),
+  return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
     sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1,
     given: true, controls: false, logprobs: false};
 }
@@ -36,7 +38,11 @@ export function parse(hash) {
     if (rest[0] === "t" && rest[1]) state.traj = rest[1];
   }
   const query = new URLSearchParams(queryPart);
-  for (const key of ["step", "task", "status", "q", "rmin", "rmax", "sort", "order"]) state[key] = query.get(key) || "";
+  for (const key of ["step", "task", "status", "q", "rmin", "rmax", "sort", "order", "search", "skind", "srole"]) {
+    state[key] = query.get(key) || "";
+  }
+  state.scase = query.get("scase") === "1";
+  state.sre = query.get("sre") === "1";
   for (const key of ["ann", "flag", "xflag"]) state[key] = [...new Set(query.getAll(key).filter(Boolean))];
   const rawOpen = queryPart.split("&").find((pair) => pair.startsWith("open="))?.slice(5) || "";
   state.open = rawOpen.split(",").filter(Boolean).map(decodeURIComponent);
@@ -64,8 +70,8 @@ export function format(state) {
     if (key === "ann" || key === "flag" || key === "xflag") value.forEach((item) => add(key, item));
     else if (key === "open") {
       if (value.length) query.push(`open=${value.map(encodeURIComponent).join(",")}`);
-    } else if (key === "ungrouped") {
-      if (value) add("ungrouped", 1);
+    } else if (key === "ungrouped" || key === "scase" || key === "sre") {
+      if (value) add(key, 1);
     } else if (key === "page") {
       if (value > 1) add("page", value);
     } else if (DRAWER_KEYS.includes(key)) {
@@ -82,6 +88,11 @@ export function format(state) {
 /** The state of every filter unset: what "clear all" goes to. */
 export function clearedFilters() {
   return {step: "", task: "", status: "", ann: [], q: "", rmin: "", rmax: "", flag: [], xflag: [], ungrouped: false};
+}
+
+/** No record text search: what a new run starts with. */
+export function clearedSearch() {
+  return {search: "", scase: false, sre: false, skind: "", srole: ""};
 }
 
 /** True when any rollout filter (not the flags) is set. */
@@ -108,4 +119,10 @@ export function filterParams(state) {
 /** The Rollouts view's parameters: the filters, and `ungrouped=true` for the "no group key" chip. */
 export function rolloutParams(state) {
   return {...filterParams(state), ungrouped: state.ungrouped ? "true" : null};
+}
+
+/** The record text search's parameters for `/v1/search`: the search inside the current filters. */
+export function searchParams(state) {
+  return {...filterParams(state), text: state.search, case: state.scase ? "true" : null,
+    regex: state.sre ? "true" : null, kind: state.skind || null, role: state.srole || null};
 }

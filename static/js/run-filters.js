@@ -7,8 +7,9 @@ import {num} from "./format.js";
 import {Picker} from "./picker.js";
 import {anyFilter, clearedFilters} from "./route.js";
 
-/** A text input that applies its trimmed value on Enter or leaving it (`change`), and after a pause. */
-function applying(input, current, apply, pauseMs) {
+/** A text input that applies its trimmed value on Enter or leaving it (`change`), and after a pause
+ *  (none when `pauseMs` is 0). */
+export function applying(input, current, apply, pauseMs) {
   let timer = null;
   const now = () => {
     clearTimeout(timer);

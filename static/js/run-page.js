@@ -1,5 +1,5 @@
-// One run: its header, the Groups/Rollouts toggle, the health band, the filters, the pager
-// and the table. Everything shown comes from the state in the URL; the listing is re-read
+// One run: its header, the Groups/Rollouts toggle, the health band, the filters, the record text
+// search, the pager and the table. Everything shown comes from the state in the URL; the listing is re-read
 // when that state changes and polled (with its ETag) so new records appear in place.
 
 import {get} from "./api.js";
@@ -10,6 +10,7 @@ import {GroupsTable} from "./run-groups.js";
 import {rewardLegend} from "./reward.js";
 import {rolloutsTable} from "./run-rollouts.js";
 import {FilterBar} from "./run-filters.js";
+import {RecordSearch} from "./search.js";
 import {emptyState, filterParams, format, hasFilters, hasFlags, rolloutParams} from "./route.js";
 import {kindLegend} from "./strip.js";
 
@@ -29,7 +30,7 @@ function verifying(run) {
 }
 
 export class RunPage {
-  constructor(main, {go, open, runs}) {
+  constructor(main, {go, open, openMatch, runs}) {
     this.main = main;
     this.runs = runs;
     this.go = go;
@@ -40,6 +41,7 @@ export class RunPage {
       onOpen: (id) => this.open(id),
       onSort: (key, order) => this.sort(key, order),
     });
+    this.search = new RecordSearch({go, onOpen: openMatch});
   }
 
   /** Draw `state` for `run` (the /runs entry, maybe still indexing). */
@@ -51,6 +53,7 @@ export class RunPage {
     this.drawHead();
     this.drawFilters();
     restoreFocus(this.main, focused);
+    this.search.show(state);
     const key = JSON.stringify([state.run, this.view(), this.listParams(state), state.sort, state.order, state.page]);
     if (key !== this.listingKey) {
       this.listingKey = key;
@@ -88,7 +91,7 @@ export class RunPage {
     this.noticeBox = el("div", {className: "listing-notices"});
     this.pagerBox = el("div", {className: "pager"});
     this.tableBox = el("div", {className: "table-box"});
-    replace(this.main, this.headBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.titleBox,
+    replace(this.main, this.headBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.search.node, this.titleBox,
       this.legendBox, this.noticeBox, this.tableBox, this.pagerBox);
   }
 

@@ -72,7 +72,7 @@ export class LazyText {
     if (isTokenBlock(node, options.unit)) {
       for (let from = block.node_start; from < block.node_end; from += CHUNK_TOKENS) {
         const to = Math.min(block.node_end, from + CHUNK_TOKENS);
-        const chunk = el("span", {className: "chunk"});
+        const chunk = el("span", {className: "chunk", dataset: {from, to}});  // token indices: search marks find them
         chunk.textContent = chunkPlain(node, from, to, options);
         chunkInfo.set(chunk, {block, node, from, to, options});
         box.append(chunk);
@@ -82,7 +82,9 @@ export class LazyText {
       const text = blockText(block, node, options.unit);
       if (!text) box.append(el("span", {className: "muted"}, node.text === null ? "(no text recorded)" : "(empty)"));
       for (let from = 0; from < (text || "").length; from += CHUNK_CHARS) {
-        box.append(el("span", {className: "chunk"}, visible(text.slice(from, from + CHUNK_CHARS), options.controls)));
+        const start = (block.node_start ?? 0) + from;  // offsets into the node's text: search marks find them
+        box.append(el("span", {className: "chunk", dataset: {from: start, to: start + Math.min(CHUNK_CHARS, text.length - from)}},
+          visible(text.slice(from, from + CHUNK_CHARS), options.controls)));
       }
     }
     return box;
@@ -97,7 +99,9 @@ function chunkPlain(node, from, to, options) {
   return visible(node.text.slice(node.token_offsets[from], node.token_offsets[to]), options.controls);
 }
 
-function upgrade(chunk) {
+/** Draw a chunk token by token now (a search mark needs its spans before it comes into sight);
+ *  once drawn it is left alone, so what was marked on it stays. */
+export function upgrade(chunk) {
   const info = chunkInfo.get(chunk);
   if (!info || chunk.classList.contains("tokens")) return;  // drawn once: find may draw it before the observer
   const {node, from, to, options} = info;
