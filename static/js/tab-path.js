@@ -2,7 +2,7 @@
 // mask strip, token hover and the options to colour by logprob, hide given blocks and show
 // control characters. The options are state in the URL (route.js: given, controls, logprobs).
 
-import {el} from "./dom.js";
+import {append, el} from "./dom.js";
 import {num, pct, sizeIn} from "./format.js";
 import {moreRow} from "./parts.js";
 import {strip} from "./strip.js";
@@ -51,7 +51,7 @@ export function renderPath(bundle, state, {go, lazy, more, notable}) {
       ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));
   }
   wireReadout(blocks, readout);
-  box.append(blocks, moreRow(path.part, "nodes", () => more("paths", index)));
+  append(box, [blocks, moreRow(path.part, "nodes", () => more("paths", index))]);  // no row when all is here
   return box;
 }
 

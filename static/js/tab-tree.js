@@ -6,7 +6,7 @@
 // they share dimmed. The shape (children, roots, leaves,
 // branch points), the path that trains each node and call durations are the server's /graph.
 
-import {el} from "./dom.js";
+import {append, el} from "./dom.js";
 import {num, plural, sizeIn, unitShort} from "./format.js";
 import {moreRow} from "./parts.js";
 import {visible} from "./tokens.js";
@@ -133,7 +133,7 @@ export function renderTree(bundle, {openNode, setOpen, more}) {
     list.append(row);
     if (open) list.append(panel(bundle, node, byId));
   });
-  box.append(list, moreRow(graph.part, "nodes", () => more("graph")));
+  append(box, [list, moreRow(graph.part, "nodes", () => more("graph"))]);  // no row when all is here
   return box;
 }
 

@@ -326,3 +326,19 @@ def test_a_drawer_whose_record_is_deleted_says_it_is_gone(page_over, corpus, tmp
     expect(tab.locator("#drawer .traj-id")).to_have_text("tr_tokens")
     # the browser logs the poll's 404 itself: that one is expected here, nothing else is
     page.errors[:] = [e for e in page.errors if "status of 404" not in e]
+
+
+STRAY_NULLS = """() => {
+  const walker = document.createTreeWalker(document.querySelector("#drawer"), NodeFilter.SHOW_TEXT);
+  let count = 0;
+  while (walker.nextNode()) if (walker.currentNode.nodeValue === "null") count += 1;
+  return count;
+}"""
+
+
+def test_a_record_in_one_part_has_no_more_row_and_no_stray_text(page, corpus_server):
+    for tab_name, drawn in (("path", ".block"), ("tree", ".tree-row")):
+        tab = page.open(f"#/run/groups/rollouts/t/tr_fea17a04aa9905d5?tab={tab_name}")
+        expect(tab.locator(drawn).first).to_be_visible()
+        expect(tab.locator("button.more")).to_have_count(0)
+        assert tab.evaluate(STRAY_NULLS) == 0, f"the {tab_name} tab shows a stray 'null'"
