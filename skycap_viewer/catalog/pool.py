@@ -116,21 +116,64 @@ def start_worker(lifeline, limit: int, started, niceness: int = WORKER_NICENESS)
     threading.Thread(target=exit_with_the_server, name="lifeline", daemon=True).start()
 
 
-class RowPool:
+class IdleWorkers:
+    """Worker processes started when work comes and stopped after `idle_seconds` with none (their memory
+    goes back to the machine), or by `close()`: the life cycle the indexing pool and the search pool share.
+    A subclass starts `self.executor` under `self.lock` and marks work with `_busy()` and `_done()`."""
+
+    def __init__(self, idle_seconds: float):
+        self.idle_seconds = idle_seconds
+        self.lock = threading.RLock()  # a generator finalised while the lock is held may take it again
+        self.executor: ProcessPoolExecutor | None = None
+        self.busy = 0  # batches or searches in flight: the workers are not idle
+        self.idle_timer: threading.Timer | None = None
+        self.closed = False
+
+    def _busy(self):
+        """One more piece of work (the caller holds the lock): no idle stop while it runs."""
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+        self.busy += 1
+
+    def _done(self):
+        """Once no work is left, stop the workers after `idle_seconds`."""
+        with self.lock:
+            self.busy -= 1
+            if self.busy or self.closed or self.executor is None:
+                return
+            self.idle_timer = threading.Timer(self.idle_seconds, self._discard, args=(self.executor, True))
+            self.idle_timer.daemon = True
+            self.idle_timer.start()
+
+    def _discard(self, executor, only_if_idle: bool = False):
+        """Stop `executor` if it is still the pool's (and, when asked, still idle)."""
+        with self.lock:
+            if executor is not self.executor or (only_if_idle and self.busy):
+                return
+            self.executor = None
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    def close(self, wait: bool = True):
+        """Stop the workers: queued work is dropped; with `wait`, running work finishes first."""
+        with self.lock:
+            self.closed = True
+            executor, self.executor = self.executor, None
+            if self.idle_timer is not None:
+                self.idle_timer.cancel()
+        if executor is not None:
+            executor.shutdown(wait=wait, cancel_futures=True)
+
+
+class RowPool(IdleWorkers):
     """Worker processes, one per core: started by a big batch, stopped after a while idle and by `close()`."""
 
     def __init__(self, workers: int | None = None, small_batch: int = SMALL_BATCH, idle_seconds: float = IDLE_SECONDS,
                  task=compute_chunk):
         """`task` is what a worker runs on a chunk (`compute_chunk`; a test may pass one that dies on a document)."""
+        super().__init__(idle_seconds)
         self.workers = workers or core_count()
         self.task = task
         self.small_batch = small_batch
-        self.idle_seconds = idle_seconds
-        self.lock = threading.RLock()  # a generator finalised while the lock is held may take it again
-        self.executor: ProcessPoolExecutor | None = None
-        self.batches = 0  # batches in flight: the workers are not idle
-        self.idle_timer: threading.Timer | None = None
-        self.closed = False
         self.lifeline = None  # (read end for the workers, write end kept here and never written)
         self.started = None  # the queue workers put the task they start on
         self.tasks = itertools.count()
@@ -189,7 +232,7 @@ class RowPool:
             if not broken:
                 for future in futures:  # the caller stopped early: drop what has not started
                     future.cancel()
-            self._batch_done()
+            self._done()
 
     def _isolated(self, directory: str, names: list[str], verify: bool):
         """Read `names` alone in a fresh worker; when it dies too, halve them down to the one document
@@ -223,15 +266,13 @@ class RowPool:
         with self.lock:
             if self.closed:
                 return None
-            if self.idle_timer is not None:
-                self.idle_timer.cancel()
             try:
                 futures = self._submit_all(directory, chunks, verify)
             except BrokenProcessPool:  # a worker died while the pool was idle: start afresh
                 self.executor.shutdown(wait=False, cancel_futures=True)
                 self.executor = None
                 futures = self._submit_all(directory, chunks, verify)
-            self.batches += 1
+            self._busy()
             return futures
 
     def _submit_all(self, directory: str, chunks: list[list[str]], verify: bool) -> dict:
@@ -252,31 +293,3 @@ class RowPool:
         self.started = self.started or context.SimpleQueue()
         return ProcessPoolExecutor(workers, mp_context=context, initializer=start_worker,
                                    initargs=(self.lifeline[0], file_limit(), self.started))
-
-    def _batch_done(self):
-        """Once no batch is left, stop the workers after `idle_seconds`: their memory goes back."""
-        with self.lock:
-            self.batches -= 1
-            if self.batches or self.closed or self.executor is None:
-                return
-            self.idle_timer = threading.Timer(self.idle_seconds, self._discard, args=(self.executor, True))
-            self.idle_timer.daemon = True
-            self.idle_timer.start()
-
-    def _discard(self, executor, only_if_idle: bool = False):
-        """Stop `executor` if it is still the pool's (and, when asked, still idle)."""
-        with self.lock:
-            if executor is not self.executor or (only_if_idle and self.batches):
-                return
-            self.executor = None
-        executor.shutdown(wait=False, cancel_futures=True)
-
-    def close(self):
-        """Stop the workers: queued chunks are dropped, running ones finish first."""
-        with self.lock:
-            self.closed = True
-            executor, self.executor = self.executor, None
-            if self.idle_timer is not None:
-                self.idle_timer.cancel()
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)

@@ -20,7 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from skycap_viewer.catalog.pool import IDLE_SECONDS, chunked, core_count, start_method, start_worker
+from skycap_viewer.catalog.pool import IDLE_SECONDS, IdleWorkers, chunked, core_count, start_method, start_worker
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import document_path, document_text, parse_document_text, read_regular_file
 from skycap_viewer.record.frames import file_limit
@@ -90,20 +90,15 @@ def search_chunk(directory: str, record_ids: list[str], query: Query, seconds: f
     return [search_document(directory, record_id, query, seconds) for record_id in record_ids]
 
 
-class SearchPool:
+class SearchPool(IdleWorkers):
     """Worker processes for searches: started by the first search, stopped after `idle_seconds` idle."""
 
     def __init__(self, workers: int | None = None, idle_seconds: float = IDLE_SECONDS,
                  seconds: float = MATCH_SECONDS):
+        super().__init__(idle_seconds)
         self.workers = workers or core_count()
-        self.idle_seconds = idle_seconds
         self.seconds = seconds
-        self.lock = threading.Lock()
-        self.executor: ProcessPoolExecutor | None = None
-        self.running = 0  # searches in flight
-        self.idle_timer: threading.Timer | None = None
         self.lifeline = None
-        self.closed = False
 
     def search(self, directory, record_ids: list[str], query: Query):
         """`Found` for each document, in the order chunks finish (a generator: closing it drops the rest)."""
@@ -125,46 +120,23 @@ class SearchPool:
         finally:
             for future in futures:
                 future.cancel()
-            self._release()
+            self._done()
 
     def _acquire(self) -> ProcessPoolExecutor | None:
         with self.lock:
             if self.closed:
                 return None
-            if self.idle_timer is not None:
-                self.idle_timer.cancel()
             if self.executor is None:
                 context = multiprocessing.get_context(start_method())
                 self.lifeline = self.lifeline or context.Pipe(duplex=False)
                 self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=start_worker,
                                                     initargs=(self.lifeline[0], file_limit(), None, SEARCH_NICENESS))
-            self.running += 1
+            self._busy()
             return self.executor
 
-    def _release(self):
-        with self.lock:
-            self.running -= 1
-            if self.running or self.closed or self.executor is None:
-                return
-            self.idle_timer = threading.Timer(self.idle_seconds, self._discard, args=(self.executor, True))
-            self.idle_timer.daemon = True
-            self.idle_timer.start()
-
-    def _discard(self, executor, only_if_idle: bool = False):
-        with self.lock:
-            if executor is not self.executor or (only_if_idle and self.running):
-                return
-            self.executor = None
-        executor.shutdown(wait=False, cancel_futures=True)
-
     def close(self):
-        with self.lock:
-            self.closed = True
-            executor, self.executor = self.executor, None
-            if self.idle_timer is not None:
-                self.idle_timer.cancel()
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+        """Stop the search workers without waiting: a search being matched is of no use any more."""
+        super().close(wait=False)
 
 
 def _as_finished(futures):
