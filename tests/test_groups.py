@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import FIXTURES, ORACLE
 from tests.server_process import ServerProcess
 
-GROUP_RUNS = ("groups", "groups-text")
+GROUP_RUNS = ("groups", "groups-text", "groups2")
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
 
 
