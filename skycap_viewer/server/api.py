@@ -31,6 +31,7 @@ from skycap_viewer.server.caches import (
     files_version,
 )
 from skycap_viewer.server.searches import Search, Searches
+from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.groups import (
     DEFAULT_GROUP_BY,
     GROUP_SORT_KEYS,
@@ -293,6 +294,77 @@ class Api:
         view = self.view(record_id, params)[3]
         return 200, answer_part(view.notable, path)
 
+    # -- comparing ---------------------------------------------------------------------------
+
+    def compare(self, params):
+        """Two records' paths side by side (`views.compare`): `a`, `b`, with `run_a`, `run_b`,
+        `path_a`, `path_b`; the turns in parts (`from`). Kept encoded by both records' versions."""
+        ids = {side: one(params, side) for side in ("a", "b")}
+        missing = [side for side, value in ids.items() if not value]
+        if missing:
+            raise ApiError(400, f"compare needs two trajectory ids: pass {' and '.join(missing)}")
+        path_a, path_b = path_number(params, "path_a", 0), path_number(params, "path_b", 0)
+        start = part_start(params)
+        *_, version_a, view_a = self.view(ids["a"], side_scope(params, "run_a"))
+        *_, version_b, view_b = self.view(ids["b"], side_scope(params, "run_b"))
+        key = ("compare", version_a, path_a, version_b, path_b, start)
+        cached = self.encoded_paths.get(key) if version_a and version_b else None
+        if cached is not None:
+            return 200, cached
+        encoded = RawJson(encode_json(answer_part(
+            lambda: Comparison(view_a, path_a, view_b, path_b).part(start, self.part_limit))))
+        if version_a and version_b:
+            self.encoded_paths.put(key, encoded)
+        return 200, encoded
+
+    def lineup(self, group_key: str, params):
+        """Every counting member of a group compared with one anchor member (`views.compare`):
+        by default the highest recorded reward; `lowest` is the member "pass vs fail" pairs it with."""
+        snapshot, group, _ = self.found_group(group_key, params)
+        members = group.counting
+        scope = {"run_id": [snapshot.id]}
+        anchor_id = one(params, "anchor")
+        if anchor_id is None:
+            anchor_id = extreme(members, max)["id"]
+        elif anchor_id not in {row["id"] for row in members}:
+            raise ApiError(400, f"anchor {anchor_id} is not a counting member of group {group_key}")
+        anchor_row = next(row for row in members if row["id"] == anchor_id)
+        lowest = extreme(members, min)
+        if lowest["_keys"]["reward"] is None or lowest["_keys"]["reward"] == anchor_row["_keys"]["reward"]:
+            lowest = None
+        anchor = self.view(anchor_id, scope)[3]
+        unit = None
+        lined = []
+        for row in members:
+            entry = {"trajectory_id": row["id"], "repetition_id": repetition_of(row),
+                     "attempt": row["meta"].get("attempt"), "reward": row["annotations"].get("reward"),
+                     "reward_value": row["_keys"]["reward"], "turns": row["_keys"]["turns"],
+                     "tokens": row["_keys"]["tokens"], "flags": row["flags"],
+                     "common_prefix_tokens": None, "common_prefix_chars": None, "diverge_node_id": None,
+                     "anchor_diverge_node_id": None, "identical": None, "error": None}
+            try:
+                comparison = Comparison(anchor, 0, self.view(row["id"], scope)[3], 0)
+            except (ApiError, IndexError) as error:
+                entry["error"] = error.detail if isinstance(error, ApiError) else str(error)
+                lined.append(entry)
+                continue
+            facts = comparison.facts()
+            diverge = facts["diverge"]
+            unit = unit or ("tokens" if comparison.a.by_tokens else "chars")
+            entry.update(common_prefix_tokens=facts["common_prefix_tokens"],
+                         common_prefix_chars=facts["common_prefix_chars"], identical=facts["identical"],
+                         diverge_node_id=diverge and diverge["b"]["node_id"],
+                         anchor_diverge_node_id=diverge and diverge["a"]["node_id"])
+            lined.append(entry)
+        return 200, {
+            "group": group.summary(snapshot.id),
+            "unit": unit,
+            "anchor": {"trajectory_id": anchor_id, "reward": anchor_row["annotations"].get("reward"),
+                       "chosen": one(params, "anchor") is not None},
+            "lowest": lowest["id"] if lowest else None,
+            "members": lined,
+        }
+
     def values(self, params):
         """The task ids and annotation values of one run with their counts, for the picker."""
         run_id = one(params, "run_id")
@@ -408,7 +480,8 @@ class Api:
             "health": band,
         }
 
-    def group(self, group_key: str, params):
+    def found_group(self, group_key: str, params) -> tuple:
+        """(snapshot, group, keys) of one group; `run_id` is required when several runs have the key."""
         keys, groupings = self.groupings(params)
         found = [(s, grouping.by_key[group_key]) for s, grouping in groupings if group_key in grouping.by_key]
         if not found:
@@ -416,7 +489,10 @@ class Api:
         if len(found) > 1:
             runs = ", ".join(s.id for s, _ in found)
             raise ApiError(400, f"group {group_key} is in several runs ({runs}): pass run_id")
-        snapshot, group = found[0]
+        return (*found[0], keys)
+
+    def group(self, group_key: str, params):
+        snapshot, group, keys = self.found_group(group_key, params)
         filters = Filters.parse(params)
         key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("reward", "desc"))
         members = filters.rollout_only()  # a member is judged by the row filters and the rollout flags
@@ -442,6 +518,22 @@ class Api:
 def computed(_key, compute):
     """`Snapshot.memoized` for answers that are not worth keeping."""
     return compute()
+
+
+def side_scope(params, name: str) -> dict:
+    """The scope one side of a comparison is looked up in: `run_a` / `run_b` as its `run_id`."""
+    run_id = one(params, name)
+    return {"run_id": [run_id]} if run_id is not None else {}
+
+
+def extreme(rows: list, pick) -> dict:
+    """The row with the highest (`max`) or lowest (`min`) recorded reward, ties the first; rows
+    without a numeric reward only when no row has one."""
+    numeric = [row for row in rows if row["_keys"]["reward"] is not None]
+    if not numeric:
+        return rows[0]
+    best = pick(row["_keys"]["reward"] for row in numeric)
+    return next(row for row in numeric if row["_keys"]["reward"] == best)
 
 
 def context(snapshot: Snapshot, row: dict) -> dict:

@@ -103,6 +103,8 @@ ROUTES = (
     Route(("v1", "search"), "search"),
     Route(("v1", "groups"), "groups", per_generation=True),
     Route(("v1", "groups", CAPTURE), "group", per_generation=True),
+    Route(("v1", "groups", CAPTURE, "lineup"), "lineup"),
+    Route(("v1", "compare"), "compare"),
 )
 
 

@@ -295,6 +295,7 @@ class RecordView:
         self.context = dict(context)
         self.laid: dict[int, tuple] = {}  # id(PathView) -> its `layout`, for as long as its rollout lives
         self.notables: dict[int, dict] = {}  # path index -> its `/notable` answer, made once
+        self.texts: dict[str, Rollout] = {}  # why -> the rollout measured in text (`as_text`)
 
     def node_count(self) -> int:
         """What the view weighs in a cache: its derived structures grow with the record's nodes."""
@@ -321,8 +322,21 @@ class RecordView:
     @cached_property
     def unreadable(self) -> Rollout:
         """The rollout shown from message text because its tokens sidecar cannot be read."""
+        return self.from_text("tokens-unreadable")
+
+    def as_text(self, why: str) -> Rollout:
+        """The rollout measured in message text (a comparison with a text record): the shown one
+        when it already is, else one whose `text_only` says `why`, made once."""
+        shown = self.shown(True)
+        if not any(path.token_blocked for path in shown.paths):
+            return shown
+        if why not in self.texts:
+            self.texts[why] = self.from_text(why)
+        return self.texts[why]
+
+    def from_text(self, why: str) -> Rollout:
         shown = Rollout(self.document, self.present, self.file_id)
-        shown.text_only = "tokens-unreadable"  # set before its paths are built: message text only
+        shown.text_only = why  # set before its paths are built: message text only
         return shown
 
     def shown(self, text: bool) -> Rollout:
