@@ -100,6 +100,8 @@ def route_targets(web):
         "group": f"/v1/groups/{group}?run_id=groups",
         "values": "/v1/values?run_id=groups",
         "search": "/v1/search?run_id=groups&text=no-such-text",
+        "lineup": f"/v1/groups/{group}/lineup?run_id=groups",
+        "compare": f"/v1/compare?a={record}&b={record}&run_a=groups&run_b=groups",
     }
 
 
