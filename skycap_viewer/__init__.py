@@ -11,11 +11,11 @@ The layers, in the order the data flows (each imports only the ones before it, a
 - `catalog/`: the runs being served: discovery, the index row of a record, the in-memory run index
   and its snapshots, the persisted index, the worker pools (indexing, `searcher`) and the watcher.
 - `views/`: answers computed from the catalog and records: listings (filters, sorts, pages, health),
-  GRPO groups, the picker's values (`values`), and the answers about one record (paths, graph,
-  calls, forks).
+  GRPO groups, the picker's values (`values`), the answers about one record (paths, graph,
+  calls, forks), and two records' paths compared (`compare`).
 - `server/` (HTTP: the API, its caches, running searches in `searches`, routes and request policy
   in `web`, what one connection may hold in `connections`, `serve`) and
-  `commands/` (`check`, `show`, `summary`, `grep` in a terminal) sit side by side on top; neither imports
+  `commands/` (`check`, `show`, `summary`, `diff`, `grep` in a terminal) sit side by side on top; neither imports
   the other. `demo/` (the example run and the writer that makes it) needs only `record/`.
 - `cli` parses the command line and starts one of them; `__main__` runs it.
 

@@ -1,4 +1,4 @@
-"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show` and `grep` in a terminal.
+"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff` and `grep` in a terminal.
 
 Arguments are parsed and checked here, so the server and the commands receive directories
 that exist and group keys that are not empty. Usage errors and unreadable arguments exit 2
@@ -16,7 +16,7 @@ from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, Query
 from skycap_viewer.views.groups import DEFAULT_GROUP_BY
 
-COMMANDS = ("summary", "check", "show", "grep")
+COMMANDS = ("summary", "check", "show", "diff", "grep")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
 
 
@@ -112,7 +112,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve = argparse.ArgumentParser(
         prog="skycap-viewer",
         description="Serve a local, read-only viewer for skycap trajectory records. "
-        "Other commands: summary, check, show, grep (skycap-viewer COMMAND --help).",
+        "Other commands: summary, check, show, diff, grep (skycap-viewer COMMAND --help).",
     )
     serve.add_argument("dirs", nargs="*", metavar="DIR", help="record directories, or folders holding several")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0 picks a free one)")
@@ -139,6 +139,13 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     show.add_argument("--demo", action="store_true", help="RECORD is an id of the example run shipped with the viewer")
     show.add_argument("--path", type=int, default=None, metavar="N", help="only path N")
     show.add_argument("--json", action="store_true", help="print the rollout's paths as JSON")
+    diff = argparse.ArgumentParser(prog="skycap-viewer diff", description="Compare two rollouts: what they share, "
+                                   "where they part, then both sides turn by turn.")
+    diff.add_argument("records", nargs="+", metavar="RECORD",
+                      help="two record files ({id}.json.zst), DIR ID_A ID_B, or DIR_A ID_A DIR_B ID_B")
+    diff.add_argument("--path-a", type=int, default=0, metavar="N", help="path N of the first record (default 0)")
+    diff.add_argument("--path-b", type=int, default=0, metavar="N", help="path N of the second record (default 0)")
+    diff.add_argument("--json", action="store_true", help="print the comparison as JSON (/v1/compare's answer)")
     grep = argparse.ArgumentParser(prog="skycap-viewer grep", description="Find text in the messages of runs' records.")
     grep.add_argument("args", nargs="+", metavar="DIR... PATTERN", help="record directories, then the text to find")
     grep.add_argument("--regex", action="store_true", help="PATTERN is a regular expression (Python's syntax)")
@@ -151,7 +158,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     add_file_limit(serve)
     add_file_limit(show)
     add_file_limit(grep)
-    return {"serve": serve, "summary": summary, "check": check, "show": show, "grep": grep}
+    add_file_limit(diff)
+    return {"serve": serve, "summary": summary, "check": check, "show": show, "diff": diff, "grep": grep}
 
 
 def main(argv=None) -> int:
@@ -173,6 +181,10 @@ def main(argv=None) -> int:
             from skycap_viewer.commands.show import run_show
 
             return run_show(shown_record(args), path_index=args.path, as_json=args.json)
+        if command == "diff":
+            from skycap_viewer.commands.diff import run_diff
+
+            return run_diff(args.records, path_a=args.path_a, path_b=args.path_b, as_json=args.json)
         if command == "grep":
             from skycap_viewer.commands.grep import run_grep
 

@@ -14,6 +14,7 @@ import sys
 STYLES = {
     "bold": "1",
     "dim": "2",
+    "underline": "4",
     "red": "31",
     "green": "32",
     "yellow": "33",
