@@ -101,8 +101,8 @@ def process_rss(pid: int) -> int:
 class Server:
     """`python -m skycap_viewer DIR --port 0 --quiet [--no-cache]`, with its memory sampled."""
 
-    def __init__(self, directory, *, cache: bool, env: dict):
-        self.args = [sys.executable, "-m", "skycap_viewer", str(directory), "--port", "0", "--quiet"]
+    def __init__(self, *directories, cache: bool, env: dict):
+        self.args = [sys.executable, "-m", "skycap_viewer", *map(str, directories), "--port", "0", "--quiet"]
         if not cache:
             self.args.append("--no-cache")
         self.env = env
@@ -392,6 +392,43 @@ def search_figures(server: Server, run_id: str, listings: list[str]) -> dict:
     return results
 
 
+# -- comparing ---------------------------------------------------------------------------------
+
+def compare_figures(server: Server, run_id: str, requests: int) -> dict:
+    """Two rollouts compared (the two longest outside the huge group, and the huge rollout with its
+    group's other member): the first answer (documents and tokens read, nothing cached) and the
+    same again; then groups of 8 lined up, each group asked once."""
+    run = urllib.parse.quote(run_id)
+    huge_group = {synth.HUGE_ID, synth.HUGE_SIBLING_ID}
+    listed = (server.json(f"/v1/trajectories?run_id={run}&sort=tokens&order=desc&limit=4") or {}).get("data") or []
+    longest = [row["id"] for row in listed if row["id"] not in huge_group][:2]
+    pairs = {"the two longest rollouts": longest, "the huge rollout and its group's other member": sorted(huge_group)}
+    figures = {}
+    for name, pair in pairs.items():
+        if len(pair) == 2:
+            path = f"/v1/compare?a={pair[0]}&b={pair[1]}&run_a={run}&run_b={run}"
+            figures[f"compare: {name}"] = timed_requests(server, path, requests)
+    groups = (server.json(f"/v1/groups?run_id={run}&limit=100") or {}).get("data") or []
+    keys = [g["key"] for g in groups if g["n"] == synth.GROUP_SIZE][:20]
+    lineups = [f"/v1/groups/{urllib.parse.quote(key, safe='')}/lineup?run_id={run}" for key in keys]
+    figures["line-up of a group of 8"] = new_queries(server, lineups)
+    return figures
+
+
+def runs_compare_figures(directory: Path, other: Path, env: dict) -> dict:
+    """Two runs of the same shape served together and compared group by group: the whole runs,
+    then one step against another (distinct steps, each pair asked once)."""
+    with Server(directory, other, cache=False, env=env) as server:
+        if server.wait_listed(len(document_paths(directory)) + len(document_paths(other))) is None:
+            return {"status": "not indexed"}
+        runs = {run["path"]: run for run in server.json("/v1/runs")["data"]}
+        a, b = (urllib.parse.quote(runs[str(d)]["id"]) for d in (directory, other))
+        whole = timed_requests(server, f"/v1/compare/runs?a={a}&b={b}", 10)
+        steps = (runs[str(directory)].get("steps") or [0])[:20]
+        stepped = new_queries(server, [f"/v1/compare/runs?a={a}&b={b}&step_a={s}&step_b={s}" for s in steps])
+        return whole | stepped
+
+
 # -- the page ----------------------------------------------------------------------------------
 
 def first_paint(server: Server, run_id: str, tries: int) -> dict:
@@ -452,7 +489,7 @@ def document_paths(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if is_document_name(p.name))
 
 
-def measure(directory: Path, work: Path, args) -> dict:
+def measure(directory: Path, work: Path, args, other: Path | None = None) -> dict:
     paths = document_paths(directory)
     workers = os.cpu_count() or 1
     results = {"records": len(paths), "workers": workers, "load_average_before": os.getloadavg()[0],
@@ -510,6 +547,7 @@ def measure(directory: Path, work: Path, args) -> dict:
         searched = [f"{path}&sort={key}&order={order}" for path in steps  # queries no figure above asked
                     for key in ("reward", "task") for order in ("asc", "desc")][:20]
         results["search"] = search_figures(server, run_id, searched)
+        results["compare"] = compare_figures(server, run_id, args.requests)
         results["first_paint"] = first_paint(server, run_id, tries=3) if not args.no_browser else {
             "status": "skipped"}
         results["rss_after_suite_mib"] = server.rss() / 2**20
@@ -517,6 +555,9 @@ def measure(directory: Path, work: Path, args) -> dict:
         results["load_average_after"] = os.getloadavg()[0]
     finally:
         server.__exit__()
+
+    if other is not None:
+        results["runs_compare"] = runs_compare_figures(directory, other, env)
 
     cached = work / "cache"
     with Server(directory, cache=True, env=env) as first:
@@ -591,6 +632,11 @@ TARGETS = {  # issue 5, for a 10k-rollout run on 2 cores
     "search: complete / all-core floor": "<= 1.5x",
     "search: the same search again": "faster than the first",
     "search: memory while searching": "server <= 64 MiB over idle",
+    "compare: the two longest rollouts, first answer": "<= 150 ms (issue 13)",
+    "compare: the huge rollout and its group's other member, first answer": "<= 150 ms (issue 13)",
+    "compare view, first paint (Chromium)": "<= 1 s (issue 13)",
+    "line-up of a group of 8: p50 / p95": "<= 200 ms (issue 13)",
+    "two runs compared group by group": "<= 300 ms (issue 13)",
 }
 
 
@@ -638,6 +684,7 @@ def table(results: dict) -> list[tuple[str, str]]:
         shown = f"{paint['median_s'] * 1000:.0f} ms"
     rows.append(("huge Path tab, first paint (Chromium)", shown))
     rows += search_rows(results.get("search"), floor_all)
+    rows += compare_rows(results.get("compare") or {}, results.get("runs_compare"))
     if "scroll_frames" in paint:
         rows.append(("huge Path tab, scrolling: frame p95 / longest", (
             f"{paint['scroll_frame_p95_ms']:.0f} ms / {paint['scroll_frame_max_ms']:.0f} ms"
@@ -667,6 +714,24 @@ def search_rows(search: dict | None, floor_all: float) -> list[tuple[str, str]]:
     return rows
 
 
+def compare_rows(compare: dict, runs: dict | None) -> list[tuple[str, str]]:
+    rows = []
+    for name, entry in compare.items():
+        if name.startswith("compare:"):
+            rows.append((f"{name}, first answer", ms(entry, "first_ms")))
+            rows.append((f"{name}: repeated p50 / size", f"{ms(entry)} / {size(entry)}"))
+    lined = compare.get("line-up of a group of 8") or {}
+    rows.append(("line-up of a group of 8: p50 / p95", (
+        f"{lined['new_p50_ms']:.1f} ms / {lined['new_p95_ms']:.1f} ms over {lined['new_queries']} groups"
+        if lined else NA)))
+    if runs is not None:
+        whole = ms(runs, "first_ms") if runs.get("status") == 200 else ms(runs)
+        stepped = (f"; one step against another {runs['new_p50_ms']:.1f} ms / {runs['new_p95_ms']:.1f} ms"
+                   f" over {runs['new_queries']} steps" if "new_p50_ms" in runs else "")
+        rows.append(("two runs compared group by group", f"{whole} first, {ms(runs)} repeated{stepped}"))
+    return rows
+
+
 def markdown(columns: dict[str, dict]) -> str:
     """One Markdown table: a row per figure, a column per run (label -> results)."""
     tables = [dict(table(results)) for results in columns.values()]
@@ -687,23 +752,30 @@ def main(argv=None) -> int:
     parser.add_argument("--huge", action="store_true", help="a 100k-rollout run (same as --rollouts 100000)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table (README)")
-    parser.add_argument("--keep", metavar="DIR", help="write the run to DIR and keep it (reused when there)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write the run to DIR (the second run to DIR-b) and keep them (reused when there)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the floor and the cold index (median)")
     parser.add_argument("--requests", type=int, default=30, help="timed requests per route")
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium first paint")
+    parser.add_argument("--no-second-run", action="store_true",
+                        help="skip the second run (seed 2) that two runs are compared with")
     args = parser.parse_args(argv)
     rollouts = 100_000 if args.huge else args.rollouts
     work = Path(tempfile.mkdtemp(prefix="skycap-bench-"))
     try:
         directory = Path(args.keep) if args.keep else work / "grpo-run"
+        other = directory.with_name(directory.name + "-b") if not args.no_second_run else None
         generation = None
         if not (directory.is_dir() and document_paths(directory)):
             print(f"writing {rollouts} rollouts to {directory} ...", file=sys.stderr, flush=True)
             started = time.perf_counter()
             synth.generate(directory, rollouts)
             generation = time.perf_counter() - started
+        if other is not None and not (other.is_dir() and document_paths(other)):
+            print(f"writing a second run of {rollouts} rollouts to {other} ...", file=sys.stderr, flush=True)
+            synth.generate(other, rollouts, seed=2)
         print("measuring ...", file=sys.stderr, flush=True)
-        results = measure(directory, work, args)
+        results = measure(directory, work, args, other)
         results["generation_s"] = generation if generation is not None else "reused"
         results["rollouts_asked"] = rollouts
     finally:

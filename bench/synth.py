@@ -3,7 +3,8 @@
 Shape (issue 5): groups of 8 repetitions per prompt over steps; per rollout a median of ~8.3k
 tokens and ~15 model calls (p95 ~21k tokens); 10% forked (a resample or an edited reply);
 rewards mostly 0/1; a few truncated replies, failed calls, retried attempts, open and
-abandoned rollouts; plus one huge rollout (~66k tokens, 153 nodes, 21 paths). Everything is
+abandoned rollouts; plus one huge rollout (~66k tokens, 153 nodes, 21 paths) and its group's other
+member (the same prompt, then another ~60k-token trunk, failed). Everything is
 derived from (seed, rollout number), so any worker process can write any rollout and the same
 arguments always give the same run.
 """
@@ -26,6 +27,7 @@ TOOLS = [{"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
 }}]
 HUGE_ID = "tr_huge000000000000"
+HUGE_SIBLING_ID = "tr_huge000000000001"  # the huge rollout's group's other member
 HUGE_MARKER = "HUGE ROLLOUT system prompt"
 
 
@@ -182,15 +184,20 @@ def fork(builder, rng, parent: int, turns: int, budget: int, first_turn: int) ->
     episode(builder, rng, result, max(1, turns // 2), budget // 2, first_turn=first_turn + 1)
 
 
-def huge_rollout(seed: int) -> RecordBuilder:
-    """~66k tokens on its longest path, 153 nodes, 21 paths: forks hanging off a long trunk."""
+def huge_rollout(seed: int, repetition: int = 0) -> RecordBuilder:
+    """~66k tokens on its longest path, 153 nodes, 21 paths: forks hanging off a long trunk. Its
+    group's other member (`repetition` 1) shares its prompt, then takes another trunk of the same
+    length without forks and fails: the pair a comparison of two long rollouts meets."""
     rng = random.Random(seed * 31 + 1)
-    builder = RecordBuilder(HUGE_ID, meta={"task": "/tasks/huge", "instance_id": "huge", "repetition_id": 0,
-                                           "step": 0, "attempt": 0},
-                            annotations={"reward": 1.0, "stop_reason": "complete"}, created_at=START - 600,
-                            tools=TOOLS)
+    record_id = HUGE_ID if repetition == 0 else HUGE_SIBLING_ID
+    builder = RecordBuilder(record_id, meta={"task": "/tasks/huge", "instance_id": "huge",
+                                             "repetition_id": repetition, "step": 0, "attempt": 0},
+                            annotations={"reward": 0.0 if repetition else 1.0, "stop_reason": "complete"},
+                            created_at=START - 600 + repetition, tools=TOOLS)
     system = builder.add_client(None, "system", f"{HUGE_MARKER}. " + corpus().slice(rng, 400))
     parent = builder.add_client(system, "user", corpus().slice(rng, 600))
+    if repetition:
+        rng = random.Random(seed * 31 + 1 + 7919 * repetition)  # the same prompt, another answer
     trunk, turns = [], 40
     for turn in range(turns):  # 79 trunk nodes after the first two, ~60k tokens
         if turn == turns - 1:
@@ -200,7 +207,7 @@ def huge_rollout(seed: int) -> RecordBuilder:
         trunk.append(call)
         parent = tool_result(builder, rng, call, 1090, turn)
         trunk.append(parent)
-    forks = 20
+    forks = 0 if repetition else 20
     budget = 153 - len(builder.nodes)  # nodes left for the forks
     for index in range(forks):
         at = trunk[2 * (index * (turns - 2) // forks) + 1]  # a tool result on the trunk
@@ -234,6 +241,7 @@ def generate(directory, rollouts: int, *, seed: int = 1, huge: bool = True, work
             records += done
             size += written
     if huge:
-        size += sum(path.stat().st_size for path in huge_rollout(seed).write(directory))
-        records += 1
+        for repetition in (0, 1):
+            size += sum(path.stat().st_size for path in huge_rollout(seed, repetition).write(directory))
+            records += 1
     return {"records": records, "bytes": size}

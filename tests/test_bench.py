@@ -20,7 +20,7 @@ def test_bench_runs_and_reaches_every_route(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads(result.stdout)
-    assert figures["records"] == len(list((tmp_path / "run").glob("*.json.zst"))) >= 17  # 16 + the huge one
+    assert figures["records"] == len(list((tmp_path / "run").glob("*.json.zst"))) >= 18  # 16 + the huge group
     assert figures["cold_index_s"] is not None and figures["floor_all_cores_s"] > 0
     assert {name: entry["status"] for name, entry in figures["latency"].items()} == {
         name: 200 for name in figures["latency"]
@@ -30,3 +30,7 @@ def test_bench_runs_and_reaches_every_route(tmp_path):
     assert figures["first_paint"] == {"status": "skipped"}
     search = figures["search"]
     assert search["common"]["first_hits"] > 0 and search["needle"]["hits"] >= 1 and search["repeat"]["status"] == 200
+    compare = figures["compare"]
+    assert {name: entry["status"] for name, entry in compare.items() if name.startswith("compare:")} == {
+        "compare: the two longest rollouts": 200, "compare: the huge rollout and its group's other member": 200}
+    assert compare["line-up of a group of 8"]["new_queries"] >= 1
