@@ -311,8 +311,7 @@ class Api:
         cached = self.encoded_paths.get(key) if version_a and version_b else None
         if cached is not None:
             return 200, cached
-        encoded = RawJson(encode_json(answer_part(
-            lambda: Comparison(view_a, path_a, view_b, path_b).part(start, self.part_limit))))
+        encoded = answer_part(lambda: Comparison(view_a, path_a, view_b, path_b).encoded_part(start, self.part_limit))
         if version_a and version_b:
             self.encoded_paths.put(key, encoded)
         return 200, encoded

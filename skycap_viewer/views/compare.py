@@ -7,6 +7,7 @@ is the design. `/v1/compare`, the group line-up and `skycap-viewer diff` all com
 cannot disagree.
 """
 
+import json
 from array import array
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -26,9 +27,10 @@ from skycap_viewer.views.trajectory import (
     text_and_offsets,
     window,
 )
+from skycap_viewer.wire import RawJson, encode_json
 
 LOOKAHEAD = 8  # how far pairing turns looks for the next turn of the same role before pairing two others
-DIFF_CELLS = 1 << 20  # the longest pair of differing middles diffed unit by unit (len × len); longer: one range
+DIFF_CELLS = 1 << 16  # differing middles diffed unit by unit up to len × len of this (256 × 256); longer: one range
 COMPARED_AS_TEXT = "compared-as-text"
 
 
@@ -269,8 +271,8 @@ def differences(x, y, skip_a: int = 0, skip_b: int = 0) -> list[list[int]]:
     return [[a + a0, a + a1, b + b0, b + b1] for tag, a0, a1, b0, b1 in matcher.get_opcodes() if tag != "equal"]
 
 
-def pair_item(a: Side, b: Side, prefix: Prefix, pair: tuple) -> dict:
-    """One row of `turns` with the texts of its nodes (split off into `nodes` by the part)."""
+def pair_item(a: Side, b: Side, prefix: Prefix, pair: tuple) -> tuple:
+    """One row of `turns`, encoded, with its nodes' ids and encoded texts (they go into `nodes`)."""
     x, y = pair
     shared_a = prefix.a_offset if x == prefix.a_node else 0
     shared_b = prefix.b_offset if y == prefix.b_node else 0
@@ -282,8 +284,23 @@ def pair_item(a: Side, b: Side, prefix: Prefix, pair: tuple) -> dict:
         units_x, units_y = a.units[x], b.units[y]
         diff = differences(units_x, units_y, shared_a, shared_b)
         same = a.role(x) == b.role(y) and units_x == units_y
-    return {"a": turn_a, "b": turn_b, "same": same, "diff": diff,
-            "texts": (a.text(x) if x is not None else None, b.text(y) if y is not None else None)}
+    row = encode_json({"a": turn_a, "b": turn_b, "same": same, "diff": diff})
+    texts = (encode_json(a.text(x)) if x is not None else None, encode_json(b.text(y)) if y is not None else None)
+    return row, (turn_a and turn_a["node_id"], turn_b and turn_b["node_id"]), texts
+
+
+def item_size(item: tuple) -> int:
+    row, _, texts = item
+    return len(row) + sum(len(text) for text in texts if text is not None)
+
+
+def nodes_json(items: list) -> RawJson:
+    """`{"a": {node_id: text}, "b": {...}}` from the items' encoded texts."""
+    sides = []
+    for side in (0, 1):
+        members = [encode_json(ids[side]) + b":" + texts[side] for _, ids, texts in items if texts[side] is not None]
+        sides.append(b"{" + b",".join(members) + b"}")
+    return RawJson(b'{"a":' + sides[0] + b',"b":' + sides[1] + b"}")
 
 
 class Comparison:
@@ -319,29 +336,29 @@ class Comparison:
             "identical": self.identical,
         }
 
-    def part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
-        """A part of the `/v1/compare` answer: the turns from `start`; the first part also the sides
-        and the prefix. Raises ValueError for a start there is not."""
+    def encoded_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> RawJson:
+        """A part of the `/v1/compare` answer, encoded: the turns from `start`; the first part also
+        the sides and the prefix. Each turn is encoded once, when it is measured. Raises ValueError
+        for a start there is not."""
         total = len(self.pairs)
         check_start(start, total)
-        items, end, _ = window(lambda k: pair_item(self.a, self.b, self.prefix, self.pairs[k]), start, total, limit)
-        nodes = {"a": {}, "b": {}}
-        for item in items:
-            text_a, text_b = item.pop("texts")
-            if text_a is not None:
-                nodes["a"][item["a"]["node_id"]] = text_a
-            if text_b is not None:
-                nodes["b"][item["b"]["node_id"]] = text_b
-        answer = {"turns": items, "nodes": nodes, "part": part_of(start, end, total)}
+        items, end, _ = window(lambda k: pair_item(self.a, self.b, self.prefix, self.pairs[k]), start, total, limit,
+                               size_of=item_size)
+        answer = {"turns": RawJson(b"[" + b",".join(row for row, _, _ in items) + b"]"), "nodes": nodes_json(items),
+                  "part": part_of(start, end, total)}
         if start:
-            return answer
+            return RawJson(encode_json(answer))
         prefix = self.prefix
-        return {
+        return RawJson(encode_json({
             "unit": "tokens" if self.a.by_tokens else "chars",
             "why_text": self.why_text,
-            "a": self.a.summary(),
-            "b": self.b.summary(),
+            "a": RawJson(encode_json(self.a.summary())),
+            "b": RawJson(encode_json(self.b.summary())),
             **self.facts(),
             "shared_nodes": {"a": min(prefix.a_node, len(self.a.nodes)), "b": min(prefix.b_node, len(self.b.nodes))},
             **answer,
-        }
+        }))
+
+    def part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
+        """`encoded_part` as a dict (the terminal's `diff`)."""
+        return json.loads(self.encoded_part(start, limit))

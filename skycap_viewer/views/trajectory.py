@@ -245,15 +245,21 @@ SERVED_PARTS = PartLimit()  # what the server sends per part
 WHOLE = PartLimit(items=sys.maxsize, bytes=None)  # one part, nothing measured: the whole answer
 
 
-def window(make, start: int, total: int, limit: PartLimit, least: int = 1) -> tuple[list, int, int]:
+def encoded_size(item) -> int:
+    return len(encode_json(item))
+
+
+def window(make, start: int, total: int, limit: PartLimit, least: int = 1,
+           size_of=encoded_size) -> tuple[list, int, int]:
     """(items `make(i)` for i from `start`, the position after the last, their encoded size): as many
     as one part under `limit` holds. Each item is made and measured once, so a part costs what its
-    items cost, wherever in the record it starts."""
+    items cost, wherever in the record it starts. `size_of` measures an item (one made encoded
+    is measured by its length, not encoded again)."""
     items, size, end = [], 0, start
     while end < total and len(items) < limit.items:
         item = make(end)
         if limit.bytes is not None:
-            grown = size + len(encode_json(item))
+            grown = size + size_of(item)
             if grown > limit.bytes and len(items) >= least:
                 break
             size = grown
