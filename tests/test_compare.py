@@ -167,6 +167,10 @@ def test_a_token_record_against_a_text_record_is_compared_as_text(corpus_server)
     assert answer["unit"] == "chars" and answer["why_text"] == "b: text mode"
     assert answer["a"]["text_only"] == "compared-as-text" and answer["common_prefix_tokens"] is None
     assert answer["a"]["size"] == sum(len(m[2]) for m in texts_of("groups", "tr_08862b0a923de527"))
+    for turn in answer["turns"]:  # the token record's blocks are measured in characters too
+        for side in (turn["a"], turn["b"]):
+            if side is not None:
+                assert sum(block["char_count"] for block in side["blocks"]) == side["end"] - side["start"]
 
 
 @pytest.mark.parametrize(("query", "status", "detail"), [

@@ -20,7 +20,6 @@ from skycap_viewer.views.trajectory import (
     SERVED_PARTS,
     PartLimit,
     RecordView,
-    block_payload,
     check_start,
     node_payload,
     part_of,
@@ -103,16 +102,12 @@ class Side:
         return node_payload(self.node(position), self.view.tokens[0] if self.by_tokens else None)
 
     def turn(self, position: int, shared: int) -> dict:
-        path = self.path
-        start, end = self.starts[position], self.starts[position + 1]
-        if self.by_tokens:
-            blocks = self.view.node_blocks(path, position)
-        else:  # blocks of the text view of this path, measured as this comparison measures
-            blocks = [block_payload(block, block.start - start, False) for block in path.blocks
-                      if block.node == self.nodes[position]]
+        """The node at `position` as a turn: its range in the path and its `/paths` blocks (measured
+        in this comparison's unit: the text view's blocks when compared by text)."""
         role, author = self.role(position)
         return {"node_id": wire_id(self.nodes[position]), "role": role, "author": author,
-                "start": start, "end": end, "shared": shared, "blocks": blocks}
+                "start": self.starts[position], "end": self.starts[position + 1], "shared": shared,
+                "blocks": self.view.node_blocks(self.path, position)}
 
     def summary(self) -> dict:
         path = self.path
