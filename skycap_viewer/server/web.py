@@ -103,6 +103,9 @@ ROUTES = (
     Route(("v1", "search"), "search"),
     Route(("v1", "groups"), "groups", per_generation=True),
     Route(("v1", "groups", CAPTURE), "group", per_generation=True),
+    # answers over two runs may be kept per generation too: the generation is the whole catalog's
+    Route(("v1", "compare", "runs"), "compare_runs", per_generation=True),
+    Route(("v1", "lineage"), "lineage", per_generation=True),
 )
 
 
