@@ -53,6 +53,8 @@ def test_two_runs_match_their_shared_keys_exactly(corpus_server):
             per_key = KEYS["records_per_key"]["groups" if side == "a" else "groups2"]
             assert summary["matching"] == summary["n"] + summary["superseded_count"] == per_key[
                 pair["key"].replace("~", "/")]
+    shown = [r["value"] for pair in answer["matched"] for side in "ab" for r in pair[side]["rewards"]]
+    assert answer["reward_range"] == {"min": min(shown), "max": max(shown)}
 
 
 def test_matched_pairs_come_in_pages(corpus_server):
@@ -113,6 +115,8 @@ def test_lineage_lists_one_prompt_at_every_step(corpus_server, value):
     answer = corpus_server.get(f"/v1/lineage?run_id=groups&key=instance_id&value={value}")
     assert (answer["run_id"], answer["key"], answer["value"]) == ("groups", "instance_id", value)
     assert [column["step"] for column in answer["data"]] == sorted(expected)
+    rewards = [reward for records in expected.values() for _, _, reward in records.values()]
+    assert answer["reward_range"] == {"min": min(rewards), "max": max(rewards)}
     for column in answer["data"]:
         records = expected[column["step"]]
         rollouts = {r["trajectory_id"]: r for r in column["rollouts"]}

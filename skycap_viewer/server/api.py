@@ -466,7 +466,7 @@ class Api:
         if missing:
             raise ApiError(400, f"lineage needs run_id, key and value: pass {', '.join(missing)}")
         snapshot = self.scope(params)[0]
-        return 200, {**asked, "data": runs_compare.lineage(snapshot, asked["key"], asked["value"])}
+        return 200, {**asked, **runs_compare.lineage(snapshot, asked["key"], asked["value"])}
 
 
 def key_list(params, name: str) -> tuple:

@@ -17,7 +17,7 @@ from skycap_viewer.views.groups import (
     repetition_of,
     split_attempts,
 )
-from skycap_viewer.views.listing import Filters, ordered_by
+from skycap_viewer.views.listing import Filters, ordered_by, reward_range
 
 
 def matching_keys(by: tuple, server_keys: tuple, stepped: bool) -> tuple:
@@ -56,10 +56,12 @@ def compare_runs(a: tuple[Snapshot, Grouping], b: tuple[Snapshot, Grouping], lim
         "has_more": offset + limit < len(matched),
         "only_a": [group.key for group in side_a.groups if group.key not in side_b.by_key],
         "only_b": [group.key for group in side_b.groups if group.key not in side_a.by_key],
+        # one colour scale for both sides and every page: the counting rewards of all matched groups
+        "reward_range": reward_range(r for pair in matched for group in pair for r in group.rewards),
     }
 
 
-def lineage(snapshot: Snapshot, key: str, value: str) -> list[dict]:
+def lineage(snapshot: Snapshot, key: str, value: str) -> dict:
     """Every rollout whose `key` (meta, else annotations) is `value` as text, by step ascending
     (no step last); at each step the attempts are decided as groups decide them."""
     by_step: dict = {}
@@ -68,7 +70,10 @@ def lineage(snapshot: Snapshot, key: str, value: str) -> list[dict]:
         if values is not None and scalar_text(values[key]) == value:
             by_step.setdefault(row["step"], []).append(row)
     steps = ordered_by(list(by_step), lambda step: step, "asc")
-    return [{"step": step, "rollouts": step_rollouts(by_step[step])} for step in steps]
+    return {
+        "data": [{"step": step, "rollouts": step_rollouts(by_step[step])} for step in steps],
+        "reward_range": reward_range(row["_keys"]["reward"] for rows in by_step.values() for row in rows),
+    }
 
 
 def step_rollouts(rows: list) -> list[dict]:
