@@ -102,6 +102,8 @@ def route_targets(web):
         "search": "/v1/search?run_id=groups&text=no-such-text",
         "lineup": f"/v1/groups/{group}/lineup?run_id=groups",
         "compare": f"/v1/compare?a={record}&b={record}&run_a=groups&run_b=groups",
+        "compare_runs": "/v1/compare/runs?a=groups&b=real-like",
+        "lineage": "/v1/lineage?run_id=groups&key=instance_id&value=a",
     }
 
 
@@ -157,6 +159,19 @@ def test_an_unchanged_listing_is_304_and_a_new_generation_ages_its_answer_out(we
     assert fresh.status == 200 and fresh.headers["etag"] != etag
     assert fresh.json()["total"] == first.json()["total"] + 1
     assert "tr_copy_for_ageing" in {row["id"] for row in fresh.json()["data"]}
+
+
+def test_an_answer_over_two_runs_ages_out_when_either_run_changes(web, tmp_path):
+    """`/v1/compare/runs` is kept per generation: the generation is the catalog's, so it covers both runs."""
+    target = "/v1/compare/runs?a=groups&b=real-like"
+    first = web.get(target)
+    assert first.json()["total"] == 0 and web.get(target, **{"If-None-Match": first.headers["etag"]}).status == 304
+    source = sorted((tmp_path / "root" / "groups").glob("*.json.zst"))[0]
+    shutil.copy(source, tmp_path / "root" / "real-like" / source.name)  # side b now holds one of a's group keys
+    web.watcher.poll()
+    fresh = web.get(target, **{"If-None-Match": first.headers["etag"]})
+    assert fresh.status == 200 and fresh.headers["etag"] != first.headers["etag"]
+    assert fresh.json()["total"] == 1
 
 
 def test_head_sends_headers_only_and_gzip_when_asked(web):

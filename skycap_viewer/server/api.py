@@ -31,6 +31,7 @@ from skycap_viewer.server.caches import (
     files_version,
 )
 from skycap_viewer.server.searches import Search, Searches
+from skycap_viewer.views import runs_compare
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.groups import (
     DEFAULT_GROUP_BY,
@@ -43,6 +44,7 @@ from skycap_viewer.views.listing import (
     Filters,
     health,
     is_rollout_flag,
+    number,
     one,
     ordered_by,
     page,
@@ -421,8 +423,7 @@ class Api:
     # -- groups ---------------------------------------------------------------------------
 
     def group_keys(self, params) -> tuple:
-        keys = tuple(k.strip() for k in (one(params, "group_by") or "").split(",") if k.strip())
-        return keys or self.group_by
+        return key_list(params, "group_by") or self.group_by
 
     def groupings(self, params) -> tuple[tuple, list]:
         """(group keys, [(snapshot, its grouping)]) for the runs a group request covers.
@@ -512,6 +513,45 @@ class Api:
             "rollouts": [shown(row) for row in rollouts],
             "superseded": [shown(row, superseded_by=by) for row, by in group.superseded],
         }
+
+    # -- comparing runs and steps ---------------------------------------------------------------
+
+    def compare_runs(self, params):
+        """Two runs (or one run at two steps) group by group: see `views.runs_compare`."""
+        names = {side: one(params, side) for side in ("a", "b")}
+        if None in names.values():
+            raise ApiError(400, "compare/runs needs both runs: pass a=RUN_A&b=RUN_B (the same run twice for two steps)")
+        snapshots = {side: self.scope({"run_id": [name]})[0] for side, name in names.items()}
+        steps = {side: number(params, f"step_{side}") for side in ("a", "b")}
+        stepped = any(step is not None for step in steps.values())
+        keys = runs_compare.matching_keys(key_list(params, "by"), self.group_by, stepped)
+        sides = {side: (snapshots[side], runs_compare.side_grouping(snapshots[side], keys, self.group_by, steps[side]))
+                 for side in ("a", "b")}
+        limit, offset = parse_page({"limit": params.get("limit", []), "cursor": params.get("offset", [])})
+        return 200, {
+            "a": names["a"], "b": names["b"], "by": list(keys),
+            "step_a": as_written(steps["a"]), "step_b": as_written(steps["b"]),
+            **runs_compare.compare_runs(sides["a"], sides["b"], limit, offset),
+        }
+
+    def lineage(self, params):
+        """One prompt (a key's value) at every step of a run: see `views.runs_compare.lineage`."""
+        asked = {name: one(params, name) for name in ("run_id", "key", "value")}
+        missing = [name for name, value in asked.items() if value is None]
+        if missing:
+            raise ApiError(400, f"lineage needs run_id, key and value: pass {', '.join(missing)}")
+        snapshot = self.scope(params)[0]
+        return 200, {**asked, **runs_compare.lineage(snapshot, asked["key"], asked["value"])}
+
+
+def key_list(params, name: str) -> tuple:
+    """A comma-separated list of keys (`group_by=step,instance_id`); empty when not given."""
+    return tuple(k.strip() for k in (one(params, name) or "").split(",") if k.strip())
+
+
+def as_written(number: float | None):
+    """A parsed number as the request wrote it: `3`, not `3.0`."""
+    return int(number) if number is not None and number.is_integer() else number
 
 
 def computed(_key, compute):

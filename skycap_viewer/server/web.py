@@ -105,6 +105,9 @@ ROUTES = (
     Route(("v1", "groups", CAPTURE), "group", per_generation=True),
     Route(("v1", "groups", CAPTURE, "lineup"), "lineup"),
     Route(("v1", "compare"), "compare"),
+    # answers over two runs may be kept per generation too: the generation is the whole catalog's
+    Route(("v1", "compare", "runs"), "compare_runs", per_generation=True),
+    Route(("v1", "lineage"), "lineage", per_generation=True),
 )
 
 

@@ -6,8 +6,10 @@ import {get} from "./api.js";
 import {Drawer} from "./drawer.js";
 import {el, replace} from "./dom.js";
 import {setupKeys} from "./keys.js";
+import {LineageView} from "./lineage.js";
 import {defaultView, RunPage} from "./run-page.js";
-import {format, parse} from "./route.js";
+import {emptyState, format, parse} from "./route.js";
+import {RunsCompare} from "./runs-compare.js";
 import {Sidebar} from "./sidebar.js";
 import {setupTheme} from "./theme.js";
 import {loadViewer} from "./viewer.js";
@@ -36,6 +38,11 @@ function openRollout(id) {
   go({traj: id, view: state.view || defaultView(runOf(state.run))});
 }
 
+/** Open rollout `id` of `run` in that run's page (from a view over two runs or steps). */
+function openIn(run, id) {
+  go({...emptyState(), run, view: defaultView(runOf(run)), traj: id});
+}
+
 /** Open a search match: its rollout's Path tab, the drawer marking the match once it is drawn. */
 function openMatch(hit) {
   drawer.mark(hit);
@@ -51,6 +58,8 @@ function closeDrawer() {
 
 const sidebar = new Sidebar(document.getElementById("runs"), document.getElementById("run-filter"));
 const runPage = new RunPage(main, {go, open: openRollout, openMatch, runs: () => runs});
+const runsCompare = new RunsCompare(main, {go, open: openIn, runs: () => runs});
+const lineage = new LineageView(main, {open: openIn});
 const drawer = new Drawer(document.getElementById("drawer"), document.getElementById("drawer-body"),
   document.getElementById("drawer-grip"), {go, close: closeDrawer});
 
@@ -76,14 +85,27 @@ async function render() {
     return;
   }
   document.title = `${state.run} · skycap-viewer`;
-  const shown = runPage.show(state, runOf(state.run));
-  runPage.markOpen(state.traj);
+  const shown = showMain();
+  if (!comparing()) runPage.markOpen(state.traj);
   await Promise.all([shown, drawer.show(state)]);
   settle();
 }
 
+/** The view that holds the main area instead of the run page: two runs compared, or a lineage. */
+function comparing() {
+  return {vs: runsCompare, lineage}[state.view] || null;
+}
+
+function showMain() {
+  const other = comparing();
+  if (!other) return runPage.show(state, runOf(state.run));
+  runPage.forget();
+  return other.show(state);
+}
+
 /** After the table or the drawer changed: mark the open row, colour the drawer's reward. */
 function settle() {
+  if (comparing()) return;
   runPage.markOpen(state.traj);
   drawer.setRewardRange(runPage.listing?.reward_range ?? null);
 }
@@ -112,10 +134,10 @@ async function poll() {
   if (await refreshRuns()) {
     if (before !== JSON.stringify(runs)) {
       if (!state.run && runs.length) go({run: runs[0].id}, {replace: true});
-      else if (state.run) runPage.show(state, runOf(state.run));
+      else if (state.run && !comparing()) runPage.show(state, runOf(state.run));
       sidebar.update(runs, state.run);
     }
-    if (state.run) await runPage.poll();
+    if (state.run) await (comparing() || runPage).poll();
     await drawer.poll();
     if (state.run) settle();
   }

@@ -40,7 +40,8 @@ export function rewardCell(raw, value, range) {
       value === null || value === undefined ? "-" : num(value)), value ?? null, range));
 }
 
-export function rewardLegend(range) {
+/** The legend of the reward colours; `over` says what the range covers. */
+export function rewardLegend(range, over = "over every rollout the filters list") {
   if (!range || range.min === null || range.min === undefined) {
     return el("p", {className: "legend muted small"}, "no numeric rewards to colour");
   }
@@ -48,5 +49,5 @@ export function rewardLegend(range) {
   return el("p", {className: "legend muted small"}, "reward colour: ",
     rewardDot(range.min, range.min, range, `lowest: ${num(range.min)}`), ` red = ${num(range.min)} (lowest shown) → `,
     rewardDot(range.max, range.max, range, `highest: ${num(range.max)}`), ` green = ${num(range.max)} (highest shown)`,
-    equal ? ", every reward is equal: middle colour" : ", over every rollout the filters list");
+    equal ? ", every reward is equal: middle colour" : `, ${over}`);
 }

@@ -1,5 +1,7 @@
 // The URL hash holds the whole view, so a pasted link shows exactly the same thing:
 //   #/run/<run>[/groups|/rollouts][/t/<trajectory>]?<query>
+//   #/run/<run a>/vs/<run b>?[sa=S][&sb=S][&by=k1,k2]   two runs (or two steps) group by group
+//   #/run/<run>/lineage?key=K&value=V                    one prompt at every step
 // query keys: step task status ann (repeatable "key=value") q flag (repeatable: every one required)
 //             xflag (repeatable: every one excluded) rmin rmax (the reward range, inclusive)
 //             search scase=1 sre=1 skind srole (the record text search: its text, match case, regex,
@@ -20,7 +22,7 @@ export const TABS = ["path", "tree", "forks", "calls", "json"];
 export function emptyState() {
   return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
     sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1,
-    given: true, controls: false, logprobs: false};
+    given: true, controls: false, logprobs: false, vs: null, sa: "", sb: "", by: "", lkey: "", lvalue: ""};
 }
 
 export function parse(hash) {
@@ -36,8 +38,11 @@ export function parse(hash) {
       rest = rest.slice(1);
     }
     if (rest[0] === "t" && rest[1]) state.traj = rest[1];
+    if (rest[0] === "vs" && rest[1]) Object.assign(state, {view: "vs", vs: rest[1]});
+    if (rest[0] === "lineage") state.view = "lineage";
   }
   const query = new URLSearchParams(queryPart);
+  if (state.view === "vs" || state.view === "lineage") return Object.assign(state, comparedParts(query));
   for (const key of ["step", "task", "status", "q", "rmin", "rmax", "sort", "order", "search", "skind", "srole"]) {
     state[key] = query.get(key) || "";
   }
@@ -58,9 +63,30 @@ export function parse(hash) {
   return state;
 }
 
+/** The keys of the two comparing views, which take no filters: sides and key for one, key and value for the other. */
+function comparedParts(query) {
+  return {sa: query.get("sa") || "", sb: query.get("sb") || "", by: query.get("by") || "",
+    lkey: query.get("key") || "", lvalue: query.get("value") || ""};
+}
+
+function withQuery(path, pairs) {
+  const query = pairs.filter(([, value]) => value !== "" && value !== null && value !== undefined)
+    .map(([key, value]) => `${key}=${encodeURIComponent(value)}`);
+  return query.length ? `${path}?${query.join("&")}` : path;
+}
+
+/** The two-rollout compare of `a` (in `runA`) and `b` (in `runB`, named only when it is another run). */
+export function pairCompareHash(runA, a, b, runB = runA) {
+  return withQuery(`#/run/${encodeURIComponent(runA)}/compare`, [["a", a], ["b", b], ["rb", runB === runA ? "" : runB]]);
+}
+
 export function format(state) {
   if (!state.run) return "#/";
   let path = `#/run/${encodeURIComponent(state.run)}`;
+  if (state.view === "vs" && state.vs) {
+    return withQuery(`${path}/vs/${encodeURIComponent(state.vs)}`, [["sa", state.sa], ["sb", state.sb], ["by", state.by]]);
+  }
+  if (state.view === "lineage") return withQuery(`${path}/lineage`, [["key", state.lkey], ["value", state.lvalue]]);
   if (state.view) path += `/${state.view}`;
   if (state.traj) path += `/t/${encodeURIComponent(state.traj)}`;
   const query = [];

@@ -6,7 +6,7 @@ import {get} from "./api.js";
 import {el} from "./dom.js";
 import {cutText, num, range as span, shortId} from "./format.js";
 import {recordedReward, rewardCell, rewardDot} from "./reward.js";
-import {filterParams} from "./route.js";
+import {emptyState, filterParams, format} from "./route.js";
 import {flagsCell, matchClass, sortHeader, statusBadge} from "./run-table.js";
 import {flagBadge, flagInfo, rowFlags} from "./viewer.js";
 
@@ -92,7 +92,7 @@ export class GroupsTable {
       for (const old of superseded.filter((row) => row.superseded_by === rollout.id)) rows.push(this.memberRow(old, true));
     }
     if (!rows.length) rows.push(el("tr", {className: "sub empty"}, el("td", {colSpan: COLUMNS}, "No rollouts.")));
-    return rows;
+    return [...rows, everyStepAction(this.state.run, this.listing.data.find((group) => group.key === key))].filter(Boolean);
   }
 
   memberRow(row, superseded) {
@@ -143,8 +143,19 @@ export class GroupsTable {
   }
 }
 
+/** "this prompt at every step": the lineage of the group's instance (else its first key but step). */
+function everyStepAction(run, group) {
+  const values = group?.values || {};
+  const key = "instance_id" in values ? "instance_id" : Object.keys(values).find((name) => name !== "step");
+  if (!key) return null;
+  const href = format({...emptyState(), run, view: "lineage", lkey: key, lvalue: String(values[key])});
+  return el("tr", {className: "sub group-actions"}, el("td", {colSpan: COLUMNS},
+    el("a", {href, dataset: {link: "every-step"}, onclick: (event) => event.stopPropagation()},
+      `this prompt at every step (${key} ${values[key]}) →`)));
+}
+
 /** "3 forked, 1 truncated": how many rollouts of the group carry each flag. */
-function rollup(counts) {
+export function rollup(counts) {
   const names = rowFlags(Object.keys(counts || {}));
   if (!names.length) return null;
   return el("span", {className: "rollup"}, names.map((name) =>

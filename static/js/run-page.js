@@ -9,6 +9,7 @@ import {num, plural} from "./format.js";
 import {GroupsTable} from "./run-groups.js";
 import {rewardLegend} from "./reward.js";
 import {rolloutsTable} from "./run-rollouts.js";
+import {compareForm} from "./runs-compare.js";
 import {FilterBar} from "./run-filters.js";
 import {RecordSearch} from "./search.js";
 import {emptyState, filterParams, format, hasFilters, hasFlags, rolloutParams} from "./route.js";
@@ -82,6 +83,8 @@ export class RunPage {
     this.filterBar = new FilterBar((patch) => this.filter(patch));
     this.filterBar.setRun(runId);
     this.headBox = el("header", {className: "run-head"});
+    this.compareBox = el("div", {className: "compare-launch"});
+    this.compareRuns = null;
     this.toggleBox = el("div", {className: "view-toggle", role: "tablist", "aria-label": "view"});
     this.bandTitle = el("p", {className: "band-title muted small"});
     this.bandBox = el("div", {className: "band-box"});
@@ -91,7 +94,7 @@ export class RunPage {
     this.noticeBox = el("div", {className: "listing-notices"});
     this.pagerBox = el("div", {className: "pager"});
     this.tableBox = el("div", {className: "table-box"});
-    replace(this.main, this.headBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.search.node, this.titleBox,
+    replace(this.main, this.headBox, this.compareBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.search.node, this.titleBox,
       this.legendBox, this.noticeBox, this.tableBox, this.pagerBox);
   }
 
@@ -115,6 +118,7 @@ export class RunPage {
     if (!this.run) this.headBox.append(el("p", {className: "notice warn"}, `No run named ${this.state.run} (yet).`));
     this.headBox.prepend(select(this.runs().map((r) => [r.id, `${r.project ? `${r.project} / ` : ""}${r.id}`]), run.id,
       (id) => this.go({...emptyState(), run: id}), {className: "run-switch", "aria-label": "run"}));
+    this.drawCompareForm();
     const view = this.view();
     replace(this.toggleBox, !run.groupable ? null : ["groups", "rollouts"].map((name) => el("button", {
       type: "button", role: "tab", className: `toggle${view === name ? " active" : ""}`, dataset: {view: name},
@@ -122,6 +126,21 @@ export class RunPage {
       onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: [], xflag: [], ungrouped: false,
         page: 1}),
     }, name === "groups" ? `groups ${num(run.group_count ?? 0)}` : `rollouts ${num(run.trajectory_count ?? 0)}`)));
+  }
+
+  /** The "compare with run…" form, drawn again only when the runs change (it keeps what is typed). */
+  drawCompareForm() {
+    const ids = JSON.stringify(this.runs().map((run) => run.id));
+    if (ids === this.compareRuns) return;
+    this.compareRuns = ids;
+    replace(this.compareBox, compareForm(this.state, this.runs(), this.go));
+  }
+
+  /** Another view took the main area: build the page again when it is shown next. */
+  forget() {
+    this.runId = null;
+    this.listingKey = null;
+    this.listing = null;
   }
 
   drawFilters() {

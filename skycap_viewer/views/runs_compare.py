@@ -1,0 +1,92 @@
+"""Two runs (or two steps) group by group, and one prompt across steps (`/v1/compare/runs`, `/v1/lineage`).
+
+Both line rollouts up by their keys and show each side as `/v1/groups` shows it, so a pair of
+groups reads the same here as in either run's own listing. Nothing is averaged or subtracted:
+the values are the records' own.
+"""
+
+from skycap_viewer.catalog.index import Snapshot
+from skycap_viewer.errors import ApiError
+from skycap_viewer.record.fields import scalar_text
+from skycap_viewer.views.groups import (
+    Group,
+    Grouping,
+    build_grouping,
+    grouping_of,
+    key_values,
+    repetition_of,
+    split_attempts,
+)
+from skycap_viewer.views.listing import Filters, ordered_by, reward_range
+
+
+def matching_keys(by: tuple, server_keys: tuple, stepped: bool) -> tuple:
+    """The keys groups are matched by: `by` when given, else the server's group key; without `step`
+    when a side is cut to one step, or two different steps could never meet."""
+    keys = by or (tuple(key for key in server_keys if key != "step") if stepped else server_keys)
+    if not keys:
+        raise ApiError(400, "no group key is left to match groups by: pass by=k1,k2")
+    return keys
+
+
+def side_grouping(snapshot: Snapshot, keys: tuple, server_keys: tuple, step: float | None) -> Grouping:
+    """One side's groups: the run's kept grouping when nothing narrows it; else built over that
+    step's rows alone (compared as `/v1/trajectories?step=` compares), for this request only."""
+    if step is None and keys == server_keys:
+        return grouping_of(snapshot, keys)
+    rows = Filters(step=step).select(snapshot.rows) if step is not None else snapshot.rows
+    return build_grouping(rows, keys)
+
+
+def side_summary(group: Group, run_id: str) -> dict:
+    """A group as `/v1/groups` lists it unfiltered: every member matches."""
+    return {**group.summary(run_id), "matching": len(group.members)}
+
+
+def compare_runs(a: tuple[Snapshot, Grouping], b: tuple[Snapshot, Grouping], limit: int, offset: int) -> dict:
+    """The groups both sides have (a page, in side a's group order) and every key only one side has."""
+    (run_a, side_a), (run_b, side_b) = a, b
+    matched = [(group, side_b.by_key[group.key]) for group in side_a.groups if group.key in side_b.by_key]
+    return {
+        "matched": [{"key": group_a.key, "a": side_summary(group_a, run_a.id), "b": side_summary(group_b, run_b.id)}
+                    for group_a, group_b in matched[offset: offset + limit]],
+        "total": len(matched),
+        "limit": limit,
+        "offset": offset,
+        "has_more": offset + limit < len(matched),
+        "only_a": [group.key for group in side_a.groups if group.key not in side_b.by_key],
+        "only_b": [group.key for group in side_b.groups if group.key not in side_a.by_key],
+        # one colour scale for both sides and every page: the counting rewards of all matched groups
+        "reward_range": reward_range(r for pair in matched for group in pair for r in group.rewards),
+    }
+
+
+def lineage(snapshot: Snapshot, key: str, value: str) -> dict:
+    """Every rollout whose `key` (meta, else annotations) is `value` as text, by step ascending
+    (no step last); at each step the attempts are decided as groups decide them."""
+    by_step: dict = {}
+    for row in snapshot.rows:
+        values = key_values(row, (key,))
+        if values is not None and scalar_text(values[key]) == value:
+            by_step.setdefault(row["step"], []).append(row)
+    steps = ordered_by(list(by_step), lambda step: step, "asc")
+    return {
+        "data": [{"step": step, "rollouts": step_rollouts(by_step[step])} for step in steps],
+        "reward_range": reward_range(row["_keys"]["reward"] for rows in by_step.values() for row in rows),
+    }
+
+
+def step_rollouts(rows: list) -> list[dict]:
+    """One step's rollouts: those that count in repetition order, then the attempts they superseded."""
+    group = split_attempts(key="", values={}, rows=rows)
+    superseded_by = {row["id"]: winner for row, winner in group.superseded}
+    return [{
+        "trajectory_id": row["id"],
+        "repetition_id": repetition_of(row),
+        "reward": row["annotations"].get("reward"),
+        "reward_value": row["_keys"]["reward"],
+        "flags": row["flags"],
+        "attempt": row["meta"].get("attempt"),
+        "superseded": row["id"] in superseded_by,
+        "superseded_by": superseded_by.get(row["id"]),
+    } for row in group.members]
