@@ -6,6 +6,8 @@ import {get} from "./api.js";
 import {Drawer} from "./drawer.js";
 import {el, replace} from "./dom.js";
 import {setupKeys} from "./keys.js";
+import {pickedPair, pickPatch} from "./pair-picks.js";
+import {PairView} from "./pair-view.js";
 import {defaultView, RunPage} from "./run-page.js";
 import {format, parse} from "./route.js";
 import {Sidebar} from "./sidebar.js";
@@ -49,10 +51,23 @@ function closeDrawer() {
   runPage.focusRow(id);
 }
 
+/** `a` / `b`: pick rollout `id` (of the run shown) as A or B. */
+function pick(side, id) {
+  go(pickPatch(side, id, state.run), {replace: true});
+}
+
+/** `c`: open the pair view of what is picked, once both A and B are. */
+function comparePicked() {
+  const pair = pickedPair(state);
+  if (pair) go(pair);
+}
+
+const comparing = () => state.view === "compare";
 const sidebar = new Sidebar(document.getElementById("runs"), document.getElementById("run-filter"));
 const runPage = new RunPage(main, {go, open: openRollout, openMatch, runs: () => runs});
 const drawer = new Drawer(document.getElementById("drawer"), document.getElementById("drawer-body"),
   document.getElementById("drawer-grip"), {go, close: closeDrawer});
+const pairView = new PairView(main, {go});
 
 function noRecords() {
   const roots = viewer?.roots || [];
@@ -76,6 +91,12 @@ async function render() {
     return;
   }
   document.title = `${state.run} · skycap-viewer`;
+  if (comparing()) {
+    drawer.hide();
+    await pairView.show(state);
+    return;
+  }
+  pairView.hide();
   const shown = runPage.show(state, runOf(state.run));
   runPage.markOpen(state.traj);
   await Promise.all([shown, drawer.show(state)]);
@@ -85,6 +106,7 @@ async function render() {
 /** After the table or the drawer changed: mark the open row, colour the drawer's reward. */
 function settle() {
   runPage.markOpen(state.traj);
+  runPage.markPicks(state);
   drawer.setRewardRange(runPage.listing?.reward_range ?? null);
 }
 
@@ -112,12 +134,14 @@ async function poll() {
   if (await refreshRuns()) {
     if (before !== JSON.stringify(runs)) {
       if (!state.run && runs.length) go({run: runs[0].id}, {replace: true});
-      else if (state.run) runPage.show(state, runOf(state.run));
+      else if (state.run && !comparing()) runPage.show(state, runOf(state.run));
       sidebar.update(runs, state.run);
     }
-    if (state.run) await runPage.poll();
-    await drawer.poll();
-    if (state.run) settle();
+    if (state.run && !comparing()) {
+      await runPage.poll();
+      await drawer.poll();
+      settle();
+    }
   }
   setTimeout(poll, POLL_MS);
 }
@@ -125,7 +149,7 @@ async function poll() {
 async function boot() {
   setupTheme(document.getElementById("theme-toggle"));
   setupKeys({main, help: document.getElementById("help"), helpButton: document.getElementById("keys-button"),
-    drawer, open: openRollout, close: closeDrawer,
+    drawer, open: openRollout, close: closeDrawer, pick, compare: comparePicked,
     search: () => document.getElementById("search")});
   const follow = () => {
     const next = parse(location.hash);

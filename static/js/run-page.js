@@ -13,6 +13,8 @@ import {FilterBar} from "./run-filters.js";
 import {RecordSearch} from "./search.js";
 import {emptyState, filterParams, format, hasFilters, hasFlags, rolloutParams} from "./route.js";
 import {kindLegend} from "./strip.js";
+import {Lineups} from "./lineup.js";
+import {markPicks, pickBar} from "./pair-picks.js";
 
 const LIMIT = 100;
 
@@ -36,7 +38,9 @@ export class RunPage {
     this.go = go;
     this.open = open;
     this.runId = null;
+    this.lineups = new Lineups({go});
     this.groups = new GroupsTable({
+      tools: (key, range) => this.lineups.panel(this.state, key, range),
       onToggle: (key) => this.toggleGroup(key),
       onOpen: (id) => this.open(id),
       onSort: (key, order) => this.sort(key, order),
@@ -48,12 +52,13 @@ export class RunPage {
   async show(state, run) {
     this.state = state;
     this.run = run;
-    if (this.runId !== state.run) this.build(state.run);
+    if (this.runId !== state.run || !this.headBox.isConnected) this.build(state.run);  // new run, or back from the pair view
     const focused = focusKey(this.main);
     this.drawHead();
     this.drawFilters();
     restoreFocus(this.main, focused);
     this.search.show(state);
+    replace(this.pickBox, pickBar(state, this.go));
     const key = JSON.stringify([state.run, this.view(), this.listParams(state), state.sort, state.order, state.page]);
     if (key !== this.listingKey) {
       this.listingKey = key;
@@ -86,12 +91,13 @@ export class RunPage {
     this.bandTitle = el("p", {className: "band-title muted small"});
     this.bandBox = el("div", {className: "band-box"});
     this.filterBox = el("div", {className: "filters", role: "search"});
+    this.pickBox = el("div", {className: "pick-box"});
     this.titleBox = el("h2", {className: "section-title"});
     this.legendBox = el("div", {className: "legends"});
     this.noticeBox = el("div", {className: "listing-notices"});
     this.pagerBox = el("div", {className: "pager"});
     this.tableBox = el("div", {className: "table-box"});
-    replace(this.main, this.headBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.search.node, this.titleBox,
+    replace(this.main, this.headBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.search.node, this.pickBox, this.titleBox,
       this.legendBox, this.noticeBox, this.tableBox, this.pagerBox);
   }
 
@@ -258,6 +264,10 @@ export class RunPage {
     for (const other of this.main.querySelectorAll("tr.nav.current")) other.classList.remove("current");
     row.classList.add("current");
     row.focus({preventScroll: true});
+  }
+
+  markPicks(state) {
+    markPicks(this.tableBox, state);
   }
 
   markOpen(id) {
