@@ -80,7 +80,8 @@ export class PairView {
     this.nearEnd = new IntersectionObserver((entries) => {
       for (const entry of entries) if (entry.isIntersecting) entry.target.click();
     }, {root: this.main, rootMargin: "800px 0px"});
-    const readout = el("p", {className: "readout", "aria-live": "polite", hidden: this.unit !== "tokens"}, "hover a token");
+    const readout = el("p", {className: "readout", "aria-live": "polite", hidden: this.unit !== "tokens" || answer.identical},
+      "hover a token");
     this.rows = el("div", {className: "pair-turns"});
     wireReadout(this.rows, readout);
     replace(this.box, this.title(this.state),

@@ -1,9 +1,13 @@
 """Comparing rollouts in the page, driven as a reader would: a group lined up and a member opened
 beside its anchor, A and B picked with the keys, a text-mode pair, a pasted pair link."""
 
+import json
 import re
 
 from playwright.sync_api import expect
+
+from skycap_viewer.record.frames import compress
+from tests.chain import chain_document
 
 GROUP = "2~c"  # groups/, step 2 task c: rewards 0.2, 0.5, 0.9, 0.5; rep 3 forked (two paths)
 
@@ -155,3 +159,25 @@ def test_a_pasted_pair_link_shows_the_same_pair_and_its_path_picker_is_in_the_ur
     tab.goto(f"{corpus_server.url}/#/run/groups/compare?a=tr_no_such_rollout&b={other}")
     expect(tab.locator(".pair-view .notice.error")).to_have_text(re.compile(r"Cannot compare: .*tr_no_such_rollout"))
     page.errors[:] = [e for e in page.errors if "status of 404" not in e]  # the browser logs the answer asked for
+
+
+def test_later_turns_of_a_long_pair_load_on_scroll(page_over, tmp_path):
+    """Two 6,000-node chains that part at their first reply: the turns come in parts of 5,000."""
+    run = tmp_path / "long"
+    for name, reply in (("chain-a", "turn 1"), ("chain-b", "turn 1, said otherwise")):
+        document = chain_document(6000)
+        document["id"] = name
+        document["nodes"][1]["message"]["content"] = reply
+        run.mkdir(exist_ok=True)
+        (run / f"{name}.json.zst").write_bytes(compress(json.dumps(document).encode()))
+    page = page_over(run)
+    tab = page.tab
+    tab.goto(f"{page.server.url}/#/run/long/compare?a=chain-a&b=chain-b")
+    pair_shown(tab)
+    more = tab.locator(".pair-turns button.more")
+    expect(more).to_contain_text("of 5,999 turns shown")
+    expect(tab.locator('.pair-cell[data-side="b"][data-node="n5999"]')).to_have_count(0)
+    tab.locator("#main").evaluate("main => main.scrollTo(0, main.scrollHeight)")
+    expect(tab.locator('.pair-cell[data-side="b"][data-node="n5999"]')).to_have_count(1, timeout=30_000)
+    expect(more).to_have_count(0)
+    expect(tab.locator(".pair-row-box.diverge mark.diff").first).to_have_text(", said otherwise")
