@@ -50,7 +50,9 @@ export class PairView {
     let answer;
     let ranges;
     try {
-      [answer, ...ranges] = await Promise.all([get("/compare", params), rewardRange(params.run_a), rewardRange(params.run_b)]);
+      const rangeA = rewardRange(params.run_a);
+      const rangeB = params.run_b === params.run_a ? rangeA : rewardRange(params.run_b);
+      [answer, ...ranges] = await Promise.all([get("/compare", params), rangeA, rangeB]);
     } catch (error) {
       if (key === this.key) replace(this.box, this.title(state), el("p", {className: "notice error"}, `Cannot compare: ${error.message}`));
       return;
@@ -80,14 +82,14 @@ export class PairView {
     this.nearEnd = new IntersectionObserver((entries) => {
       for (const entry of entries) if (entry.isIntersecting) entry.target.click();
     }, {root: this.main, rootMargin: "800px 0px"});
-    const readout = el("p", {className: "readout", "aria-live": "polite", hidden: this.unit !== "tokens" || answer.identical},
+    this.readout = el("p", {className: "readout", "aria-live": "polite", hidden: this.unit !== "tokens" || answer.identical},
       "hover a token");
     this.rows = el("div", {className: "pair-turns"});
-    wireReadout(this.rows, readout);
+    wireReadout(this.rows, this.readout);
     replace(this.box, this.title(this.state),
       el("div", {className: "pair-row pair-heads"}, SIDES.map((side, i) => this.sideHead(side, answer[side], ranges[i]))),
       answer.why_text ? el("p", {className: "notice info why-text"}, `Compared by message text, in characters: ${answer.why_text}.`) : null,
-      this.summary(answer), readout, this.rows);
+      this.summary(answer), this.readout, this.rows);
     this.addTurns(answer);
   }
 
@@ -124,8 +126,8 @@ export class PairView {
     const messages = nodes.a === nodes.b ? plural(nodes.a, "whole message")
       : `${plural(nodes.a, "whole message")} of A, ${num(nodes.b)} of B`;
     const chars = unit === "tokens" ? ` (${num(answer.common_prefix_chars)} characters)` : "";
-    const shared = el("p", {className: "pair-shared", dataset: {shared: size}},
-      el("strong", {}, "shared: "), `${num(size)} ${unit}${chars} · ${messages}`);
+    const shared = this.sharedFold(answer.shared_nodes.a, el("span", {className: "pair-shared", dataset: {shared: size}},
+      el("strong", {}, "shared: "), `${num(size)} ${unit}${chars} · ${messages}`));
     if (answer.identical) {
       return [shared, el("p", {className: "notice ok identical"}, `The two paths are identical: ${num(answer.a.size)} ${unit}, nothing parts them.`)];
     }
@@ -136,6 +138,34 @@ export class PairView {
     };
     return [shared, el("p", {className: "pair-diverge"}, el("strong", {}, "they part at "), `${unit.slice(0, -1)} ${num(answer.diverge.a.position)}: `,
       where("a"), " · ", where("b"))];
+  }
+
+  /** The shared prefix's line, folded over its whole messages: opening it reads them (A's, from
+   *  /paths) and draws them dimmed, as the Path tab draws blocks. */
+  sharedFold(count, line) {
+    if (!count) return el("p", {}, line);
+    const body = el("div", {className: "blocks shared-blocks"});
+    wireReadout(body, this.readout);
+    const fold = el("details", {className: "pair-shared-fold",
+      ontoggle: () => { if (fold.open && !body.firstChild) this.readShared(body, count); }},
+    el("summary", {title: "show the shared messages"}, line), body);
+    return fold;
+  }
+
+  async readShared(body, count) {
+    body.append(el("p", {className: "muted small"}, "reading…"));
+    const {a: id, run_a: run, path_a: index} = this.params;
+    try {
+      const paths = await get(`/trajectories/${encodeURIComponent(id)}/paths`, {run_id: run});
+      const path = paths.paths[index];
+      const shared = new Set(path.node_ids.slice(0, count));
+      replace(body, path.blocks.filter((block) => shared.has(block.node_id)).map((block) =>
+        blockElement(block, paths.nodes[block.node_id], this.lazy, {unit: path.unit, controls: false, dim: true})),
+      shared.size < count ? el("p", {className: "muted small"},
+        `The first ${num(shared.size)} of ${num(count)} shared messages; the rollout's Path tab has them all.`) : null);
+    } catch (error) {
+      replace(body, el("p", {className: "notice error"}, `Cannot read the shared messages: ${error.message}`));
+    }
   }
 
   /** Append the rows of a part of the turns, and the row that asks for the next part. */

@@ -57,6 +57,12 @@ def test_a_lined_up_member_opens_beside_the_anchor_with_its_differences_marked(p
         start, end = first["diff"][0][at], first["diff"][0][at + 1]
         expected = node["text"][node["token_offsets"][start]:node["token_offsets"][end]]
         expect(diverge.locator(f'.pair-cell[data-side="{side}"] span.t.diff').first).to_have_text(expected)
+    tab.locator(".pair-shared-fold > summary").click()  # the shared messages, read when unfolded
+    paths = corpus_server.get(f"/v1/trajectories/{anchor}/paths?run_id=groups")
+    shared = paths["paths"][0]["node_ids"][:answer["shared_nodes"]["a"]]
+    expect(tab.locator(".shared-blocks section.block")).to_have_count(
+        sum(block["node_id"] in shared for block in paths["paths"][0]["blocks"]))
+    expect(tab.locator(".shared-blocks")).to_contain_text(paths["nodes"][shared[0]]["text"].split("\n")[1])
     same = [turn for turn in answer["turns"] if turn["same"]]
     expect(tab.locator("details.pair-row-box.same")).to_have_count(len(same))
     page.shot("pair")
