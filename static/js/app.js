@@ -1,6 +1,7 @@
 // Boot and routing: the URL hash is the state; every change of it redraws the sidebar, the
-// run page and the drawer from that state. A poll every few seconds picks up new runs and
-// records without losing the scroll position, the expanded groups or the open drawer.
+// run page (or the pair view, which has no drawer and is not polled) and the drawer from that
+// state. A poll every few seconds picks up new runs and records without losing the scroll
+// position, the expanded groups or the open drawer.
 
 import {get} from "./api.js";
 import {Drawer} from "./drawer.js";
