@@ -84,7 +84,8 @@ def web(tmp_path):
 def route_targets(web):
     """One real request per route in the table."""
     group = web.json("/v1/groups?run_id=groups")["data"][0]["key"]
-    record = web.json("/v1/trajectories?run_id=groups&limit=1")["data"][0]["id"]
+    records = [row["id"] for row in web.json("/v1/trajectories?run_id=groups&limit=2")["data"]]
+    record = records[0]
     return {
         "healthz": "/healthz",
         "viewer": "/__viewer",
@@ -98,10 +99,10 @@ def route_targets(web):
         "notable": f"/v1/trajectories/{FORKED}/notable?path=1",
         "groups": "/v1/groups?run_id=groups",
         "group": f"/v1/groups/{group}?run_id=groups",
+        "lineup": f"/v1/groups/{group}/lineup?run_id=groups",
+        "compare": f"/v1/compare?a={records[0]}&b={records[1]}",
         "values": "/v1/values?run_id=groups",
         "search": "/v1/search?run_id=groups&text=no-such-text",
-        "lineup": f"/v1/groups/{group}/lineup?run_id=groups",
-        "compare": f"/v1/compare?a={record}&b={record}&run_a=groups&run_b=groups",
         "compare_runs": "/v1/compare/runs?a=groups&b=real-like",
         "lineage": "/v1/lineage?run_id=groups&key=instance_id&value=a",
     }

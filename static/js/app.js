@@ -1,12 +1,15 @@
 // Boot and routing: the URL hash is the state; every change of it redraws the sidebar, the
-// run page and the drawer from that state. A poll every few seconds picks up new runs and
-// records without losing the scroll position, the expanded groups or the open drawer.
+// run page (or the view that takes the main area: the pair view, which has no drawer and is
+// not polled, two runs compared, one prompt's steps) and the drawer from that state. A poll every few seconds picks up new runs and records without losing the scroll
+// position, the expanded groups or the open drawer.
 
 import {get} from "./api.js";
 import {Drawer} from "./drawer.js";
 import {el, replace} from "./dom.js";
 import {setupKeys} from "./keys.js";
 import {LineageView} from "./lineage.js";
+import {pickedPair, pickPatch} from "./pair-picks.js";
+import {PairView} from "./pair-view.js";
 import {defaultView, RunPage} from "./run-page.js";
 import {emptyState, format, parse} from "./route.js";
 import {RunsCompare} from "./runs-compare.js";
@@ -38,11 +41,6 @@ function openRollout(id) {
   go({traj: id, view: state.view || defaultView(runOf(state.run))});
 }
 
-/** Open rollout `id` of `run` in that run's page (from a view over two runs or steps). */
-function openIn(run, id) {
-  go({...emptyState(), run, view: defaultView(runOf(run)), traj: id});
-}
-
 /** Open a search match: its rollout's Path tab, the drawer marking the match once it is drawn. */
 function openMatch(hit) {
   drawer.mark(hit);
@@ -56,12 +54,30 @@ function closeDrawer() {
   runPage.focusRow(id);
 }
 
+/** Open rollout `id` of `run` in that run's page (from a view over two runs or steps). */
+function openIn(run, id) {
+  go({...emptyState(), run, view: defaultView(runOf(run)), traj: id});
+}
+
+/** `a` / `b`: pick rollout `id` (of the run shown) as A or B. */
+function pick(side, id) {
+  go(pickPatch(side, id, state.run), {replace: true});
+}
+
+/** `c`: open the pair view of what is picked, once both A and B are. */
+function comparePicked() {
+  const pair = pickedPair(state);
+  if (pair) go(pair);
+}
+
+const pairing = () => state.view === "compare";
 const sidebar = new Sidebar(document.getElementById("runs"), document.getElementById("run-filter"));
 const runPage = new RunPage(main, {go, open: openRollout, openMatch, runs: () => runs});
-const runsCompare = new RunsCompare(main, {go, open: openIn, runs: () => runs});
-const lineage = new LineageView(main, {open: openIn});
 const drawer = new Drawer(document.getElementById("drawer"), document.getElementById("drawer-body"),
   document.getElementById("drawer-grip"), {go, close: closeDrawer});
+const pairView = new PairView(main, {go});
+const runsCompare = new RunsCompare(main, {go, open: openIn, runs: () => runs});
+const lineage = new LineageView(main, {open: openIn});
 
 function noRecords() {
   const roots = viewer?.roots || [];
@@ -85,13 +101,19 @@ async function render() {
     return;
   }
   document.title = `${state.run} · skycap-viewer`;
+  if (pairing()) {
+    drawer.hide();
+    await pairView.show(state);
+    return;
+  }
+  pairView.hide();
   const shown = showMain();
   if (!comparing()) runPage.markOpen(state.traj);
   await Promise.all([shown, drawer.show(state)]);
   settle();
 }
 
-/** The view that holds the main area instead of the run page: two runs compared, or a lineage. */
+/** The view over two runs or steps, or over one prompt's steps, when it holds the main area. */
 function comparing() {
   return {vs: runsCompare, lineage}[state.view] || null;
 }
@@ -107,6 +129,7 @@ function showMain() {
 function settle() {
   if (comparing()) return;
   runPage.markOpen(state.traj);
+  runPage.markPicks(state);
   drawer.setRewardRange(runPage.listing?.reward_range ?? null);
 }
 
@@ -134,12 +157,15 @@ async function poll() {
   if (await refreshRuns()) {
     if (before !== JSON.stringify(runs)) {
       if (!state.run && runs.length) go({run: runs[0].id}, {replace: true});
-      else if (state.run && !comparing()) runPage.show(state, runOf(state.run));
+      else if (state.run && !pairing() && !comparing()) runPage.show(state, runOf(state.run));
       sidebar.update(runs, state.run);
     }
-    if (state.run) await (comparing() || runPage).poll();
-    await drawer.poll();
-    if (state.run) settle();
+    if (state.run && comparing()) await comparing().poll();
+    else if (state.run && !pairing()) {
+      await runPage.poll();
+      await drawer.poll();
+      settle();
+    }
   }
   setTimeout(poll, POLL_MS);
 }
@@ -147,7 +173,7 @@ async function poll() {
 async function boot() {
   setupTheme(document.getElementById("theme-toggle"));
   setupKeys({main, help: document.getElementById("help"), helpButton: document.getElementById("keys-button"),
-    drawer, open: openRollout, close: closeDrawer,
+    drawer, open: openRollout, close: closeDrawer, pick, compare: comparePicked,
     search: () => document.getElementById("search")});
   const follow = () => {
     const next = parse(location.hash);

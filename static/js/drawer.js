@@ -10,6 +10,7 @@ import {forkPair, renderForks} from "./tab-forks.js";
 import {FindBar} from "./find-bar.js";
 import {renderJson} from "./tab-json.js";
 import {NotableTokens} from "./notable.js";
+import {pickButtons} from "./pair-picks.js";
 import {renderPath} from "./tab-path.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
@@ -240,6 +241,7 @@ export class Drawer {
       el("div", {className: "drawer-title"},
         el("h2", {className: "traj-id", tabindex: "-1"}, t.id),
         button("copy id", (event) => copyText(t.id, event.currentTarget), {className: "ghost"}),
+        pickButtons(t.id, this.state.run, this.go),
         el("span", {className: "grow"}),
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
       el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact", dataset: {fact: label}}, el("dt", {}, label), el("dd", {}, value))),

@@ -1,6 +1,6 @@
 // Keyboard: j/k move through rows, Enter opens, Esc closes, [ ] step through rollouts in the
 // drawer, 1–5 switch tabs, f finds in the rollout, n / N step through its notable tokens,
-// / focuses search, ? shows this list. Ignored while typing. The match list of the record text
+// a / b pick the current rollout as A / B and c compares them, / focuses search, ? shows this list. Ignored while typing. The match list of the record text
 // search walks with its own j / k and arrows while it has the focus (search.js).
 
 import {el, replace} from "./dom.js";
@@ -13,6 +13,8 @@ const KEYS = [
   ["1 – 5", "Path, Tree, Forks, Calls, JSON"],
   ["f", "find in the rollout (Path, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
   ["n / N", "next / previous notable token (Path tab)"],
+  ["a / b", "pick the current rollout (row, or the one open) as A / B to compare"],
+  ["c", "compare A and B side by side, once both are picked"],
   ["/", "search ids, meta and annotations"],
   ["j / k  ↓ / ↑", "in the match list of a record text search: next / previous match (the table keeps its j / k)"],
   ["Enter", "in the match list: open the match in the Path tab"],
@@ -26,7 +28,7 @@ function typing(target) {
   return target.isContentEditable || ["SELECT", "TEXTAREA"].includes(target.tagName);
 }
 
-export function setupKeys({main, help, helpButton, drawer, open, close, search}) {
+export function setupKeys({main, help, helpButton, drawer, open, close, pick, compare, search}) {
   const card = el("div", {className: "help-card", tabindex: "-1"},
     el("h2", {}, "Keys"),
     el("dl", {}, KEYS.flatMap(([key, what]) => [el("dt", {}, el("kbd", {}, key)), el("dd", {}, what)])),
@@ -89,6 +91,11 @@ export function setupKeys({main, help, helpButton, drawer, open, close, search})
       drawer.openFind();
     } else if (key === "n" || key === "N") {
       drawer.stepNotable(key === "n" ? 1 : -1);
+    } else if (key === "a" || key === "b") {
+      const id = main.querySelector("tr.nav.current[data-traj]")?.dataset.traj ?? (drawer.isOpen ? drawer.state.traj : null);
+      if (id) pick(key, id);
+    } else if (key === "c") {
+      compare();
     } else if (/^[1-5]$/.test(key)) {
       drawer.selectTab(Number(key) - 1);
     } else if (key === "/") {

@@ -8,7 +8,7 @@ import {el} from "./dom.js";
 import {num} from "./format.js";
 
 /** Push every item of `more` onto `list` (no spread: a part may hold more than a call's arguments). */
-function extend(list, more) {
+export function extend(list, more) {
   for (const item of more || []) list.push(item);
 }
 

@@ -1,5 +1,7 @@
 // The URL hash holds the whole view, so a pasted link shows exactly the same thing:
 //   #/run/<run>[/groups|/rollouts][/t/<trajectory>]?<query>
+//   #/run/<run a>/compare?a=ID&b=ID[&rb=<run b>][&pa=N][&pb=N]  two rollouts side by side (path pa
+//             of a, pb of b; b in run rb when it is another run); no other key is written there
 //   #/run/<run a>/vs/<run b>?[sa=S][&sb=S][&by=k1,k2]   two runs (or two steps) group by group
 //   #/run/<run>/lineage?key=K&value=V                    one prompt at every step
 // query keys: step task status ann (repeatable "key=value") q flag (repeatable: every one required)
@@ -15,14 +17,20 @@
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
   "page", "open", "search", "scase", "sre", "skind", "srole",
-  "tab", "path", "fa", "fb", "given", "controls", "logprobs"];
+  "tab", "path", "fa", "fb", "given", "controls", "logprobs", "ca", "cra", "cb", "crb", "lu", "la"];
 const DRAWER_KEYS = ["tab", "path", "fa", "fb", "given", "controls", "logprobs"];
 export const TABS = ["path", "tree", "forks", "calls", "json"];
 
 export function emptyState() {
   return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
     sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1,
-    given: true, controls: false, logprobs: false, vs: null, sa: "", sb: "", by: "", lkey: "", lvalue: ""};
+    given: true, controls: false, logprobs: false, ...clearedPicks(), lu: "", la: "",
+    a: "", b: "", rb: "", pa: 0, pb: 0, vs: null, sa: "", sb: "", by: "", lkey: "", lvalue: ""};
+}
+
+/** No rollout picked to compare. */
+export function clearedPicks() {
+  return {ca: "", cra: "", cb: "", crb: ""};
 }
 
 export function parse(hash) {
@@ -33,17 +41,18 @@ export function parse(hash) {
   if (parts[0] === "run" && parts[1]) {
     state.run = parts[1];
     let rest = parts.slice(2);
-    if (rest[0] === "groups" || rest[0] === "rollouts") {
+    if (rest[0] === "groups" || rest[0] === "rollouts" || rest[0] === "compare") {
       state.view = rest[0];
       rest = rest.slice(1);
     }
-    if (rest[0] === "t" && rest[1]) state.traj = rest[1];
+    if (rest[0] === "t" && rest[1] && state.view !== "compare") state.traj = rest[1];  // the pair view has no drawer
     if (rest[0] === "vs" && rest[1]) Object.assign(state, {view: "vs", vs: rest[1]});
     if (rest[0] === "lineage") state.view = "lineage";
   }
   const query = new URLSearchParams(queryPart);
   if (state.view === "vs" || state.view === "lineage") return Object.assign(state, comparedParts(query));
-  for (const key of ["step", "task", "status", "q", "rmin", "rmax", "sort", "order", "search", "skind", "srole"]) {
+  for (const key of ["step", "task", "status", "q", "rmin", "rmax", "sort", "order", "search", "skind", "srole",
+    "ca", "cra", "cb", "crb", "lu", "la", "a", "b", "rb"]) {
     state[key] = query.get(key) || "";
   }
   state.scase = query.get("scase") === "1";
@@ -60,6 +69,8 @@ export function parse(hash) {
   state.given = !(query.get("hide") || "").split(",").includes("given");
   state.controls = query.get("controls") === "1";
   state.logprobs = query.get("lp") === "1";
+  state.pa = Math.max(0, parseInt(query.get("pa"), 10) || 0);
+  state.pb = Math.max(0, parseInt(query.get("pb"), 10) || 0);
   return state;
 }
 
@@ -77,11 +88,12 @@ function withQuery(path, pairs) {
 
 /** The two-rollout compare of `a` (in `runA`) and `b` (in `runB`, named only when it is another run). */
 export function pairCompareHash(runA, a, b, runB = runA) {
-  return withQuery(`#/run/${encodeURIComponent(runA)}/compare`, [["a", a], ["b", b], ["rb", runB === runA ? "" : runB]]);
+  return format({...emptyState(), run: runA, view: "compare", a, b, rb: runB});
 }
 
 export function format(state) {
   if (!state.run) return "#/";
+  if (state.view === "compare") return formatPair(state);
   let path = `#/run/${encodeURIComponent(state.run)}`;
   if (state.view === "vs" && state.vs) {
     return withQuery(`${path}/vs/${encodeURIComponent(state.vs)}`, [["sa", state.sa], ["sb", state.sb], ["by", state.by]]);
@@ -109,6 +121,13 @@ export function format(state) {
     } else if (value) add(key, value);
   }
   return query.length ? `${path}?${query.join("&")}` : path;
+}
+
+/** The two-rollouts view's URL: its own keys only, so a pasted link is the pair and nothing else. */
+function formatPair(state) {
+  const query = [["a", state.a], ["b", state.b], ["rb", state.rb !== state.run && state.rb], ["pa", state.pa], ["pb", state.pb]]
+    .filter(([, value]) => value).map(([key, value]) => `${key}=${encodeURIComponent(value)}`);
+  return `#/run/${encodeURIComponent(state.run)}/compare?${query.join("&")}`;
 }
 
 /** The state of every filter unset: what "clear all" goes to. */

@@ -13,7 +13,9 @@ import {flagBadge, flagInfo, rowFlags} from "./viewer.js";
 const COLUMNS = 6;
 
 export class GroupsTable {
-  constructor({onToggle, onOpen, onSort}) {
+  /** `tools(key, rewardRange)`: what an expanded group shows above its rollouts (the line-up), or null. */
+  constructor({onToggle, onOpen, onSort, tools}) {
+    this.tools = tools;
     this.onToggle = onToggle;
     this.onOpen = onOpen;
     this.onSort = onSort;
@@ -77,8 +79,15 @@ export class GroupsTable {
     el("td", {className: "num"}, span(group.tokens)),
     el("td", {className: "flags"}, (group.flags || []).map((name) => flagBadge(name)), rollup(group.rollup)));
     const tbody = el("tbody", {className: "group", dataset: {key: group.key}}, row);
-    if (open) tbody.append(...this.memberRows(group.key));
+    if (open) tbody.append(...this.expansion(group.key));
     return tbody;
+  }
+
+  /** An expanded group's rows under its own: its tools, then its rollouts. */
+  expansion(key) {
+    const tools = this.tools?.(key, this.listing.reward_range);
+    const row = tools && el("tr", {className: "sub group-tools"}, el("td", {colSpan: COLUMNS}, tools));
+    return [row, ...this.memberRows(key)].filter(Boolean);
   }
 
   memberRows(key) {
@@ -134,7 +143,7 @@ export class GroupsTable {
     const tbody = this.tbodies.get(key);
     if (!tbody || !this.state.open.includes(key)) return;
     const current = tbody.querySelector("tr.current")?.dataset.traj;
-    tbody.replaceChildren(tbody.firstChild, ...this.memberRows(key));
+    tbody.replaceChildren(tbody.firstChild, ...this.expansion(key));
     if (current) tbody.querySelector(`tr[data-traj="${CSS.escape(current)}"]`)?.classList.add("current");
   }
 

@@ -9,11 +9,13 @@ import {num, plural} from "./format.js";
 import {GroupsTable} from "./run-groups.js";
 import {rewardLegend} from "./reward.js";
 import {rolloutsTable} from "./run-rollouts.js";
-import {compareForm} from "./runs-compare.js";
 import {FilterBar} from "./run-filters.js";
+import {compareForm} from "./runs-compare.js";
 import {RecordSearch} from "./search.js";
 import {emptyState, filterParams, format, hasFilters, hasFlags, rolloutParams} from "./route.js";
 import {kindLegend} from "./strip.js";
+import {Lineups} from "./lineup.js";
+import {markPicks, pickBar} from "./pair-picks.js";
 
 const LIMIT = 100;
 
@@ -37,7 +39,9 @@ export class RunPage {
     this.go = go;
     this.open = open;
     this.runId = null;
+    this.lineups = new Lineups({go});
     this.groups = new GroupsTable({
+      tools: (key, range) => this.lineups.panel(this.state, key, range),
       onToggle: (key) => this.toggleGroup(key),
       onOpen: (id) => this.open(id),
       onSort: (key, order) => this.sort(key, order),
@@ -49,12 +53,13 @@ export class RunPage {
   async show(state, run) {
     this.state = state;
     this.run = run;
-    if (this.runId !== state.run) this.build(state.run);
+    if (this.runId !== state.run || !this.headBox.isConnected) this.build(state.run);  // new run, or back from the pair view
     const focused = focusKey(this.main);
     this.drawHead();
     this.drawFilters();
     restoreFocus(this.main, focused);
     this.search.show(state);
+    replace(this.pickBox, pickBar(state, this.go));
     const key = JSON.stringify([state.run, this.view(), this.listParams(state), state.sort, state.order, state.page]);
     if (key !== this.listingKey) {
       this.listingKey = key;
@@ -83,18 +88,19 @@ export class RunPage {
     this.filterBar = new FilterBar((patch) => this.filter(patch));
     this.filterBar.setRun(runId);
     this.headBox = el("header", {className: "run-head"});
-    this.compareBox = el("div", {className: "compare-launch"});
-    this.compareRuns = null;
     this.toggleBox = el("div", {className: "view-toggle", role: "tablist", "aria-label": "view"});
     this.bandTitle = el("p", {className: "band-title muted small"});
     this.bandBox = el("div", {className: "band-box"});
     this.filterBox = el("div", {className: "filters", role: "search"});
+    this.pickBox = el("div", {className: "pick-box"});
+    this.compareBox = el("div", {className: "compare-launch"});
+    this.compareRuns = null;
     this.titleBox = el("h2", {className: "section-title"});
     this.legendBox = el("div", {className: "legends"});
     this.noticeBox = el("div", {className: "listing-notices"});
     this.pagerBox = el("div", {className: "pager"});
     this.tableBox = el("div", {className: "table-box"});
-    replace(this.main, this.headBox, this.compareBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.search.node, this.titleBox,
+    replace(this.main, this.headBox, this.compareBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.search.node, this.pickBox, this.titleBox,
       this.legendBox, this.noticeBox, this.tableBox, this.pagerBox);
   }
 
@@ -277,6 +283,10 @@ export class RunPage {
     for (const other of this.main.querySelectorAll("tr.nav.current")) other.classList.remove("current");
     row.classList.add("current");
     row.focus({preventScroll: true});
+  }
+
+  markPicks(state) {
+    markPicks(this.tableBox, state);
   }
 
   markOpen(id) {

@@ -102,3 +102,17 @@ def test_hostile_fields_in_tables_and_names_are_inert(page_on, temp_server, host
     expect(tab.locator("body")).to_contain_text(ODD_RUN)  # the run's directory name, as text
     assert_inert(page, tab)
     page.shot("hostile-tables")
+
+
+def test_hostile_text_side_by_side_is_inert(page_on, temp_server, hostile_root):
+    """The pair view draws both records' text, differing ranges wrapped in marks, as text."""
+    server = temp_server(hostile_root)
+    server.wait_indexed()
+    page = page_on(server)
+    tab = page.tab
+    tab.goto(f"{server.url}/#/run/{RUN}/compare?a=tr_hostile_tokens&b=tr_hostile_text")
+    view = tab.locator(".pair-view")
+    expect(view.locator(".pair-shared")).to_be_visible()
+    expect(view.locator(".pair-turns")).to_contain_text(PAYLOADS[0])
+    expect(view.locator("mark.diff").first).to_be_visible()
+    assert_inert(page, tab)
