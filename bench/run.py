@@ -431,40 +431,56 @@ def runs_compare_figures(directory: Path, other: Path, env: dict) -> dict:
 
 # -- the page ----------------------------------------------------------------------------------
 
-def first_paint(server: Server, run_id: str, tries: int) -> dict:
-    """Seconds from navigation to the huge rollout's first block on screen (Path tab), then how
-    smooth scrolling through its 21 paths' text is (frame intervals while the wheel turns)."""
+def paint_times(url: str, text: str, tries: int, last=None) -> dict:
+    """Seconds from navigation to `text` on screen in headless Chromium, `tries` times in fresh
+    pages; `last(page, locator)` adds its figures after the last try."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         return {"status": "playwright missing"}
     executable = CHROMIUM if Path(CHROMIUM).exists() else None
-    url = f"{server.url}/#/run/{urllib.parse.quote(run_id)}/t/{synth.HUGE_ID}?tab=path"
-    times, frames = [], []
+    times, extra = [], {}
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=executable, headless=True,
-                                                 args=CHROMIUM_ARGS)
+            browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
             try:
                 for attempt in range(tries):
                     page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
                     started = time.perf_counter()
                     page.goto(url, wait_until="commit")
-                    first_block = page.get_by_text(synth.HUGE_MARKER).first
-                    first_block.wait_for(state="visible", timeout=60_000)
+                    shown = page.get_by_text(text).first
+                    shown.wait_for(state="visible", timeout=60_000)
                     times.append(time.perf_counter() - started)
-                    if attempt == tries - 1:
-                        frames = scroll_frames(page, first_block)
+                    if last is not None and attempt == tries - 1:
+                        extra = last(page, shown)
                     page.context.close()
             finally:
                 browser.close()
-    except Exception as error:  # no browser, or the page never showed the block: report, don't crash
+    except Exception as error:  # no browser, or the page never showed it: report, don't crash
         return {"status": f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"}
-    result = {"status": "ok", "median_s": statistics.median(times), "tries": times}
-    if frames:
-        result |= {"scroll_frame_p95_ms": percentile(frames, 0.95), "scroll_frame_max_ms": max(frames),
-                   "scroll_frames": len(frames)}
-    return result
+    return {"status": "ok", "median_s": statistics.median(times), "tries": times, **extra}
+
+
+def first_paint(server: Server, run_id: str, tries: int) -> dict:
+    """Seconds from navigation to the huge rollout's first block on screen (Path tab), then how
+    smooth scrolling through its 21 paths' text is (frame intervals while the wheel turns)."""
+    def smoothness(page, block) -> dict:
+        frames = scroll_frames(page, block)
+        if not frames:
+            return {}
+        return {"scroll_frame_p95_ms": percentile(frames, 0.95), "scroll_frame_max_ms": max(frames),
+                "scroll_frames": len(frames)}
+
+    url = f"{server.url}/#/run/{urllib.parse.quote(run_id)}/t/{synth.HUGE_ID}?tab=path"
+    return paint_times(url, synth.HUGE_MARKER, tries, smoothness)
+
+
+def compare_paint(server: Server, run_id: str, tries: int) -> dict:
+    """Seconds from navigation to the huge rollout and its group's other member side by side:
+    the row where they part drawn in the pair view."""
+    run = urllib.parse.quote(run_id)
+    url = f"{server.url}/#/run/{run}/compare?a={synth.HUGE_ID}&b={synth.HUGE_SIBLING_ID}"
+    return paint_times(url, "they part here", tries)
 
 
 def scroll_frames(page, block) -> list[float]:
@@ -548,6 +564,8 @@ def measure(directory: Path, work: Path, args, other: Path | None = None) -> dic
                     for key in ("reward", "task") for order in ("asc", "desc")][:20]
         results["search"] = search_figures(server, run_id, searched)
         results["compare"] = compare_figures(server, run_id, args.requests)
+        results["compare_paint"] = compare_paint(server, run_id, tries=3) if not args.no_browser else {
+            "status": "skipped"}
         results["first_paint"] = first_paint(server, run_id, tries=3) if not args.no_browser else {
             "status": "skipped"}
         results["rss_after_suite_mib"] = server.rss() / 2**20
@@ -685,6 +703,9 @@ def table(results: dict) -> list[tuple[str, str]]:
     rows.append(("huge Path tab, first paint (Chromium)", shown))
     rows += search_rows(results.get("search"), floor_all)
     rows += compare_rows(results.get("compare") or {}, results.get("runs_compare"))
+    painted = results.get("compare_paint") or {"status": "not measured"}
+    rows.append(("compare view, first paint (Chromium)", f"{painted['median_s'] * 1000:.0f} ms"
+                 if painted.get("status") == "ok" else f"{NA} ({painted['status']})"))
     if "scroll_frames" in paint:
         rows.append(("huge Path tab, scrolling: frame p95 / longest", (
             f"{paint['scroll_frame_p95_ms']:.0f} ms / {paint['scroll_frame_max_ms']:.0f} ms"
