@@ -431,9 +431,17 @@ def runs_compare_figures(directory: Path, other: Path, env: dict) -> dict:
 
 # -- the page ----------------------------------------------------------------------------------
 
-def paint_times(url: str, text: str, tries: int, last=None) -> dict:
-    """Seconds from navigation to `text` on screen in headless Chromium, `tries` times in fresh
-    pages; `last(page, locator)` adds its figures after the last try."""
+PAINTED = """selector => new MutationObserver((changes, observer) => {
+  if (!document.querySelector(selector)) return;
+  observer.disconnect();
+  requestAnimationFrame(() => { window.__painted = performance.now(); });
+}).observe(document, {subtree: true, childList: true})"""
+
+
+def paint_times(url: str, selector: str, tries: int, last=None) -> dict:
+    """Milliseconds from navigation to the first frame after `selector` is in the page (timed in the
+    page: the time Playwright takes to look for it is not the page's), `tries` times in fresh pages;
+    `last(page, locator)` adds its figures after the last try."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -445,15 +453,17 @@ def paint_times(url: str, text: str, tries: int, last=None) -> dict:
             browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
             try:
                 for attempt in range(tries):
-                    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-                    started = time.perf_counter()
+                    context = browser.new_context(viewport={"width": 1400, "height": 900})
+                    context.add_init_script(f"({PAINTED})({json.dumps(selector)})")
+                    page = context.new_page()
                     page.goto(url, wait_until="commit")
-                    shown = page.get_by_text(text).first
+                    shown = page.locator(selector).first
                     shown.wait_for(state="visible", timeout=60_000)
-                    times.append(time.perf_counter() - started)
+                    page.wait_for_function("() => window.__painted !== undefined", timeout=60_000)
+                    times.append(page.evaluate("() => window.__painted") / 1000)
                     if last is not None and attempt == tries - 1:
                         extra = last(page, shown)
-                    page.context.close()
+                    context.close()
             finally:
                 browser.close()
     except Exception as error:  # no browser, or the page never showed it: report, don't crash
@@ -472,7 +482,7 @@ def first_paint(server: Server, run_id: str, tries: int) -> dict:
                 "scroll_frames": len(frames)}
 
     url = f"{server.url}/#/run/{urllib.parse.quote(run_id)}/t/{synth.HUGE_ID}?tab=path"
-    return paint_times(url, synth.HUGE_MARKER, tries, smoothness)
+    return paint_times(url, "#drawer-body section.block", tries, smoothness)
 
 
 def compare_paint(server: Server, run_id: str, tries: int) -> dict:
@@ -480,7 +490,7 @@ def compare_paint(server: Server, run_id: str, tries: int) -> dict:
     the row where they part drawn in the pair view."""
     run = urllib.parse.quote(run_id)
     url = f"{server.url}/#/run/{run}/compare?a={synth.HUGE_ID}&b={synth.HUGE_SIBLING_ID}"
-    return paint_times(url, "they part here", tries)
+    return paint_times(url, "p.pair-label", tries)
 
 
 def scroll_frames(page, block) -> list[float]:

@@ -32,6 +32,7 @@ from skycap_viewer.server.caches import (
 )
 from skycap_viewer.server.searches import Search, Searches
 from skycap_viewer.views import runs_compare
+from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.groups import (
     DEFAULT_GROUP_BY,
@@ -313,7 +314,8 @@ class Api:
         cached = self.encoded_paths.get(key) if version_a and version_b else None
         if cached is not None:
             return 200, cached
-        encoded = answer_part(lambda: Comparison(view_a, path_a, view_b, path_b).encoded_part(start, self.part_limit))
+        limit = self.part_limit.within(COMPARE_PART_BYTES)
+        encoded = answer_part(lambda: Comparison(view_a, path_a, view_b, path_b).encoded_part(start, limit))
         if version_a and version_b:
             self.encoded_paths.put(key, encoded)
         return 200, encoded

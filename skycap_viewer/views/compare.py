@@ -31,6 +31,7 @@ from skycap_viewer.wire import RawJson, encode_json
 LOOKAHEAD = 8  # how far pairing turns looks for the next turn of the same role before pairing two others
 DIFF_CELLS = 1 << 16  # differing middles diffed unit by unit up to len × len of this (256 × 256); longer: one range
 COMPARED_AS_TEXT = "compared-as-text"
+PART_BYTES = 1 << 20  # a served part of turns: two long rollouts' first screens, drawn at once; the rest on scroll
 
 
 def utf16_units(text: str) -> array:

@@ -236,6 +236,10 @@ class PartLimit:
     items: int = PART_ITEMS
     bytes: int | None = PART_BYTES
 
+    def within(self, size: int) -> "PartLimit":
+        """This limit with at most `size` bytes a part."""
+        return PartLimit(self.items, size if self.bytes is None else min(self.bytes, size))
+
     def less(self, items: int, size: int) -> "PartLimit":
         """What is left of this limit after `items` items of `size` bytes (a first part's later paths)."""
         return PartLimit(self.items - items, None if self.bytes is None else self.bytes - size)

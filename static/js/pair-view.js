@@ -9,7 +9,7 @@ import {num, plural, unitShort} from "./format.js";
 import {extend, moreRow} from "./parts.js";
 import {rewardCell} from "./reward.js";
 import {emptyState, format} from "./route.js";
-import {blockElement, LazyText, textRange, tokenSpans, wireReadout} from "./tokens.js";
+import {blockElement, LazyText, markTokens, textRange, wireReadout} from "./tokens.js";
 import {flagBadge} from "./viewer.js";
 
 const SIDES = ["a", "b"];
@@ -243,7 +243,7 @@ function mark(section, block, ranges, unit) {
     .filter(([from, to]) => from < to).sort((x, y) => y[0] - x[0]);
   for (const [from, to, name] of clipped) {
     if (unit === "tokens") {
-      for (const span of tokenSpans(section, from, to)) span.classList.add(name);
+      markTokens(section, from, to, name);
       continue;
     }
     const range = textRange(section, from - block.node_start, to - block.node_start);

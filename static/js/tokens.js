@@ -116,6 +116,9 @@ export function upgrade(chunk) {
     span.textContent = visible(piece, options.controls);
     spans.push(span);
   }
+  for (const [markFrom, markTo, name] of info.marks || []) {
+    for (let i = markFrom; i < markTo; i += 1) spans[i - from].classList.add(name);
+  }
   chunk.replaceChildren(...spans);
   chunk.classList.add("tokens");
 }
@@ -187,6 +190,22 @@ export function tokenSpans(section, from, to) {
     spans.push(...[...chunk.children].slice(Math.max(from, info.from) - info.from, Math.min(to, info.to) - info.from));
   }
   return spans;
+}
+
+/** Give the tokens [from, to) of a section's node the class `name`: at once in chunks already
+ *  drawn, and in the others when they are drawn (marking a long pair never draws it all at once). */
+export function markTokens(section, from, to, name) {
+  for (const chunk of section.querySelectorAll(".chunk")) {
+    const info = chunkInfo.get(chunk);
+    if (!info || info.to <= from || to <= info.from) continue;
+    const markFrom = Math.max(from, info.from);
+    const markTo = Math.min(to, info.to);
+    if (chunk.classList.contains("tokens")) {
+      for (const span of [...chunk.children].slice(markFrom - info.from, markTo - info.from)) span.classList.add(name);
+    } else {
+      (info.marks ??= []).push([markFrom, markTo, name]);
+    }
+  }
 }
 
 /** A Range over characters [from, to) of the section's text (`sectionText`): in a token block the

@@ -169,7 +169,8 @@ def test_a_pasted_pair_link_shows_the_same_pair_and_its_path_picker_is_in_the_ur
 
 
 def test_later_turns_of_a_long_pair_load_on_scroll(page_over, tmp_path):
-    """Two 6,000-node chains that part at their first reply: the turns come in parts of 5,000."""
+    """Two 6,000-node chains that part at their first reply: the turns come in parts (of 5,000 turns
+    at most, and 1 MiB), the later ones as the view scrolls to them."""
     run = tmp_path / "long"
     for name, reply in (("chain-a", "turn 1"), ("chain-b", "turn 1, said otherwise")):
         document = chain_document(6000)
@@ -184,7 +185,12 @@ def test_later_turns_of_a_long_pair_load_on_scroll(page_over, tmp_path):
     more = tab.locator(".pair-turns button.more")
     expect(more).to_contain_text("of 5,999 turns shown")
     expect(tab.locator('.pair-cell[data-side="b"][data-node="n5999"]')).to_have_count(0)
-    tab.locator("#main").evaluate("main => main.scrollTo(0, main.scrollHeight)")
-    expect(tab.locator('.pair-cell[data-side="b"][data-node="n5999"]')).to_have_count(1, timeout=30_000)
+    last = tab.locator('.pair-cell[data-side="b"][data-node="n5999"]')
+    for _ in range(20):  # each scroll to the end brings the next part
+        tab.locator("#main").evaluate("main => main.scrollTo(0, main.scrollHeight)")
+        tab.wait_for_timeout(300)
+        if last.count():
+            break
+    expect(last).to_have_count(1, timeout=30_000)
     expect(more).to_have_count(0)
     expect(tab.locator(".pair-row-box.diverge mark.diff").first).to_have_text(", said otherwise")
