@@ -964,7 +964,8 @@ def main(argv=None) -> int:
                         help="instead of the realistic run, N small rollouts (repeatable or a comma list; "
                              "with --keep DIR written to DIR/rows-N and reused)")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated bench still stops its servers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated bench still stops its servers,
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # and so does Ctrl-C, even when started with it ignored
     if args.rows:
         return report_rows(rows_runs(sorted({n for counts in args.rows for n in counts}), args), args)
     rollouts = 100_000 if args.huge else args.rollouts
