@@ -1,5 +1,5 @@
 """Benchmark the viewer on a synthetic GRPO-shaped run: `python bench/run.py [--rollouts 10000] [--huge]
-[--json] [--keep DIR] [--repeat 3]`.
+[--json] [--keep DIR] [--repeat 3]`, or on runs of many small rollouts: `--rows 10000,100000,1000000`.
 
 Writes the run with the project's own writer (`synth.py`) into a temporary directory, then
 measures the real server as a user meets it: cold index time against the floor (a plain loop
