@@ -1,5 +1,5 @@
 """Benchmark the viewer on a synthetic GRPO-shaped run: `python bench/run.py [--rollouts 10000] [--huge]
-[--json] [--keep DIR] [--repeat 3]`.
+[--json] [--keep DIR] [--repeat 3]`, or on runs of many small rollouts: `--rows 10000,100000,1000000`.
 
 Writes the run with the project's own writer (`synth.py`) into a temporary directory, then
 measures the real server as a user meets it: cold index time against the floor (a plain loop
@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -282,9 +283,48 @@ def variants(server: Server, run_id: str) -> dict[str, list[str]]:
     }
 
 
+SMALL_RUN_NAMES = {  # `variants`' names say which query the realistic run repeats; here, what the kind varies
+    "rollouts (default)": "rollouts (default), pages",
+    "rollouts flag=truncated": "rollouts flag=",
+    "rollouts step=(middle step)": "rollouts step=",
+    "rollouts q=task-01": "rollouts q=task-…",
+    "groups": "groups step=",
+    "one group": "one group",
+}
+
+
+def listing_kinds(server: Server, run_id: str) -> dict[str, list[str]]:
+    """Every listing kind a user meets, each over distinct queries asked once: each sort key first (both
+    orders, five pages each: ten queries, so p95 is the slowest, the first sort by the key), then
+    `variants` (but its every sort key and order once, which would have sorted every key already), the
+    other filters, pages of 500, and search."""
+    run = urllib.parse.quote(run_id)
+    base = f"/v1/trajectories?run_id={run}"
+    kinds = {f"rollouts sort={key}": [f"{base}&sort={key}&order={order}&cursor={100 * page}"
+                                      for order in ("asc", "desc") for page in range(5)]
+             for key in ("step", "task", "reward", "turns", "tokens", "health", "created")}
+    shared = variants(server, run_id)
+    del shared["rollouts sorted by reward"]
+    flags = [path.rpartition("&flag=")[2] for path in shared["rollouts flag=truncated"]]
+    kinds |= {SMALL_RUN_NAMES.get(name, name): paths for name, paths in shared.items()}
+    kinds["rollouts status="] = [f"{base}&status={status}&cursor={100 * page}"
+                                 for status in ("finished", "open", "abandoned") for page in range(7)]
+    kinds["rollouts annotation=stop_reason="] = [f"{base}&annotation=stop_reason={reason}&cursor={100 * page}"
+                                                 for reason in ("complete", "agent_timeout", "error")
+                                                 for page in range(7)]
+    kinds["rollouts exclude_flag="] = [f"{base}&exclude_flag={flag}" for flag in flags]
+    kinds["rollouts reward range"] = [f"{base}&reward_min={low / 10}&reward_max={low / 10 + width}"
+                                      for low in range(10) for width in (0.3, 0.6)]
+    kinds["rollouts limit=500"] = [f"{base}&limit=500&cursor={500 * page}" for page in range(20)]
+    kinds["search: first page"] = [f"/v1/search?run_id={run}&limit={SEARCH_LIMIT}&text={needle}"
+                                   for needle in synth.search_needles(20)]
+    return kinds
+
+
 def new_queries(server: Server, paths: list[str]) -> dict:
-    """p50/p95 of distinct queries asked once each, on one keep-alive connection."""
-    times = []
+    """p50/p95 of distinct queries asked once each, on one keep-alive connection; `new_status` is 200
+    when every one answered 200, else the first other status (or the error)."""
+    times, worst = [], 200
     connection = server.connection()
     try:
         for path in paths:
@@ -292,14 +332,16 @@ def new_queries(server: Server, paths: list[str]) -> dict:
             status = server.get(path, connection=connection)[0]
             if status == 200:
                 times.append(time.perf_counter() - started)
-    except (OSError, http.client.HTTPException):
-        pass
+            elif worst == 200:
+                worst = status
+    except (OSError, http.client.HTTPException) as error:
+        worst = f"failed: {type(error).__name__}"
     finally:
         connection.close()
     if not times:
-        return {}
+        return {"new_status": worst if paths else "no queries"}
     return {"new_p50_ms": percentile(times, 0.5) * 1000, "new_p95_ms": percentile(times, 0.95) * 1000,
-            "new_queries": len(times)}
+            "new_queries": len(times), "new_status": worst}
 
 
 def listing_under_load(server: Server, listings: list[str], huge_paths: str) -> dict:
@@ -515,42 +557,73 @@ def document_paths(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if is_document_name(p.name))
 
 
+def private_env(work: Path) -> dict:
+    return {**os.environ, "XDG_CACHE_HOME": str(work / "cache")}  # never the user's own cache
+
+
+def idle_rss(work: Path, env: dict) -> int:
+    """The process tree of a server with nothing to index: what a row's memory is counted against."""
+    empty = work / "empty"
+    empty.mkdir(exist_ok=True)
+    with Server(empty, cache=False, env=env) as idle:
+        time.sleep(0.5)
+        return idle.rss()
+
+
+def cold_starts(directory: Path, records: int, env: dict, repeat: int, before_each=lambda: None) -> tuple:
+    """`repeat` cold starts (--no-cache), `before_each` run before each one; (figures, the last server,
+    still serving: the caller stops it)."""
+    cold, first_rows = [], []
+    for attempt in range(repeat):
+        before_each()
+        server = Server(directory, cache=False, env=env).__enter__()
+        try:
+            cold.append(server.wait_listed(records))
+            first_rows.append(server.first_rows)
+        except BaseException:  # Ctrl-C included: no server outlives the bench
+            server.__exit__()
+            raise
+        if attempt < repeat - 1:
+            server.__exit__()
+    done = [t for t in cold if t is not None]
+    shown = [t for t in first_rows if t is not None]
+    figures = {"cold_index_s": statistics.median(done) if done else None, "cold_index_runs_s": cold,
+               "first_rows_s": statistics.median(shown) if shown else None}
+    return figures, server
+
+
+def indexed_memory(server: Server, idle: int, records: int) -> dict:
+    return {"rss_indexed_mib": server.rss() / 2**20, "rss_per_rollout_kib": (server.rss() - idle) / 1024 / records}
+
+
+def first_run_id(server: Server) -> str:
+    return (server.json("/v1/runs")["data"] or [{}])[0].get("id", "")
+
+
 def measure(directory: Path, work: Path, args, other: Path | None = None) -> dict:
     paths = document_paths(directory)
     workers = os.cpu_count() or 1
     results = {"records": len(paths), "workers": workers, "load_average_before": os.getloadavg()[0],
                "documents_mib": sum(p.stat().st_size for p in paths) / 2**20}
-    env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache")}  # never the user's own cache
-
-    empty = work / "empty"
-    empty.mkdir(exist_ok=True)
-    with Server(empty, cache=False, env=env) as idle:
-        time.sleep(0.5)
-        idle_rss = idle.rss()
+    env = private_env(work)
+    idle = idle_rss(work, env)
 
     # The floor and the index take turns, so a burst of other work on the machine hits both alike.
-    floor_one, floor_all, cold, first_rows = [], [], [], []
-    for attempt in range(args.repeat):
+    floor_one, floor_all = [], []
+
+    def floors():
         floor_one.append(floor_one_process(paths))
         floor_all.append(floor_all_cores(paths, workers))
-        server = Server(directory, cache=False, env=env).__enter__()
-        cold.append(server.wait_listed(len(paths)))
-        first_rows.append(server.first_rows)
-        if attempt < args.repeat - 1:
-            server.__exit__()
+
+    cold, server = cold_starts(directory, len(paths), env, args.repeat, floors)
     try:  # the last server serves the rest of the suite
+        results |= cold
         results["floor_one_process_s"] = statistics.median(floor_one)
         results["floor_all_cores_s"] = statistics.median(floor_all)
-        done = [t for t in cold if t is not None]
-        results["cold_index_s"] = statistics.median(done) if done else None
-        results["cold_index_runs_s"] = cold
-        shown = [t for t in first_rows if t is not None]
-        results["first_rows_s"] = statistics.median(shown) if shown else None
+        done = results["cold_index_s"] is not None
         results["index_vs_floor"] = (results["cold_index_s"] / results["floor_all_cores_s"]) if done else None
-        results["rss_indexed_mib"] = server.rss() / 2**20
-        results["rss_per_rollout_kib"] = (server.rss() - idle_rss) / 1024 / len(paths)
-        run_id = (server.json("/v1/runs")["data"] or [{}])[0].get("id", "")
-        results["run_id"] = run_id
+        results |= indexed_memory(server, idle, len(paths))
+        run_id = results["run_id"] = first_run_id(server)
         latency, requests = {}, routes(server, run_id)
         for name, path in requests.items():
             heavy = name.startswith("huge")
@@ -586,15 +659,19 @@ def measure(directory: Path, work: Path, args, other: Path | None = None) -> dic
 
     if other is not None:
         results["runs_compare"] = runs_compare_figures(directory, other, env)
+    return results | reopen_figures(directory, work, env, len(paths))
 
-    cached = work / "cache"
+
+def reopen_figures(directory: Path, work: Path, env: dict, records: int) -> dict:
+    """A first open that writes the persisted index, then, once its files are written, a reopen with it."""
+    results = {}
     with Server(directory, cache=True, env=env) as first:
-        results["first_open_with_cache_s"] = first.wait_listed(len(paths))
+        results["first_open_with_cache_s"] = first.wait_listed(records)
         opened = results["first_open_with_cache_s"] or 0.0  # its last save may start well after the end
-        results["cache_written_s"] = wait_settled(cached, first, quiet=max(2.0, opened / 10))
+        results["cache_written_s"] = wait_settled(work / "cache", first, quiet=max(2.0, opened / 10))
     if results["cache_written_s"] is not None:
         with Server(directory, cache=True, env=env) as again:
-            results["reopen_s"] = again.wait_listed(len(paths))
+            results["reopen_s"] = again.wait_listed(records)
             results["reopen_rss_mib"] = again.rss() / 2**20
     else:
         results["reopen_s"] = NA
@@ -626,7 +703,135 @@ def wait_settled(directory: Path, server: Server, quiet: float = 1.0, timeout: f
     return None
 
 
+# -- many small records (issue 14) -------------------------------------------------------------
+
+DISK_PER_SMALL_RECORD = 8192  # bytes allocated (two files, a 4 KiB block each; ~2.8 KB written), at 10k
+RECORDS_PER_ROLLOUT = 1.01  # 1% of rollouts were retried: their superseded attempt is a record too
+
+
+def refuse_without_disk(directory: Path, rows: int) -> None:
+    """Stop before writing a small run the disk cannot hold twice over (its cache and other work need room)."""
+    needed = 2 * rows * RECORDS_PER_ROLLOUT * DISK_PER_SMALL_RECORD
+    existing = next(parent for parent in (directory, *directory.parents) if parent.exists())
+    free = shutil.disk_usage(existing).free
+    if free < needed:
+        raise SystemExit(f"refusing to write {rows} small rollouts to {directory}: {free / 2**30:.1f} GiB free, "
+                         f"{needed / 2**30:.1f} GiB wanted (twice the estimate of {DISK_PER_SMALL_RECORD} B a record)")
+
+
+def small_run(directory: Path, rows: int) -> dict:
+    """Write `rows` small rollouts to `directory` unless it holds a run already; how the writing went."""
+    if directory.is_dir() and document_paths(directory):
+        return {"generation_s": "reused"}
+    refuse_without_disk(directory, rows)
+    print(f"writing {rows} small rollouts to {directory} ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    written = synth.generate_small(directory, rows)
+    elapsed = time.perf_counter() - started
+    records = written["records"]
+    return {"generation_s": elapsed, "write_records_per_s": records / elapsed,
+            "write_cpu_ms_per_record": written["cpu_s"] * 1000 / records,
+            "bytes_per_record": written["bytes"] / records, "disk_bytes_per_record": written["disk_bytes"] / records}
+
+
+def measure_rows(directory: Path, work: Path, args) -> dict:
+    """A small run as a user meets it: cold index, memory, every listing kind over distinct queries, reopen."""
+    records = len(document_paths(directory))
+    results = {"records": records, "load_average_before": os.getloadavg()[0],
+               "documents_mib": sum(p.stat().st_size for p in directory.iterdir()) / 2**20}
+    env = private_env(work)
+    idle = idle_rss(work, env)
+    cold, server = cold_starts(directory, records, env, args.repeat)
+    try:
+        results |= cold | indexed_memory(server, idle, records)
+        if results["cold_index_s"] is not None:
+            results["cold_index_per_document_us"] = results["cold_index_s"] * 1e6 / records
+        run_id = results["run_id"] = first_run_id(server)
+        results["listings"] = {name: new_queries(server, paths)
+                               for name, paths in listing_kinds(server, run_id).items()}
+        results["rss_after_suite_mib"] = server.rss() / 2**20
+        results["rss_peak_mib"] = server.peak_rss / 2**20
+        results["load_average_after"] = os.getloadavg()[0]
+    finally:
+        server.__exit__()
+    return results | reopen_figures(directory, work, env, records)
+
+
+def rows_runs(counts: list[int], args) -> dict[int, dict]:
+    """Each small run written (or reused from --keep DIR/rows-N) and measured, smallest first, one server at
+    a time; a temporary run is deleted before the next is written."""
+    work = Path(tempfile.mkdtemp(prefix="skycap-bench-rows-"))
+    figures = {}
+    try:
+        for rows in counts:
+            directory = (Path(args.keep) if args.keep else work) / f"rows-{rows}"
+            written = small_run(directory, rows)
+            print(f"measuring {rows} small rollouts ...", file=sys.stderr, flush=True)
+            (work / f"work-{rows}").mkdir()
+            figures[rows] = {"rows": rows} | written | measure_rows(directory, work / f"work-{rows}", args)
+            if not args.keep:
+                shutil.rmtree(directory)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    base = figures[counts[0]].get("cold_index_per_document_us")
+    for results in figures.values():
+        per_document = results.get("cold_index_per_document_us")
+        results["per_document_vs_smallest"] = per_document / base if base and per_document else None
+    return figures
+
+
+ROWS_TARGETS = {  # issue 14, on 2 cores
+    "cold index per document / the smallest run's": "<= 1.1x (1M against 10k)",
+    "reopen with the persisted index": "<= 1 s (1M)",
+    "RSS after the suite (process tree)": "<= 1 GiB (1M), <= 250 MiB (10k)",
+    "groups step=: p50 / p95": "p95 <= 150 ms (1M)",
+    "one group: p50 / p95": "p95 <= 20 ms (1M)",
+}
+
+
+def rows_target(name: str) -> str:
+    return ROWS_TARGETS.get(name) or ("p95 <= 100 ms (1M)" if name.endswith(": p50 / p95") else "")
+
+
+def rows_table(results: dict) -> list[tuple[str, str]]:
+    generation = results["generation_s"]
+    if isinstance(generation, float):
+        generation = (f"{generation:.1f} s, {results['write_records_per_s']:.0f} records/s "
+                      f"({results['write_cpu_ms_per_record']:.2f} CPU ms each), "
+                      f"{results['bytes_per_record']:.0f} B written, "
+                      f"{results['disk_bytes_per_record']:.0f} B on disk each")
+    per_document = results.get("cold_index_per_document_us")
+    rows = [
+        ("records (documents)", f"{results['records']} ({results['documents_mib']:.0f} MiB of files)"),
+        ("generation", generation),
+        ("load average (1 min) before / after", (
+            f"{results['load_average_before']:.1f} / {results['load_average_after']:.1f}")),
+        ("first rows listed while indexing", seconds(results["first_rows_s"])),
+        ("cold index (--no-cache)", seconds(results["cold_index_s"])),
+        ("cold index per document", f"{per_document:.0f} µs" if per_document else NA),
+        ("cold index per document / the smallest run's", ratio(results["per_document_vs_smallest"])),
+        ("reopen with the persisted index", seconds(results["reopen_s"])),
+        ("RSS after indexing", f"{results['rss_indexed_mib']:.0f} MiB"),
+        ("RSS after the suite (process tree)", f"{results['rss_after_suite_mib']:.0f} MiB"),
+        ("peak RSS (process tree)", f"{results['rss_peak_mib']:.0f} MiB"),
+    ]
+    return rows + [(f"{name}: p50 / p95", distinct(entry)) for name, entry in results["listings"].items()]
+
+
+def row_counts(text: str) -> list[int]:
+    """`--rows 10000,100000`: one or more counts."""
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
 # -- report ------------------------------------------------------------------------------------
+
+def distinct(entry: dict, unit: str = "queries") -> str:
+    """p50 / p95 over distinct queries, and what went wrong when not every one answered 200."""
+    if "new_p50_ms" not in entry:
+        return f"{NA} ({entry.get('new_status', 'not asked')})"
+    failed = "" if entry["new_status"] == 200 else f" ({entry['new_status']} for some)"
+    return f"{entry['new_p50_ms']:.1f} ms / {entry['new_p95_ms']:.1f} ms over {entry['new_queries']} {unit}{failed}"
+
 
 def ms(entry: dict, key: str = "p50_ms") -> str:
     status = entry.get("status")
@@ -691,9 +896,7 @@ def table(results: dict) -> list[tuple[str, str]]:
     ]
     for name, entry in results["latency"].items():
         if "new_p50_ms" in entry:  # distinct queries first: what a click costs; then the same one again
-            rows.append((f"{name}: p50 / p95", (
-                f"{entry['new_p50_ms']:.1f} ms / {entry['new_p95_ms']:.1f} ms over {entry['new_queries']} queries;"
-                f" repeated {ms(entry)}")))
+            rows.append((f"{name}: p50 / p95", f"{distinct(entry)}; repeated {ms(entry)}"))
         else:
             rows.append((f"{name}: p50 / p95", f"{ms(entry)} / {ms(entry, 'p95_ms')}"))
         if name.startswith("huge: paths"):
@@ -752,24 +955,22 @@ def compare_rows(compare: dict, runs: dict | None) -> list[tuple[str, str]]:
             rows.append((f"{name}, first answer", ms(entry, "first_ms")))
             rows.append((f"{name}: repeated p50 / size", f"{ms(entry)} / {size(entry)}"))
     lined = compare.get("line-up of a group of 8") or {}
-    rows.append(("line-up of a group of 8: p50 / p95", (
-        f"{lined['new_p50_ms']:.1f} ms / {lined['new_p95_ms']:.1f} ms over {lined['new_queries']} groups"
-        if lined else NA)))
+    rows.append(("line-up of a group of 8: p50 / p95", distinct(lined, "groups") if lined else NA))
     if runs is not None:
         whole = ms(runs, "first_ms") if runs.get("status") == 200 else ms(runs)
-        stepped = (f"; one step against another {runs['new_p50_ms']:.1f} ms / {runs['new_p95_ms']:.1f} ms"
-                   f" over {runs['new_queries']} steps" if "new_p50_ms" in runs else "")
+        stepped = f"; one step against another {distinct(runs, 'steps')}" if "new_p50_ms" in runs else ""
         rows.append(("two runs compared group by group", f"{whole} first, {ms(runs)} repeated{stepped}"))
     return rows
 
 
-def markdown(columns: dict[str, dict]) -> str:
-    """One Markdown table: a row per figure, a column per run (label -> results)."""
-    tables = [dict(table(results)) for results in columns.values()]
-    lines = ["| Figure | " + " | ".join(columns) + " | Target (issue 5) |", "| --- " * (len(columns) + 2) + "|"]
+def markdown(columns: dict[str, list[tuple[str, str]]], target, issue: str) -> str:
+    """One Markdown table: a row per figure, a column per run (label -> its (figure, value) rows), and
+    the `issue`'s target of each figure (`target(name)`)."""
+    tables = [dict(rows) for rows in columns.values()]
+    lines = ["| Figure | " + " | ".join(columns) + f" | Target ({issue}) |", "| --- " * (len(columns) + 2) + "|"]
     for name in tables[0]:
         values = " | ".join(t.get(name, NA) for t in tables)
-        lines.append(f"| {name} | {values} | {TARGETS.get(name, '')} |")
+        lines.append(f"| {name} | {values} | {target(name) or ''} |")
     return "\n".join(lines)
 
 
@@ -790,7 +991,14 @@ def main(argv=None) -> int:
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium first paint")
     parser.add_argument("--no-second-run", action="store_true",
                         help="skip the second run (seed 2) that two runs are compared with")
+    parser.add_argument("--rows", metavar="N[,N...]", type=row_counts, action="append",
+                        help="instead of the realistic run, N small rollouts (repeatable or a comma list; "
+                             "with --keep DIR written to DIR/rows-N and reused)")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated bench still stops its servers,
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # and so does Ctrl-C, even when started with it ignored
+    if args.rows:
+        return report_rows(rows_runs(sorted({n for counts in args.rows for n in counts}), args), args)
     rollouts = 100_000 if args.huge else args.rollouts
     work = Path(tempfile.mkdtemp(prefix="skycap-bench-"))
     try:
@@ -814,13 +1022,23 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(results, indent=1))
     elif args.markdown:
-        print(markdown({f"{results['records']} records": results}))
+        print(markdown({f"{results['records']} records": table(results)}, TARGETS.get, "issue 5"))
     else:
         rows = table(results)
         width = max(len(name) for name, _ in rows)
         for name, value in rows:
             target = f"   (target {TARGETS[name]})" if name in TARGETS else ""
             print(f"{name:<{width}}  {value}{target}")
+    return 0
+
+
+def report_rows(figures: dict[int, dict], args) -> int:
+    """--json: every figure; otherwise one Markdown table, a column per run."""
+    if args.json:
+        print(json.dumps(figures, indent=1))
+    else:
+        columns = {f"{rows:,} rows": rows_table(results) for rows, results in figures.items()}
+        print(markdown(columns, rows_target, "issue 14"))
     return 0
 
 

@@ -46,6 +46,7 @@ class Corpus:
             chunks.append(line + rng.choice([". ", ".\n", "\n", ", ", ": "]))
             total += len(chunks[-1])
         self.text = "".join(chunks)
+        self.words = words  # most frequent first
         self.logprobs = array("d", (-rng.expovariate(5.0) for _ in range(1 << 17)))
 
     def slice(self, rng: random.Random, chars: int) -> str:
@@ -217,31 +218,94 @@ def huge_rollout(seed: int, repetition: int = 0) -> RecordBuilder:
     return builder
 
 
-def write_chunk(job) -> tuple[int, int]:
-    """Worker: write rollouts [first, last) of the run; (records, bytes) written."""
-    directory, seed, first, last = job
-    records = written = 0
+def small_builders(seed: int, number: int) -> list[RecordBuilder]:
+    """Small rollout `number` (and its superseded attempt, when retried): the GRPO shape of
+    `rollout_builders` with one or two model calls of tens of tokens, so a million fit in a few GB."""
+    rng = random.Random(seed * 1_000_003 + number)
+    group, repetition = divmod(number, GROUP_SIZE)
+    success = random.Random(seed * 7_919 + group).random()
+    task = f"task-{group * 7919 % 100_000:05d}"
+    attempts = 2 if rng.random() < 0.01 else 1
+    return [small_rollout(rng, number, group // PROMPTS_PER_STEP, task, repetition, attempt, success,
+                          superseded=attempt < attempts - 1)
+            for attempt in range(attempts)]
+
+
+def small_rollout(rng, number, step, task, repetition, attempt, success, superseded) -> RecordBuilder:
+    """System, user, then a reply, or (30%) a tool call, its result and a reply; ~3% truncated,
+    ~2% with a failed call, ~0.5% open and ~0.5% abandoned."""
+    reward = 1.0 if rng.random() < success else 0.0
+    stop_reason = "error" if superseded else rng.choices(["complete", "agent_timeout", "error"], [97, 2, 1])[0]
+    roll = rng.random()
+    status = "open" if roll < 0.005 else "abandoned" if roll < 0.01 else "finished"
+    meta = {"task": f"/tasks/{task}", "instance_id": task, "repetition_id": repetition, "step": step,
+            "attempt": attempt}
+    created = START + step * 1800 + (number % (GROUP_SIZE * PROMPTS_PER_STEP)) * 2.5 + attempt * 60
+    builder = RecordBuilder(f"tr_{rng.getrandbits(64):016x}", meta=meta, status=status, ended=status != "open",
+                            annotations={"reward": reward, "stop_reason": stop_reason} if status == "finished" else {},
+                            created_at=round(created, 3), tools=TOOLS)
+    parent = builder.add_client(builder.add_client(None, "system", corpus().slice(rng, 60)), "user",
+                                corpus().slice(rng, rng.randint(40, 120)))
+    if rng.random() < 0.02:
+        builder.add_failure(rng.choice([500, 502, 503, None]), "upstream error: the engine is gone")
+    if rng.random() < 0.30:
+        parent = tool_result(builder, rng, tool_call(builder, rng, parent, rng.randint(40, 90), 0),
+                             rng.randint(30, 120), 0)
+    reply(builder, rng, parent, rng.randint(20, 100), finish_reason="length" if rng.random() < 0.03 else "stop")
+    return builder
+
+
+def search_needles(count: int) -> list[str]:
+    """Distinct words of the corpus rare enough that a search scans a while for its first page, frequent
+    enough that a run of a few thousand small records holds them (ranks 100 on, ~1 word in 1000; six
+    letters or more, so a needle is rarely part of a more frequent word)."""
+    return [word for word in corpus().words[100:] if len(word) >= 6][:count]
+
+
+def write_chunk(job) -> tuple[int, int, int]:
+    """Worker: write rollouts [first, last) made by `builders`; (records, bytes, bytes allocated on disk)."""
+    builders, directory, seed, first, last = job
+    records = written = allocated = 0
     for number in range(first, last):
-        for builder in rollout_builders(seed, number):
-            written += sum(path.stat().st_size for path in builder.write(directory))
+        for builder in builders(seed, number):
+            for path in builder.write(directory):
+                stat = path.stat()
+                written += stat.st_size
+                allocated += stat.st_blocks * 512
             records += 1
-    return records, written
+    return records, written, allocated
+
+
+def write_parallel(directory: Path, builders, rollouts: int, seed: int, workers: int | None, chunk: int) -> dict:
+    """Rollouts [0, `rollouts`) made by `builders`, written by a pool of workers; counts and bytes."""
+    directory.mkdir(parents=True, exist_ok=True)
+    jobs = [(builders, str(directory), seed, first, min(first + chunk, rollouts))
+            for first in range(0, rollouts, chunk)]
+    totals = {"records": 0, "bytes": 0, "disk_bytes": 0}
+    before = os.times()
+    with Pool(workers or os.cpu_count()) as pool:
+        for done in pool.imap_unordered(write_chunk, jobs):
+            for key, value in zip(totals, done, strict=True):
+                totals[key] += value
+    after = os.times()  # the workers are reaped: their CPU time is counted (a busy machine's wall time is not)
+    totals["cpu_s"] = sum(after[i] - before[i] for i in (2, 3))
+    return totals
 
 
 def generate(directory, rollouts: int, *, seed: int = 1, huge: bool = True, workers: int | None = None,
              chunk: int = 200) -> dict:
-    """Write the run into `directory` in parallel; counts and bytes written."""
+    """Write the realistic run into `directory` in parallel; counts and bytes written."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    jobs = [(str(directory), seed, first, min(first + chunk, rollouts))
-            for first in range(0, rollouts, chunk)]
-    records = size = 0
-    with Pool(workers or os.cpu_count()) as pool:
-        for done, written in pool.imap_unordered(write_chunk, jobs):
-            records += done
-            size += written
+    totals = write_parallel(directory, rollout_builders, rollouts, seed, workers, chunk)
     if huge:
         for repetition in (0, 1):
-            size += sum(path.stat().st_size for path in huge_rollout(seed, repetition).write(directory))
-            records += 1
-    return {"records": records, "bytes": size}
+            for path in huge_rollout(seed, repetition).write(directory):
+                totals["bytes"] += path.stat().st_size
+                totals["disk_bytes"] += path.stat().st_blocks * 512
+            totals["records"] += 1
+    return totals
+
+
+def generate_small(directory, rows: int, *, seed: int = 1, workers: int | None = None, chunk: int = 2000) -> dict:
+    """Write `rows` small rollouts into `directory` in parallel; counts and bytes written."""
+    return write_parallel(Path(directory), small_builders, rows, seed, workers, chunk)

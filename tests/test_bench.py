@@ -34,3 +34,22 @@ def test_bench_runs_and_reaches_every_route(tmp_path):
     assert {name: entry["status"] for name, entry in compare.items() if name.startswith("compare:")} == {
         "compare: the two longest rollouts": 200, "compare: the huge rollout and its group's other member": 200}
     assert compare["line-up of a group of 8"]["new_queries"] >= 1
+
+
+def test_bench_rows_mode_reaches_every_listing_kind(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(BENCH), "--rows", "64", "--repeat", "1", "--json", "--keep", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    figures = json.loads(result.stdout)["64"]
+    assert figures["records"] == len(list((tmp_path / "rows-64").glob("*.json.zst"))) >= 64
+    assert figures["bytes_per_record"] > 0 and figures["write_records_per_s"] > 0
+    for name in ("cold_index_s", "cold_index_per_document_us", "reopen_s", "rss_indexed_mib",
+                 "rss_after_suite_mib", "per_document_vs_smallest"):
+        assert isinstance(figures[name], float), name
+    listings = figures["listings"]
+    assert {"rollouts limit=500", "groups step=", "one group", "search: first page",
+            "rollouts sort=tokens", "rollouts reward range", "rollouts exclude_flag="} <= set(listings)
+    assert {name: entry["new_status"] for name, entry in listings.items()} == {name: 200 for name in listings}
+    assert all(entry["new_queries"] >= 1 and entry["new_p95_ms"] >= entry["new_p50_ms"] for entry in listings.values())

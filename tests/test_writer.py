@@ -215,7 +215,7 @@ def load_bench_synth():
 
 def test_benchmark_run_is_valid_and_shaped_as_asked(tmp_path):
     synth = load_bench_synth()
-    records, _ = synth.write_chunk((str(tmp_path), 3, 0, 24))  # three groups of 8, in this process
+    records, _, _ = synth.write_chunk((synth.rollout_builders, str(tmp_path), 3, 0, 24))  # 3 groups of 8, here
     synth.huge_rollout(3).write(tmp_path)
     result = run_cli("check", "--json", tmp_path)
     assert result.returncode == 0, result.stdout[-2000:]
@@ -233,3 +233,26 @@ def test_benchmark_run_is_valid_and_shaped_as_asked(tmp_path):
             meta = document["meta"]
             repetitions[meta["step"], meta["instance_id"]].add(meta["repetition_id"])
     assert list(map(len, repetitions.values())) == [synth.GROUP_SIZE] * 3
+
+
+def test_small_benchmark_run_is_valid_and_shaped_as_asked(tmp_path):
+    synth = load_bench_synth()
+    records, written, _ = synth.write_chunk((synth.small_builders, str(tmp_path), 3, 0, 256))  # 32 groups
+    result = run_cli("check", "--json", tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert json.loads(result.stdout)["directories"][0]["documents"] == records >= 256
+    assert written / records < 4096  # a million fit in a few GB
+
+    repetitions, calls, statuses = defaultdict(set), set(), set()
+    for path in tmp_path.glob("*.json.zst"):
+        document = read_document(path)
+        assert document["capture"]["mode"] == "tokens"
+        meta = document["meta"]
+        assert set(meta) == {"task", "instance_id", "repetition_id", "step", "attempt"}
+        repetitions[meta["step"], meta["instance_id"]].add(meta["repetition_id"])
+        calls.add(sum(len(node["calls"]) for node in document["nodes"]))
+        statuses.add(document["status"])
+        if document["status"] == "finished":
+            assert set(document["annotations"]) == {"reward", "stop_reason"}
+    assert list(map(len, repetitions.values())) == [synth.GROUP_SIZE] * 32
+    assert calls == {1, 2} and "finished" in statuses
