@@ -17,19 +17,21 @@ from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.record.fields import iso_time
 
 POLL_SECONDS = 2.0
-PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often
+PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often...
+PUBLISH_COST_FACTOR = 10  # ...or, for a big run, so that publishing takes at most a tenth of the time
 VERIFY_BATCH = 512  # documents whose sidecars are checked per poll, once indexing is done
 
 
 class Watcher(threading.Thread):
     def __init__(self, catalog: Catalog, interval: float = POLL_SECONDS, compute_rows=compute_rows_here,
-                 cache=None, verify: bool = True):
+                 cache=None, verify: bool = True, prepare=None):
         super().__init__(name="skycap-viewer-watcher", daemon=True)
         self.catalog = catalog
         self.interval = interval
         self.compute_rows = compute_rows  # e.g. pool.RowPool.compute_rows
         self.cache = cache  # a cache.PersistedIndex, or None (--no-cache)
         self.verify = verify  # check every record's sidecars in the background (--no-verify: only reported ones)
+        self.prepare = prepare  # prepare(snapshot): what every request asks of a new snapshot, computed here
         self.stopped = threading.Event()
         self.missing_roots: set = set()  # roots found gone (said once)
         self.discovered = threading.Event()  # set once the first poll has published the runs it found
@@ -121,23 +123,34 @@ class Watcher(threading.Thread):
         return run.changes(listing), facts_changed
 
     def index_run(self, run: RunIndex, changes, pending: set[str]):
+        """Read what changed and publish as it comes. Each publish costs what the run's size costs
+        (its order, facts and groups, and the save), so publishing is spaced out to stay a tenth of
+        the work: a big run's cold index grows with its documents, not with their square."""
         for name in changes.removed:
             run.remove(name)
-        last_publish = time.monotonic()
+        last_publish, interval = time.monotonic(), PUBLISH_SECONDS
         for name, row in self.compute_rows(run.directory, changes.compute):
             run.store(name, run.listing[name], row)
-            if time.monotonic() - last_publish > PUBLISH_SECONDS:
-                self.catalog.publish([run], pending)
+            if time.monotonic() - last_publish > interval:
+                started = time.monotonic()
+                self.publish_prepared(run, pending)
                 self.save(run)
                 last_publish = time.monotonic()
+                interval = max(PUBLISH_SECONDS, PUBLISH_COST_FACTOR * (last_publish - started))
             if self.stopped.is_set():
                 return
         self.save(run, settled=run.location.id in pending)  # saved before the run shows as indexed
         pending.discard(run.location.id)
-        self.catalog.publish([run], pending)
+        self.publish_prepared(run, pending)
         # Rows are acyclic and freed by reference counting; left in the collector's generations,
         # every full collection a request triggers would walk all of them (~0.5 s at 100k rows).
         gc.freeze()
+
+    def publish_prepared(self, run: RunIndex, pending: set[str]):
+        """Publish the run's rows, then compute what requests ask of them first, here and timed."""
+        self.catalog.publish([run], pending)
+        if self.prepare is not None:
+            self.prepare(run.snapshot)
 
     def save(self, run: RunIndex, settled: bool = False):
         if self.cache is not None:

@@ -100,6 +100,8 @@ class Api:
         return 200, {"data": entries}
 
     def run_entry(self, snapshot: Snapshot) -> dict:
+        """The run as `/v1/runs` lists it; its facts and groups are kept on the snapshot (the watcher
+        asks for them as it publishes, so a page's poll finds them made)."""
         location = snapshot.location
         entry = {
             "id": location.id,

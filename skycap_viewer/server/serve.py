@@ -64,7 +64,8 @@ def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group
     catalog = Catalog(dirs)
     shown_host, host = host, host.strip("[]")
     try:
-        server = ViewerServer((host, port), Api(catalog, group_by), quiet=quiet, allowed_hosts=allowed_hosts)
+        api = Api(catalog, group_by)
+        server = ViewerServer((host, port), api, quiet=quiet, allowed_hosts=allowed_hosts)
     except OSError as error:
         raise UsageError(f"cannot listen on {shown_host}:{port}: {error.strerror or error}") from None
     url = page_url(host, server.port)
@@ -79,7 +80,7 @@ def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group
               "the viewer has no authentication", file=sys.stderr, flush=True)
     pool = RowPool()
     cache = PersistedIndex(cache_directory()) if use_cache else None
-    watcher = Watcher(catalog, compute_rows=pool.compute_rows, cache=cache, verify=verify)
+    watcher = Watcher(catalog, compute_rows=pool.compute_rows, cache=cache, verify=verify, prepare=api.run_entry)
     watcher.start()
     watcher.discovered.wait(timeout=10)  # so the first request already lists every run
     if open_browser:
