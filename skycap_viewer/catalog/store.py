@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS rows (
     health INTEGER, flags INTEGER NOT NULL, text TEXT NOT NULL, row BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS annotations (rid INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS annotations_by_value ON annotations (key, value, rid);
+CREATE INDEX IF NOT EXISTS annotations_by_row ON annotations (rid);
 CREATE INDEX IF NOT EXISTS rows_by_created ON rows ((created IS NULL), created DESC, id);
 """
 COLUMNS = {"step": "step", "task": "task", "reward": "reward", "turns": "turns", "tokens": "tokens",
@@ -107,6 +108,7 @@ class RowStore:
     def __init__(self, path):
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # an index, rebuilt from the records if lost
         self.db.executescript(SCHEMA)
 
     def put(self, items):
