@@ -41,6 +41,7 @@ from skycap_viewer.views.groups import (
     grouping_of,
     repetition_of,
 )
+from skycap_viewer.views.lineup import lineup
 from skycap_viewer.views.listing import (
     Filters,
     health,
@@ -323,52 +324,10 @@ class Api:
         return 200, encoded
 
     def lineup(self, group_key: str, params):
-        """Every counting member of a group compared with one anchor member (`views.compare`):
-        by default the highest recorded reward; `lowest` is the member "pass vs fail" pairs it with."""
+        """A group's counting members compared with one anchor member (`views.lineup`)."""
         snapshot, group, _ = self.found_group(group_key, params)
-        members = group.counting
         scope = {"run_id": [snapshot.id]}
-        anchor_id = one(params, "anchor")
-        if anchor_id is None:
-            anchor_id = extreme(members, max)["id"]
-        elif anchor_id not in {row["id"] for row in members}:
-            raise ApiError(400, f"anchor {anchor_id} is not a counting member of group {group_key}")
-        anchor_row = next(row for row in members if row["id"] == anchor_id)
-        lowest = extreme(members, min)
-        if lowest["_keys"]["reward"] is None or lowest["_keys"]["reward"] == anchor_row["_keys"]["reward"]:
-            lowest = None
-        anchor = self.view(anchor_id, scope)[3]
-        unit = None
-        lined = []
-        for row in members:
-            entry = {"trajectory_id": row["id"], "repetition_id": repetition_of(row),
-                     "attempt": row["meta"].get("attempt"), "reward": row["annotations"].get("reward"),
-                     "reward_value": row["_keys"]["reward"], "turns": row["_keys"]["turns"],
-                     "tokens": row["_keys"]["tokens"], "flags": row["flags"],
-                     "common_prefix_tokens": None, "common_prefix_chars": None, "diverge_node_id": None,
-                     "anchor_diverge_node_id": None, "identical": None, "error": None}
-            try:
-                comparison = Comparison(anchor, 0, self.view(row["id"], scope)[3], 0)
-            except (ApiError, IndexError) as error:
-                entry["error"] = error.detail if isinstance(error, ApiError) else str(error)
-                lined.append(entry)
-                continue
-            facts = comparison.facts()
-            diverge = facts["diverge"]
-            unit = unit or ("tokens" if comparison.a.by_tokens else "chars")
-            entry.update(common_prefix_tokens=facts["common_prefix_tokens"],
-                         common_prefix_chars=facts["common_prefix_chars"], identical=facts["identical"],
-                         diverge_node_id=diverge and diverge["b"]["node_id"],
-                         anchor_diverge_node_id=diverge and diverge["a"]["node_id"])
-            lined.append(entry)
-        return 200, {
-            "group": group.summary(snapshot.id),
-            "unit": unit,
-            "anchor": {"trajectory_id": anchor_id, "reward": anchor_row["annotations"].get("reward"),
-                       "chosen": one(params, "anchor") is not None},
-            "lowest": lowest["id"] if lowest else None,
-            "members": lined,
-        }
+        return 200, lineup(group, snapshot.id, one(params, "anchor"), lambda record_id: self.view(record_id, scope)[3])
 
     def values(self, params):
         """The task ids and annotation values of one run with their counts, for the picker."""
@@ -567,16 +526,6 @@ def side_scope(params, name: str) -> dict:
     """The scope one side of a comparison is looked up in: `run_a` / `run_b` as its `run_id`."""
     run_id = one(params, name)
     return {"run_id": [run_id]} if run_id is not None else {}
-
-
-def extreme(rows: list, pick) -> dict:
-    """The row with the highest (`max`) or lowest (`min`) recorded reward, ties the first; rows
-    without a numeric reward only when no row has one."""
-    numeric = [row for row in rows if row["_keys"]["reward"] is not None]
-    if not numeric:
-        return rows[0]
-    best = pick(row["_keys"]["reward"] for row in numeric)
-    return next(row for row in numeric if row["_keys"]["reward"] == best)
 
 
 def context(snapshot: Snapshot, row: dict) -> dict:
