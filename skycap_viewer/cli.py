@@ -10,11 +10,11 @@ import os
 import sys
 from pathlib import Path
 
+from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
 from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, Query
-from skycap_viewer.views.groups import DEFAULT_GROUP_BY
 
 COMMANDS = ("summary", "check", "show", "diff", "grep")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"

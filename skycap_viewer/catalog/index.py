@@ -1,34 +1,28 @@
-"""The run index: per run, document file name -> row, updated incrementally by (size, mtime).
+"""The run index: per run, its rows in a `RunStore` (SQLite), updated incrementally by (size, mtime).
 
 `RunIndex.changes(listing)` says what to (re)compute; the rows themselves come from
-`rows.compute_row`, which the watcher may run anywhere (a process pool, a persisted cache).
-`publish()` freezes the current rows into an immutable `Snapshot`: requests only ever read a
-snapshot, so they never wait for the watcher nor touch the disk.
+`rows.compute_row`, which the watcher may run anywhere (a process pool). `publish()` commits the
+batch and freezes the run's facts into an immutable `Snapshot`: requests read a snapshot's facts
+and query its database in a read transaction, so they never wait for the watcher nor list the disk.
 """
 
 import os
 import threading
-from collections import Counter
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import RunLocation
-from skycap_viewer.catalog.rows import interned
+from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, modal
+from skycap_viewer.catalog.persisted import IndexFiles
+from skycap_viewer.catalog.store import READERS, RunStore, member_row
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.fields import iso_time, scalar_text
 
 MAX_ANNOTATION_VALUES = 50
 
 
-@dataclass(frozen=True)
-class FileVersion:
-    size: int
-    mtime_ns: int
-
-
-def scan_directory(directory) -> dict[str, FileVersion]:
-    """Document file name -> version for every record document in `directory` (one stat each)."""
+def scan_directory(directory) -> dict[str, tuple[int, int]]:
+    """Document file name -> (size, mtime_ns) for every record document in `directory` (one stat each)."""
     listing = {}
     with os.scandir(directory) as entries:
         for entry in entries:
@@ -41,7 +35,7 @@ def scan_directory(directory) -> dict[str, FileVersion]:
                     stat = entry.stat(follow_symlinks=False)
                 except OSError:  # deleted between the listing and the stat
                     continue
-            listing[entry.name] = FileVersion(stat.st_size, stat.st_mtime_ns)
+            listing[entry.name] = (stat.st_size, stat.st_mtime_ns)
     return listing
 
 
@@ -54,155 +48,174 @@ class Changes:
         return bool(self.compute or self.removed)
 
 
-def default_order_key(row: dict):
-    """Newest first by `created_at`, records without one last, then by id."""
-    created = row["created_ts"]
-    return (created is None, -(created or 0), row["id"])
-
-
 @dataclass(frozen=True)
 class Snapshot:
-    """One run's rows at one moment, in the default order, with the run's facts."""
+    """One run at one moment: its facts, and the database a request queries for its rows."""
 
     location: RunLocation
-    rows: tuple
-    by_id: dict
+    database: Path
     generation: int
     indexing: bool
     file_count: int
     updated_at: str | None
+    row_count: int
+    facts: dict
+    groups: dict  # the server's grouping: group_count, modal_n, grouped_rows
     scan_error: str | None = None
     verified: int = 0  # rows whose sidecars have been read and checked (the background verification)
-    memo: dict = field(default_factory=dict, compare=False)  # derived views, computed once per snapshot
+    memo: dict = field(default_factory=dict, compare=False)  # derived answers, computed once per snapshot
 
     @property
     def id(self) -> str:
         return self.location.id
 
     def memoized(self, key, compute):
-        """`compute()` once per snapshot and key (sort orders, groupings)."""
+        """`compute()` once per snapshot and key."""
         if key not in self.memo:
             self.memo[key] = compute()
         return self.memo[key]
 
-    @property
-    def facts(self) -> dict:
-        return self.memoized(("facts",), self.count_facts)
+    def reading(self):
+        """A read transaction on the run's database (`with snapshot.reading() as db:`)."""
+        return READERS.reading(self.database)
 
-    def count_facts(self) -> dict:
-        """The run entry's counts over its rows (original §5.3), counted in C by `Counter` (a new
-        snapshot appears every half second while a big run is indexed, and each one is asked)."""
-        readable = [row for row in self.rows if not row.get("unreadable")]
-        tasks = Counter(row["task_id"] for row in readable)
-        tasks.pop(None, None)
-        steps = Counter(row["step"] for row in readable)
-        steps.pop(None, None)
-        pairs = Counter((key, type(value) is bool, value) for row in readable  # True is not 1 here
-                        for key, value in row["annotations"].items()
-                        if value is not None and not isinstance(value, (dict, list)))
-        annotations = {}
-        for (key, _, value), count in pairs.items():  # in first-seen order, as the rows list them
-            values = annotations.setdefault(key, {})
-            text = scalar_text(value)
-            if text in values or len(values) < MAX_ANNOTATION_VALUES:
-                values[text] = values.get(text, 0) + count
-        created = [row["created_ts"] for row in readable if row["created_ts"] is not None]
-        tokenizer = next((row["tokenizer"] for row in readable if row["tokenizer"]), None)
-        return {
-            "created_at": iso_time(min(created)) if created else None,
-            "task_count": len(tasks),
-            "tasks": [{"id": task, "count": tasks[task]} for task in sorted(tasks)],
-            "steps": sorted(steps),
-            "step_counts": {scalar_text(step): steps[step] for step in sorted(steps)},
-            "statuses": dict(Counter(row["status"] for row in readable)),
-            "annotations": annotations,
-            "upstream": {"model": tokenizer} if tokenizer else None,
-            "unreadable": len(self.rows) - len(readable),
-        }
+    def rows_where(self, where: str = "1", values=(), order: str = "(created IS NULL), created DESC, id") -> list:
+        """The rows matching a WHERE clause, decoded, in the index's order: for views that need
+        every row of a selection (a grouping by other keys, a lineage), not for listings."""
+        with self.reading() as db:
+            found = db.execute(f"SELECT kept, json, verified, mtime_ns FROM rows WHERE {where} ORDER BY {order}",
+                               list(values)).fetchall()
+        return [self.with_run(member_row(*entry)) for entry in found]
+
+    @property
+    def rows(self) -> list:
+        """Every row, decoded (a whole run: tests and small runs only)."""
+        return self.rows_where()
+
+    def with_run(self, row: dict) -> dict:
+        row["_run"] = self.location.id
+        return row
+
+
+def count_facts(db) -> dict:
+    """The run entry's counts (original §5.3), from the kept counts."""
+    def counts(kind):
+        return db.execute("SELECT value, sum(n) FROM tally WHERE kind = ? GROUP BY value ORDER BY value",
+                          (kind,)).fetchall()
+
+    tasks = counts("task")
+    steps = counts("step")
+    annotations: dict = {}
+    for value, n in counts("annotation"):
+        key, _, text = value.partition("\0")
+        values = annotations.setdefault(key, {})
+        if len(values) < MAX_ANNOTATION_VALUES:
+            values[text] = n
+    created = db.execute("SELECT min(created) FROM rows WHERE NOT unreadable AND created IS NOT NULL").fetchone()[0]
+    tokenizer = db.execute("SELECT value FROM tally WHERE kind = 'tokenizer' LIMIT 1").fetchone()
+    unreadable = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'unreadable'").fetchone()[0]
+    return {
+        "created_at": iso_time(created) if created is not None else None,
+        "task_count": len(tasks),
+        "tasks": [{"id": task, "count": n} for task, n in tasks],
+        "steps": [step for step, _ in steps],
+        "step_counts": {scalar_text(step): n for step, n in steps},
+        "statuses": dict(counts("status")),
+        "annotations": annotations,
+        "upstream": {"model": tokenizer[0]} if tokenizer else None,
+        "unreadable": unreadable,
+    }
+
+
+def count_groups(db) -> dict:
+    sizes = dict(db.execute("SELECT n, count(*) FROM groups GROUP BY n"))
+    grouped = db.execute("SELECT coalesce(sum(members), 0) FROM groups").fetchone()[0]
+    return {"group_count": sum(sizes.values()), "modal_n": modal(sizes), "grouped_rows": grouped}
 
 
 class RunIndex:
-    """Rows of one run directory, keyed by document file name, with the version each was read at."""
+    """One run directory's rows, in its database, with the version each document was read at."""
 
-    def __init__(self, location: RunLocation):
+    def __init__(self, location: RunLocation, database: Path, facts: dict, group_by=DEFAULT_GROUP_BY):
         self.location = location
-        self.versions: dict[str, FileVersion] = {}
-        self.rows: dict[str, dict] = {}
-        self.listing: dict[str, FileVersion] = {}
+        self.store = RunStore(database, facts, group_by)
+        self.reopened = self.store.reused and self.store.db.execute("SELECT EXISTS (SELECT 1 FROM rows)").fetchone()[0]
+        self.known: dict[str, tuple] | None = None  # document name -> (size, mtime_ns) as indexed: read when needed
+        self.changed: dict[str, tuple] = {}  # the last listing's new or changed documents, and their versions
+        self.file_count = 0
         self.updated_at: str | None = None
         self.scan_error: str | None = None
         self.indexed_once = False
         self.snapshot: Snapshot | None = None
-        self.rows_changed = True  # since the last snapshot
         self.verify_first: set[str] = set()  # documents a request found damaged: verified before the rest
-        self.unsaved_verifications = False  # rows marked verified in place since the last save
 
     @property
     def directory(self) -> Path:
         return self.location.path
 
-    def changes(self, listing: dict[str, FileVersion]) -> Changes:
+    @property
+    def versions(self) -> dict[str, tuple]:
+        """What each document was indexed at: read from the database at the first listing, not at
+        opening, so a reopened run is listed before a million versions are read."""
+        if self.known is None:
+            self.known = self.store.versions()
+        return self.known
+
+    def changes(self, listing: dict[str, tuple]) -> Changes:
         """What must be read to match `listing`: new or changed files, and vanished ones."""
-        self.listing = listing
-        compute = [name for name, version in listing.items() if self.versions.get(name) != version]
-        compute.sort(key=lambda name: listing[name].size)
-        removed = [name for name in self.versions if name not in listing]
+        versions = self.versions
+        self.changed = {name: version for name, version in listing.items() if versions.get(name) != version}
+        self.file_count = len(listing)
+        compute = sorted(self.changed, key=lambda name: self.changed[name][0])
+        removed = [name for name in versions if name not in listing] if len(listing) != len(versions) or compute \
+            else []
         return Changes(compute, removed)
 
-    def store(self, name: str, version: FileVersion, row: dict):
+    def store_row(self, name: str, version: tuple, row: dict):
         if row.get("unreadable") and not os.path.lexists(self.directory / name):
             self.remove(name)  # deleted between the listing and the read: gone, not unreadable
             return
-        row = interned(row)
-        row["revision"] = version.mtime_ns // 1_000_000
-        row["_run"] = self.location.id
+        self.store.put(name, *version, row)
         self.versions[name] = version
-        self.rows[name] = row
-        self.rows_changed = True
+        self.changed.pop(name, None)
 
     def unverified(self, limit: int) -> list[str]:
         """Up to `limit` documents whose sidecars are still to be checked, those a request reported first."""
-        first = [name for name in self.verify_first if name in self.rows]
+        first = [name for name in self.verify_first if name in self.versions]
         self.verify_first.difference_update(first)
-        rest = (name for name, row in self.rows.items() if not row.get("_verified") and name not in first)
-        return first + list(islice(rest, max(limit - len(first), 0)))
+        rest = [name for (name,) in self.store.db.execute(
+            "SELECT name FROM rows WHERE NOT verified LIMIT ?", (max(limit, 0) + len(first),)) if name not in first]
+        return first + rest[:max(limit - len(first), 0)]
 
     def mark_verified(self, name: str, row: dict):
-        """Keep a verified row: in place when it found nothing new (every view of the row stays), else stored."""
-        kept = self.rows.get(name)
-        if kept is not None and kept["_json_z"] == row["_json_z"]:
-            kept["_verified"] = True
-            self.unsaved_verifications = True
+        """Keep a verified row: only marked when it found nothing new, else stored again."""
+        kept = self.store.db.execute("SELECT json FROM rows WHERE name = ?", (name,)).fetchone()
+        if kept is not None and kept[0] == row["_json_z"]:
+            self.store.mark_verified([name])
         else:
-            self.store(name, self.versions[name], row)
+            self.store_row(name, self.versions[name], row)
 
     def remove(self, name: str):
         self.versions.pop(name, None)
-        if self.rows.pop(name, None) is not None:
-            self.rows_changed = True
+        self.store.remove(name)
 
     def publish(self, generation: int, indexing: bool) -> Snapshot:
-        """A new snapshot; when no row changed, it shares the last one's rows and derived views
-        (facts, sort orders, groupings), so a run reopened from the persisted index is counted once."""
-        previous = self.snapshot
-        file_count = max(len(self.listing), len(self.rows))
-        if previous is not None and not self.rows_changed and previous.file_count == file_count:
-            rows, by_id, memo = previous.rows, previous.by_id, previous.memo
-        else:
-            rows = tuple(sorted(self.rows.values(), key=default_order_key))
-            by_id, memo = {row["id"]: row for row in rows}, {}
-        self.rows_changed = False
+        """Commit the batch and freeze the run's facts (counted from what the database keeps)."""
+        self.store.commit()
+        db = self.store.db
+        row_count = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'all'").fetchone()[0]
         self.snapshot = Snapshot(
             location=self.location,
-            rows=rows,
-            by_id=by_id,
+            database=self.store.path,
             generation=generation,
             indexing=indexing,
-            file_count=file_count,
+            file_count=max(self.file_count, row_count),
             updated_at=self.updated_at,
+            row_count=row_count,
+            facts=count_facts(db),
+            groups=count_groups(db),
             scan_error=self.scan_error,
-            verified=sum(1 for row in rows if row.get("_verified")),
-            memo=memo,
+            verified=db.execute("SELECT count(*) FROM rows WHERE verified").fetchone()[0],
         )
         return self.snapshot
 
@@ -210,8 +223,10 @@ class RunIndex:
 class Catalog:
     """Every run the viewer serves. The watcher writes it; requests read `snapshots()`."""
 
-    def __init__(self, roots):
+    def __init__(self, roots, index_files=None, group_by=DEFAULT_GROUP_BY):
         self.roots = [Path(root).absolute() for root in roots]
+        self.index_files = index_files if index_files is not None else IndexFiles(None)
+        self.group_by = tuple(group_by)
         self.runs: dict[str, RunIndex] = {}
         self.generation = 0
         self.lock = threading.Lock()
@@ -225,7 +240,7 @@ class Catalog:
         return next((s for s in self._published if s.id == run_id), None)
 
     def publish(self, changed: list[RunIndex], indexing: set[str]):
-        """Freeze the changed runs' rows and make them visible to requests at once."""
+        """Commit the changed runs' batches and make them visible to requests at once."""
         with self.lock:
             generation = self.generation + 1
             for run in changed:
@@ -240,11 +255,14 @@ class Catalog:
         fresh = []
         runs = {}
         for location in locations:
-            run = by_path.get(location.path)
+            run = by_path.pop(location.path, None)
             if run is None:
-                run = RunIndex(location)
+                run = RunIndex(location, *self.index_files.database_for(location.path, self.group_by),
+                               group_by=self.group_by)
                 fresh.append(run)
             runs[location.id] = run
+        for gone in by_path.values():
+            gone.store.close()
         self.runs = runs
         return fresh
 

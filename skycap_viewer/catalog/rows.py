@@ -22,7 +22,6 @@ step, reward) is taken from the whole values first. The record's own answer give
 
 import json
 import os
-import sys
 import zlib
 
 from skycap_viewer.errors import RecordError
@@ -207,27 +206,11 @@ def slim(row: dict) -> dict:
     return kept
 
 
-def interned(row: dict) -> dict:
-    """The row with its repeated strings shared (keys, statuses, task ids): thousands of rows repeat them.
-
-    A row read back from the persisted index is shared already (marshal keeps interned strings
-    interned): its first meta key says so, and it is kept as it is."""
-    first = next(iter(row["meta"]), None)
-    if type(first) is str and sys.intern(first) is first:
-        return row
-    for key in ("task_id", "status", "tokenizer"):
-        if type(row.get(key)) is str:
-            row[key] = sys.intern(row[key])
-    for key in ("meta", "annotations"):
-        row[key] = {sys.intern(k) if type(k) is str else k: v for k, v in row[key].items()}
-    return row
-
-
-def row_json(row: dict) -> bytes:
-    """The row as sent (without run fields), as JSON."""
-    return zlib.decompress(row["_json_z"])
+def json_of(json_z: bytes) -> bytes:
+    """A row as sent (without run fields), as JSON, from its compressed JSON (`_json_z`)."""
+    return zlib.decompress(json_z)
 
 
 def public(row: dict) -> dict:
     """The row as sent (without run fields)."""
-    return json.loads(row_json(row))
+    return json.loads(json_of(row["_json_z"]))

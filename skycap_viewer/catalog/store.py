@@ -1,160 +1,344 @@
-"""A run's rows on disk: one SQLite database per record directory (issue 14; `docs/scale.md`).
+"""A run's index on disk: one SQLite database per record directory, its rows never all in the heap.
 
-A first step, not wired into the server yet: rows are written in batches and listed by queries
-that touch only the rows they return: the filters as `WHERE` clauses, each sort key with NULLs
-last and the index's own order (newest first, then id) breaking ties, and keyset paging (the
-next page starts after the last row's sort values, not at an offset). Its answers must be the
-ones `views/listing.py` gives over the same rows (`tests/test_store.py` checks that).
+Each record is a table row: its document's name and version, the columns listings filter, sort
+and group on (the flags as bits), and the row itself twice, compressed: `kept` (the fields views
+read, `marshal`) and `json` (the row as sent). Counts are kept as rows change, in `tally`: per
+kind of filter (none, a step, a task, a status, an annotation's value or key) and per combination
+of flags, the rows and their reward range, so a listing's total, health band and colour scale are
+a few lookups instead of a count. Groups are kept in `groups`, each computed again from its
+members when one of them changed. The text a `q` filter looks in is a trigram index (`texts`).
+The design, and why: `docs/scale.md`.
+
+Only the watcher writes, through `RunStore`, one transaction per publish; requests read through
+`reader()`, one connection per thread, each answer inside one read transaction: one consistent
+generation, whatever the watcher commits meanwhile.
 """
 
-import json
+import marshal
 import sqlite3
-from dataclasses import dataclass
+import threading
+import zlib
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
 
-from skycap_viewer.catalog.rows import SORT_KEYS, row_json
-from skycap_viewer.flags import FLAG_ORDER
+from skycap_viewer.catalog.groups import GROUP_SORT_KEYS, Group, group_flags, group_key_of, key_values, split_attempts
+from skycap_viewer.flags import FLAG_ORDER, FLAGS
 from skycap_viewer.record.fields import scalar_text
+from skycap_viewer.wire import encode_json
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS rows (
-    rid INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, size INTEGER, mtime_ns INTEGER, id TEXT NOT NULL,
-    created REAL, step REAL, task TEXT, status TEXT, reward REAL, turns INTEGER, tokens INTEGER,
-    health INTEGER, flags INTEGER NOT NULL, text TEXT NOT NULL, row BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS annotations (rid INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS annotations_by_value ON annotations (key, value, rid);
-CREATE INDEX IF NOT EXISTS annotations_by_row ON annotations (rid);
-CREATE INDEX IF NOT EXISTS rows_by_created ON rows ((created IS NULL), created DESC, id);
-"""
-COLUMNS = {"step": "step", "task": "task", "reward": "reward", "turns": "turns", "tokens": "tokens",
-           "health": "health", "created": "created"}
-assert set(COLUMNS) == set(SORT_KEYS)
-TIE_BREAK = (("(created IS NULL)", "asc"), ("created", "desc"), ("id", "asc"))  # the index's own order
+SCHEMA_VERSION = 1
+SORT_COLUMNS = ("step", "task", "reward", "turns", "tokens", "health")  # `created`: the index's own order
+KEPT = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
+        "unreadable", "error", "cut", "_keys")
+BUSY_MS = 30_000  # how long a connection waits on another's lock (a checkpoint), at most
+
+SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value)",
+    """CREATE TABLE IF NOT EXISTS rows (
+        rid INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+        id TEXT NOT NULL, created, step, task, status, reward, turns, tokens, health, flags INTEGER NOT NULL,
+        gkey TEXT, unreadable INTEGER NOT NULL, verified INTEGER NOT NULL, kept BLOB NOT NULL, json BLOB NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS rows_by_id ON rows (id)",
+    "CREATE INDEX IF NOT EXISTS rows_by_group ON rows (gkey) WHERE gkey IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS rows_unverified ON rows (rid) WHERE NOT verified",
+    "CREATE INDEX IF NOT EXISTS rows_newest ON rows ((created IS NULL), created DESC, id)",
+    "CREATE INDEX IF NOT EXISTS rows_oldest ON rows ((created IS NULL), created, id)",
+    *(f"CREATE INDEX IF NOT EXISTS rows_by_{column}_{order} ON rows"
+      f" (({column} IS NULL), {column} {order.upper()}, (created IS NULL), created DESC, id)"
+      for column in SORT_COLUMNS for order in ("asc", "desc")),
+    *(f"CREATE INDEX IF NOT EXISTS rows_with_{column} ON rows ({column}, flags)"
+      for column in ("step", "task", "reward")),
+    "CREATE TABLE IF NOT EXISTS annotations (rid INTEGER NOT NULL, key TEXT NOT NULL, value TEXT)",
+    "CREATE INDEX IF NOT EXISTS annotations_by_value ON annotations (key, value, rid)",
+    "CREATE INDEX IF NOT EXISTS annotations_by_row ON annotations (rid)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5 (text, tokenize = 'trigram')",
+    """CREATE TABLE IF NOT EXISTS tally (kind TEXT NOT NULL, value NOT NULL, flags INTEGER NOT NULL,
+        n INTEGER NOT NULL, low, high, PRIMARY KEY (kind, value, flags)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS groups (
+        gkey TEXT PRIMARY KEY, step, task, n INTEGER NOT NULL, members INTEGER NOT NULL, flags INTEGER NOT NULL,
+        member_flags INTEGER NOT NULL, reward, turns, tokens, health INTEGER NOT NULL, created, low, high,
+        summary BLOB NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS groups_in_order ON groups ((step IS NULL), step DESC, (task IS NULL), task, gkey)",
+    "CREATE INDEX IF NOT EXISTS groups_by_size ON groups (n)",
+]
+GROUP_COLUMNS = {"step": "step", "task": "task", "reward": "reward", "turns": "turns", "tokens": "tokens",
+                 "health": "health", "created": "created"}
+assert set(GROUP_COLUMNS) == set(GROUP_SORT_KEYS)
 
 
 def flag_bits(names) -> int:
-    """A row's flags as one integer, a bit per flag in the catalogue's order."""
+    """Flags as one integer, a bit per flag in the catalogue's order."""
     bits = 0
     for name in names:
         bits |= 1 << FLAG_ORDER[name]
     return bits
 
 
-@dataclass(frozen=True)
-class Query:
-    """What a listing asks of the store: the row filters and flags, a sort key and order, a page."""
-
-    step: float | None = None
-    task_id: str | None = None
-    status: str | None = None
-    annotations: tuple = ()  # (key, value or None for "present")
-    q: str | None = None  # lower-case
-    reward_min: float | None = None
-    reward_max: float | None = None
-    flags: tuple = ()
-    exclude_flags: tuple = ()
-    sort: str = "created"
-    order: str = "desc"
-
-    def where(self) -> tuple[str, list]:
-        clauses, values = [], []
-        for column, value in (("step", self.step), ("task", self.task_id), ("status", self.status)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                values.append(value)
-        if self.reward_min is not None:
-            clauses.append("reward >= ?")
-            values.append(self.reward_min)
-        if self.reward_max is not None:
-            clauses.append("reward <= ?")
-            values.append(self.reward_max)
-        for key, wanted in self.annotations:
-            held = "SELECT 1 FROM annotations a WHERE a.rid = rows.rid AND a.key = ?"
-            clauses.append(f"EXISTS ({held})" if wanted is None else f"EXISTS ({held} AND a.value = ?)")
-            values += [key] if wanted is None else [key, wanted]
-        if self.q is not None:
-            clauses.append("instr(text, ?) > 0")
-            values.append(self.q)
-        required, excluded = flag_bits(self.flags), flag_bits(self.exclude_flags)
-        if required:
-            clauses.append("flags & ? = ?")
-            values += [required, required]
-        if excluded:
-            clauses.append("flags & ? = 0")
-            values.append(excluded)
-        return (" AND ".join(clauses) or "1"), values
-
-    def ordering(self) -> list[tuple[str, str]]:
-        """(expression, direction) from the first sort column to the last tie break."""
-        if (self.sort, self.order) == ("created", "desc"):
-            return list(TIE_BREAK)
-        column = COLUMNS[self.sort]
-        return [(f"({column} IS NULL)", "asc"), (column, self.order), *TIE_BREAK]
+def bit_flags(bits: int) -> list[str]:
+    """The flags an integer of `flag_bits` holds, in the catalogue's order."""
+    return [flag.name for position, flag in enumerate(FLAGS) if bits >> position & 1]
 
 
-def after(ordering: list[tuple[str, str]], last: list) -> tuple[str, list]:
-    """The rows that sort after `last` (the sort values of a page's last row): keyset paging."""
-    options, values = [], []
-    for position, (expression, direction) in enumerate(ordering):
-        equal = [f"{ordering[i][0]} IS ?" for i in range(position)]
-        beyond = f"{expression} {'>' if direction == 'asc' else '<'} ?"
-        options.append("(" + " AND ".join([*equal, beyond]) + ")")
-        values += [*last[:position], last[position]]
-    return "(" + " OR ".join(options) + ")", values
+def pack(value) -> bytes:
+    return zlib.compress(marshal.dumps(value), 1)
 
 
-class RowStore:
-    """One run's rows in one SQLite database (`":memory:"` for a store of one process)."""
+def unpack(blob: bytes):
+    return marshal.loads(zlib.decompress(blob))
 
-    def __init__(self, path):
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # an index, rebuilt from the records if lost
-        self.db.executescript(SCHEMA)
 
-    def put(self, items):
-        """Store (name, size, mtime_ns, row) items in one transaction: a batch of the watcher's."""
-        with self.db:
-            self.db.execute("BEGIN")
-            for name, size, mtime_ns, row in items:
-                self.db.execute("DELETE FROM annotations WHERE rid = (SELECT rid FROM rows WHERE name = ?)", (name,))
-                keys = row["_keys"]
-                cursor = self.db.execute(
-                    "INSERT INTO rows (name, size, mtime_ns, id, created, step, task, status, reward, turns, tokens,"
-                    " health, flags, text, row) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (name) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns,"
-                    " id = excluded.id, created = excluded.created, step = excluded.step, task = excluded.task,"
-                    " status = excluded.status, reward = excluded.reward, turns = excluded.turns,"
-                    " tokens = excluded.tokens, health = excluded.health, flags = excluded.flags,"
-                    " text = excluded.text, row = excluded.row RETURNING rid",
-                    (name, size, mtime_ns, row["id"], keys["created"], row["step"], row["task_id"], row["status"],
-                     keys["reward"], keys["turns"], keys["tokens"], keys["health"], flag_bits(row["flags"]),
-                     row["_text"], row["_json_z"]))
-                rid = cursor.fetchone()[0]
-                self.db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", [
-                    (rid, key, scalar_text(value)) for key, value in row["annotations"].items()
-                    if value is not None and not isinstance(value, (dict, list))])
+def row_kinds(row: dict, gkey) -> list[tuple[str, object]]:
+    """What a row is counted under in `tally`: every row, then by its values (readable rows only)."""
+    kinds = [("all", "")]
+    if row.get("unreadable"):
+        kinds.append(("unreadable", ""))
+    if gkey is None:
+        kinds.append(("ungrouped", ""))
+    if not row.get("unreadable"):
+        for kind, field in (("step", "step"), ("task", "task_id"), ("status", "status"), ("tokenizer", "tokenizer")):
+            if row.get(field) not in (None, ""):
+                kinds.append((kind, row[field]))
+        for key, value in row["annotations"].items():
+            if value is None:
+                continue
+            kinds.append(("annotation-key", key))
+            if not isinstance(value, (dict, list)):
+                kinds.append(("annotation", annotation_value(key, value)))
+    return kinds
 
-    def remove(self, names):
-        with self.db:
-            self.db.execute("BEGIN")
-            for name in names:
-                self.db.execute("DELETE FROM annotations WHERE rid = (SELECT rid FROM rows WHERE name = ?)", (name,))
-                self.db.execute("DELETE FROM rows WHERE name = ?", (name,))
 
-    def count(self, query: Query) -> int:
-        where, values = query.where()
-        return self.db.execute(f"SELECT count(*) FROM rows WHERE {where}", values).fetchone()[0]
+def annotation_value(key: str, value) -> str:
+    """How `tally` names an annotation's value: the key, a NUL, the value as the filters write it."""
+    return f"{key}\0{scalar_text(value)}"
 
-    def page(self, query: Query, limit: int, cursor: list | None = None) -> tuple[list[dict], list | None]:
-        """(the rows of one page as sent, the cursor of the next page or None)."""
-        where, values = query.where()
-        ordering = query.ordering()
-        if cursor is not None:
-            clause, more = after(ordering, cursor)
-            where, values = f"{where} AND {clause}", [*values, *more]
-        order_by = ", ".join(f"{expression} {direction.upper()}" for expression, direction in ordering)
-        keys = ", ".join(expression for expression, _ in ordering)
-        found = self.db.execute(f"SELECT row, {keys} FROM rows WHERE {where} ORDER BY {order_by} LIMIT ?",
-                                [*values, limit + 1]).fetchall()
-        rows = [json.loads(row_json({"_json_z": entry[0]})) for entry in found[:limit]]
-        return rows, (list(found[limit - 1][1:]) if len(found) > limit else None)
+
+class RunStore:
+    """The watcher's connection to one run's database: batched writes, kept counts and groups."""
+
+    def __init__(self, path: Path, facts: dict, group_by: tuple):
+        """Open (or create) the database at `path`; one whose `facts` differ, or that SQLite cannot
+        read, is emptied first (an index is only a hint: it is rebuilt from the records)."""
+        self.path = Path(path)
+        self.group_by = tuple(group_by)
+        self.reused = False
+        try:
+            self.db = self.connect()
+            self.reused = self.stored_facts() == facts
+        except sqlite3.DatabaseError:
+            self.db = None
+        if not self.reused:
+            self.recreate()
+            with self.db:
+                self.db.executemany("INSERT INTO facts VALUES (?, ?)", facts.items())
+        self.in_transaction = False
+        self.touched_groups: set = set()
+        self.tally: Counter = Counter()  # (kind, value, flags) -> rows added (negative: removed)
+        self.ranges: dict = {}  # (kind, value, flags) -> (low, high) of the added rows' rewards
+        self.stale_ranges: set = set()  # tally rows a removed row bounded: recounted at commit
+
+    def connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")  # an index: rebuilt from the records if a crash loses it
+        for statement in SCHEMA:
+            db.execute(statement)
+        return db
+
+    def stored_facts(self) -> dict:
+        return dict(self.db.execute("SELECT key, value FROM facts"))
+
+    def recreate(self):
+        """Delete the database's files and make an empty one."""
+        if self.db is not None:
+            self.db.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(self.path) + suffix).unlink(missing_ok=True)
+        self.db = self.connect()
+
+    def close(self):
+        self.db.close()
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def begin(self):
+        if not self.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.in_transaction = True
+
+    def versions(self) -> dict[str, tuple]:
+        """Document name -> (size, mtime_ns) of every stored row (read once, when a run is reopened)."""
+        return {name: (size, mtime) for name, size, mtime in self.db.execute("SELECT name, size, mtime_ns FROM rows")}
+
+    def put(self, name: str, size: int, mtime_ns: int, row: dict):
+        """Store the row of document `name` (replacing the one it had), inside the open batch."""
+        self.begin()
+        self.remove(name)
+        keys = row["_keys"]
+        gkey = group_key_of(row, self.group_by)
+        bits = flag_bits(row["flags"])
+        kept = {key: row[key] for key in KEPT if key in row}
+        rid = self.db.execute(
+            "INSERT INTO rows (name, size, mtime_ns, id, created, step, task, status, reward, turns, tokens, health,"
+            f" flags, gkey, unreadable, verified, kept, json) VALUES ({', '.join('?' * 18)})",
+            (name, size, mtime_ns, row["id"], keys["created"], row["step"], row["task_id"], row["status"],
+             keys["reward"], keys["turns"], keys["tokens"], keys["health"], bits, gkey,
+             bool(row.get("unreadable")), bool(row.get("_verified")), pack(kept), row["_json_z"])).lastrowid
+        if not row.get("unreadable"):
+            self.db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", [
+                (rid, key, None if isinstance(value, (dict, list)) else scalar_text(value))
+                for key, value in row["annotations"].items() if value is not None])
+        self.db.execute("INSERT INTO texts (rowid, text) VALUES (?, ?)", (rid, row["_text"]))
+        reward = keys["reward"]
+        for kind, value in row_kinds(row, gkey):
+            entry = (kind, value, bits)
+            self.tally[entry] += 1
+            if reward is not None:
+                low, high = self.ranges.get(entry, (reward, reward))
+                self.ranges[entry] = (min(low, reward), max(high, reward))
+        if gkey is not None:
+            self.touched_groups.add(gkey)
+
+    def remove(self, name: str):
+        """Take the row of document `name` out, inside the open batch (nothing when it has none)."""
+        self.begin()
+        found = self.db.execute("SELECT rid, flags, reward, gkey, kept FROM rows WHERE name = ?", (name,)).fetchone()
+        if found is None:
+            return
+        rid, bits, reward, gkey, kept = found
+        row = unpack(kept)
+        for kind, value in row_kinds(row, gkey):
+            entry = (kind, value, bits)
+            self.tally[entry] -= 1
+            if reward is not None:
+                self.stale_ranges.add(entry)
+        if gkey is not None:
+            self.touched_groups.add(gkey)
+        self.db.execute("DELETE FROM annotations WHERE rid = ?", (rid,))
+        self.db.execute("DELETE FROM texts WHERE rowid = ?", (rid,))
+        self.db.execute("DELETE FROM rows WHERE rid = ?", (rid,))
+
+    def mark_verified(self, names):
+        """Rows whose sidecars were read and found as their rows say: verified, in the open batch."""
+        self.begin()
+        self.db.executemany("UPDATE rows SET verified = 1 WHERE name = ?", [(name,) for name in names])
+
+    def commit(self):
+        """End the batch: counts and touched groups brought up to date, then one commit."""
+        if not self.in_transaction:
+            return
+        self.write_tally()
+        self.write_groups()
+        self.db.execute("COMMIT")
+        self.in_transaction = False
+
+    def write_tally(self):
+        self.db.executemany(
+            "INSERT INTO tally (kind, value, flags, n, low, high) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
+            " SET n = n + excluded.n,"
+            " low = CASE WHEN low IS NULL OR excluded.low < low THEN excluded.low ELSE low END,"
+            " high = CASE WHEN high IS NULL OR excluded.high > high THEN excluded.high ELSE high END",
+            [(*entry, n, *self.ranges.get(entry, (None, None))) for entry, n in self.tally.items()])
+        self.db.execute("DELETE FROM tally WHERE n <= 0")
+        for entry in self.stale_ranges:
+            if entry[0] == "tokenizer":  # counted, never ranged
+                continue
+            where, values = tally_where(*entry)
+            low, high = self.db.execute(f"SELECT min(reward), max(reward) FROM rows WHERE {where}", values).fetchone()
+            self.db.execute("UPDATE tally SET low = ?, high = ? WHERE kind = ? AND value = ? AND flags = ?",
+                            (low, high, *entry))
+        self.tally.clear()
+        self.ranges.clear()
+        self.stale_ranges.clear()
+
+    def write_groups(self):
+        """Compute every touched group again from its members (a gone group is deleted)."""
+        for gkey in self.touched_groups:
+            members = [member_row(*found) for found in self.db.execute(
+                "SELECT kept, json, verified, mtime_ns FROM rows WHERE gkey = ?", (gkey,))]
+            self.db.execute("DELETE FROM groups WHERE gkey = ?", (gkey,))
+            if members:
+                self.db.execute("INSERT INTO groups VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                group_record(gkey, members, self.group_by))
+        self.touched_groups.clear()
+
+
+def member_row(kept: bytes, json_z: bytes, verified, mtime_ns: int) -> dict:
+    """A stored row as the views read it: its kept fields, its JSON, whether it was verified, its revision."""
+    row = unpack(kept)
+    row["_json_z"] = json_z
+    row["_verified"] = bool(verified)
+    row["revision"] = mtime_ns // 1_000_000
+    return row
+
+
+def build_group(gkey: str, members: list, group_by: tuple, modal_n=None) -> Group:
+    group = split_attempts(gkey, key_values(members[0], group_by), members)
+    group.modal_n = modal_n
+    group.flags = group_flags(group.members, group.counting, modal_n)
+    return group
+
+
+def group_record(gkey: str, members: list, group_by: tuple) -> tuple:
+    """The `groups` row of one group: its flags but `short` (which the run's modal size decides when
+    asked), its sort values, and its summary as JSON without the fields the modal size changes."""
+    group = build_group(gkey, members, group_by)
+    keys = group.keys
+    summary = group.summary("")
+    for name in ("run_id", "modal_n", "flags"):
+        del summary[name]
+    rewards = [r for r in group.rewards if r is not None]
+    return (gkey, group.step, group.task, len(group.counting), len(group.members), flag_bits(group.flags),
+            flag_bits(group.member_flags), keys["reward"], keys["turns"], keys["tokens"], keys["health"],
+            keys["created"], min(rewards) if rewards else None, max(rewards) if rewards else None,
+            encode_json(summary))
+
+
+def tally_where(kind: str, value, bits: int) -> tuple[str, list]:
+    """The rows one `tally` entry counts, as a WHERE clause."""
+    clauses = {
+        "all": ("1", []),
+        "unreadable": ("unreadable", []),
+        "ungrouped": ("gkey IS NULL", []),
+        "step": ("step = ? AND NOT unreadable", [value]),
+        "task": ("task = ? AND NOT unreadable", [value]),
+        "status": ("status = ? AND NOT unreadable", [value]),
+    }
+    if kind in clauses:
+        where, values = clauses[kind]
+    elif kind == "annotation-key":
+        where, values = "rid IN (SELECT rid FROM annotations WHERE key = ?)", [value]
+    else:
+        key, _, text = value.partition("\0")
+        where, values = "rid IN (SELECT rid FROM annotations WHERE key = ? AND value = ?)", [key, text]
+    return f"{where} AND flags = ?", [*values, bits]
+
+
+class Readers:
+    """Read-only connections to run databases, one per thread and database."""
+
+    def __init__(self):
+        self.local = threading.local()
+
+    def connection(self, path: Path) -> sqlite3.Connection:
+        connections = self.local.__dict__.setdefault("connections", {})
+        db = connections.get(path)
+        if db is None:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+            db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+            connections[path] = db
+        return db
+
+    @contextmanager
+    def reading(self, path: Path):
+        """One read transaction on `path`'s database: every query in it sees one committed state."""
+        db = self.connection(path)
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            db.execute("COMMIT")
+
+
+READERS = Readers()

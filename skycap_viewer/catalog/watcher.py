@@ -5,14 +5,13 @@ Every couple of seconds it rediscovers runs under the roots and lists each recor
 touches the disk for listings: requests read the snapshots it publishes.
 """
 
-import gc
 import os
 import sys
 import threading
 import time
 
 from skycap_viewer.catalog.discovery import discover_runs
-from skycap_viewer.catalog.index import Catalog, RunIndex, scan_directory
+from skycap_viewer.catalog.index import Catalog, Changes, RunIndex, scan_directory
 from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.record.fields import iso_time
 
@@ -24,12 +23,11 @@ VERIFY_BATCH = 512  # documents whose sidecars are checked per poll, once indexi
 
 class Watcher(threading.Thread):
     def __init__(self, catalog: Catalog, interval: float = POLL_SECONDS, compute_rows=compute_rows_here,
-                 cache=None, verify: bool = True, prepare=None):
+                 verify: bool = True, prepare=None):
         super().__init__(name="skycap-viewer-watcher", daemon=True)
         self.catalog = catalog
         self.interval = interval
         self.compute_rows = compute_rows  # e.g. pool.RowPool.compute_rows
-        self.cache = cache  # a cache.PersistedIndex, or None (--no-cache)
         self.verify = verify  # check every record's sidecars in the background (--no-verify: only reported ones)
         self.prepare = prepare  # prepare(snapshot): what every request asks of a new snapshot, computed here
         self.stopped = threading.Event()
@@ -56,11 +54,8 @@ class Watcher(threading.Thread):
         locations = discover_runs(catalog.roots, catalog.known_ids())
         previous = set(catalog.runs)
         fresh = catalog.set_runs(locations)
-        if self.cache is not None:
-            for run in fresh:  # a restart then reads only what changed
-                self.cache.seed(run)
-        if fresh:  # listed at once, as indexing, before their directories are even listed
-            catalog.publish(fresh, {run.location.id for run in fresh})
+        if fresh:  # listed at once, before their directories are even listed: as indexing, unless reopened
+            catalog.publish(fresh, {run.location.id for run in fresh if not run.reopened})
         self.discovered.set()
         runs = list(catalog.runs.values())
         work, touched = [], []
@@ -73,12 +68,11 @@ class Watcher(threading.Thread):
         pending = {run.location.id for run, _ in work if not run.indexed_once}
         if touched or set(catalog.runs) != previous:
             catalog.publish(touched, pending)
-        work.sort(key=lambda item: sum(item[0].listing[n].size for n in item[1].compute))
+        work.sort(key=lambda item: sum(item[0].changed[n][0] for n in item[1].compute))
         for run, changes in work:
             self.index_run(run, changes, pending)
         for run in runs:
             run.indexed_once = True
-            self.save(run)
         if not work:  # the lowest priority: only once nothing is left to index
             self.verify_some(runs)
 
@@ -86,17 +80,16 @@ class Watcher(threading.Thread):
         """Read and check a batch of rows' sidecars, as `check` does; a damaged record gets its problem.
 
         A batch per poll, so new records are indexed first and a request never waits on it; what is
-        verified is saved in the persisted index, so a restart goes on where it stopped."""
+        verified is kept in the run's database, so a restart goes on where it stopped."""
         for run in runs:
             names = run.unverified(VERIFY_BATCH if self.verify else 0)
             if not names:
                 continue
             for name, row in self.compute_rows(run.directory, names, verify=True):
-                if run.versions.get(name) == run.listing.get(name) and name in run.rows:  # not changed meanwhile
+                if name in run.versions and name not in run.changed:  # not changed meanwhile
                     run.mark_verified(name, row)
                 if self.stopped.is_set():
-                    return
-            self.save(run, settled=len(names) < VERIFY_BATCH)  # saved before it shows: the last batch at once
+                    break
             self.catalog.publish([run], set())
 
     def report_roots(self):
@@ -115,9 +108,12 @@ class Watcher(threading.Thread):
             updated_at = iso_time(os.stat(run.directory).st_mtime)
             error = None
         except OSError as failure:
-            listing, updated_at = run.listing, run.updated_at
+            listing, updated_at = None, run.updated_at
             error = f"{run.directory}: cannot list the directory ({failure.strerror or failure})"
-        before = (run.updated_at, run.scan_error, len(run.listing))
+        before = (run.updated_at, run.scan_error, run.file_count)
+        if listing is None:  # nothing known changed: what is indexed stays listed
+            run.scan_error = error
+            return Changes([], []), error != before[1]
         facts_changed = (updated_at, error, len(listing)) != before
         run.updated_at, run.scan_error = updated_at, error
         return run.changes(listing), facts_changed
@@ -130,28 +126,20 @@ class Watcher(threading.Thread):
             run.remove(name)
         last_publish, interval = time.monotonic(), PUBLISH_SECONDS
         for name, row in self.compute_rows(run.directory, changes.compute):
-            run.store(name, run.listing[name], row)
+            if name in run.changed:  # else its listing is gone (the run was listed again meanwhile)
+                run.store_row(name, run.changed[name], row)
             if time.monotonic() - last_publish > interval:
                 started = time.monotonic()
                 self.publish_prepared(run, pending)
-                self.save(run)
                 last_publish = time.monotonic()
                 interval = max(PUBLISH_SECONDS, PUBLISH_COST_FACTOR * (last_publish - started))
             if self.stopped.is_set():
-                return
-        self.save(run, settled=run.location.id in pending)  # saved before the run shows as indexed
+                break
         pending.discard(run.location.id)
         self.publish_prepared(run, pending)
-        # Rows are acyclic and freed by reference counting; left in the collector's generations,
-        # every full collection a request triggers would walk all of them (~0.5 s at 100k rows).
-        gc.freeze()
 
     def publish_prepared(self, run: RunIndex, pending: set[str]):
         """Publish the run's rows, then compute what requests ask of them first, here and timed."""
         self.catalog.publish([run], pending)
         if self.prepare is not None:
             self.prepare(run.snapshot)
-
-    def save(self, run: RunIndex, settled: bool = False):
-        if self.cache is not None:
-            self.cache.save_due(run, settled)

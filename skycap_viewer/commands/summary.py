@@ -9,13 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import RunLocation, discover_runs
+from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, build_grouping
 from skycap_viewer.commands.counts import BRIDGED_KEYS, RunStats
 from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import GROUP_FLAGS
 from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document
 from skycap_viewer.record.rollout import Rollout
-from skycap_viewer.views.groups import DEFAULT_GROUP_BY, build_grouping
 
 LABEL_WIDTH = 20
 

@@ -8,13 +8,14 @@ that a writer did not replace the record's files in between.
 
 import os
 import time
-from itertools import chain
-from operator import itemgetter
+from collections import Counter
 from pathlib import Path
 
 from skycap_viewer import __version__
+from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, GROUP_SORT_KEYS, build_grouping, ordered_by, repetition_of
 from skycap_viewer.catalog.index import Catalog, Snapshot
-from skycap_viewer.catalog.rows import present_sidecars, public, row_json
+from skycap_viewer.catalog.rows import json_of, present_sidecars, public
+from skycap_viewer.catalog.store import build_group, flag_bits, unpack
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
@@ -31,35 +32,30 @@ from skycap_viewer.server.caches import (
     files_version,
 )
 from skycap_viewer.server.searches import Search, Searches
-from skycap_viewer.views import runs_compare
+from skycap_viewer.views import group_listing, runs_compare
 from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
 from skycap_viewer.views.compare import Comparison
-from skycap_viewer.views.groups import (
-    DEFAULT_GROUP_BY,
-    GROUP_SORT_KEYS,
-    build_grouping,
-    grouping_of,
-    repetition_of,
-)
 from skycap_viewer.views.lineup import lineup
 from skycap_viewer.views.listing import (
+    Cursor,
     Filters,
+    counted,
     health,
     is_rollout_flag,
+    kept_counts,
+    listed_rows,
     number,
     one,
-    ordered_by,
+    ordering,
     page,
     parse_page,
     parse_sort,
     reward_range,
-    rows_in_order,
 )
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import RawJson, encode_json
 
-FLAG_KEY = itemgetter("_flagkey")
 SETTLE_TRIES = 30  # reads of a record whose files keep being replaced (about 1.4 s), then 409
 SETTLE_PAUSE = 0.01  # seconds, times the attempt number, at most 0.05
 SETTLE_WINDOW_NS = 500_000_000  # a sidecar newer than its document for longer was copied, not written
@@ -101,31 +97,27 @@ class Api:
         return 200, {"data": entries}
 
     def run_entry(self, snapshot: Snapshot) -> dict:
-        """The run as `/v1/runs` lists it; its facts and groups are kept on the snapshot (the watcher
-        asks for them as it publishes, so a page's poll finds them made)."""
+        """The run as `/v1/runs` lists it, from the facts its snapshot keeps."""
         location = snapshot.location
-        entry = {
+        groups = snapshot.groups
+        return {
             "id": location.id,
             "project": location.project,
             "path": str(location.path),
             "symlink_to": str(location.symlink_to) if location.symlink_to else None,  # followed out of its root
             "indexing": snapshot.indexing,
-            "indexed": len(snapshot.rows),
+            "indexed": snapshot.row_count,
             "updated_at": snapshot.updated_at,
             "trajectory_count": snapshot.file_count,
             "sidecars_verified": snapshot.verified,
             "error": snapshot.scan_error,
             **snapshot.facts,
-        }
-        grouping = grouping_of(snapshot, self.group_by)
-        entry.update({
             "group_by": list(self.group_by),
-            "groupable": grouping.groupable,
-            "group_count": len(grouping.groups),
-            "modal_group_size": grouping.modal_n,
-            "default_view": "groups" if grouping.groupable else "rollouts",
-        })
-        return entry
+            "groupable": is_groupable(groups["grouped_rows"], snapshot.row_count),
+            "group_count": groups["group_count"],
+            "modal_group_size": groups["modal_n"],
+            "default_view": "groups" if is_groupable(groups["grouped_rows"], snapshot.row_count) else "rollouts",
+        }
 
     # -- rollouts ---------------------------------------------------------------------------
 
@@ -143,33 +135,49 @@ class Api:
         snapshots = self.scope(params)
         filters = Filters.parse(params)
         key, order, _ = parse_sort(params)
-        limit, offset = parse_page(params)
+        limit, _ = parse_page(params)
+        cursor = Cursor.parse(one(params, "cursor"))
+        if len(snapshots) > 1:
+            cursor.last = None  # the runs' pages are merged: an offset says where
         ungrouped = one(params, "ungrouped") == "true"  # only the rows no group holds (the Groups view's notice)
-        # an unfiltered listing of one run is what every poll asks again: keep its answers per snapshot
-        memo = snapshots[0].memoized if not filters and not ungrouped and len(snapshots) == 1 else computed
-        ordered = rows_in_order(snapshots, key, order)
-        matching = filters.select(ordered) if filters else ordered
-        if ungrouped:
-            keys = self.group_keys(params)
-            by_run = {s.id: grouping_of(s, keys) if keys == self.group_by else build_grouping(s.rows, keys)
-                      for s in snapshots}
-            matching = [row for row in matching if by_run[row["_run"]].is_ungrouped(row)]
-        band = memo(("health",), lambda: health(map(FLAG_KEY, matching), "rollouts", *coverage(snapshots)))
-        matching = filters.flagged(matching)
-        rewards = memo(("reward_range", filters.flags, filters.exclude_flags),
-                       lambda: reward_range(row["_keys"]["reward"] for row in matching))
+        keys = self.group_keys(params)
+        by_bits, total, rewards, listed, last = Counter(), 0, [], [], None
+        for snapshot in snapshots:
+            with snapshot.reading() as db:
+                where = self.ungrouped_where(snapshot, db, keys) if ungrouped else None
+                counts = counted(db, filters, where)
+                for bits, (n, _, _) in counts.items():
+                    by_bits[bits] += n
+                matching, reward = kept_counts(counts, filters)
+                total += matching
+                rewards += [reward["min"], reward["max"]] if reward else []
+                wanted = limit if len(snapshots) == 1 else cursor.offset + limit
+                found, last = listed_rows(db, filters, key, order, wanted,
+                                          cursor if len(snapshots) == 1 else Cursor(), where)
+                listed += [(snapshot.id, *entry) for entry in found]
+        if len(snapshots) > 1:  # merged in the listing's order: the sort values each row came with
+            listed = merged(listed, ordering(key, order))[cursor.offset: cursor.offset + limit]
+            last = None
+        more = cursor.offset + limit < total
         runs = {s.id: s.location for s in snapshots}
-        listing = page(matching, limit, offset)
-        listing["data"] = encoded_rows(listing["data"], runs)
         return 200, {
-            **listing,
-            "total": len(matching),
+            "data": encoded_rows(listed, runs),
+            "next_cursor": cursor.next(limit, last) if more else None,
+            "has_more": more,
+            "total": total,
             "indexing": any(s.indexing for s in snapshots),
-            "indexed_trajectories": sum(len(s.rows) for s in snapshots),
-            "health": band,
+            "indexed_trajectories": sum(s.row_count for s in snapshots),
+            "health": health(by_bits, "rollouts", *coverage(snapshots)),
             "sort": {"key": key, "order": order},
-            "reward_range": rewards,
+            "reward_range": reward_range(rewards),
         }
+
+    def ungrouped_where(self, snapshot: Snapshot, db, keys: tuple) -> tuple[str, list]:
+        """The rows in no group by `keys`: the store's own when they are the server's keys."""
+        if keys == self.group_by:
+            return "gkey IS NULL", []
+        ids = [row["id"] for row in build_grouping(snapshot.rows, keys).ungrouped]
+        return "id IN (SELECT value FROM json_each(?))", [encode_json(ids).decode()]
 
     def find(self, record_id: str, params) -> tuple[Snapshot, dict]:
         """The index row of `record_id`; `run_id` is required when the id is in several runs.
@@ -177,8 +185,10 @@ class Api:
         The id is looked up as the exact string it is in the index, whatever characters its file
         name has (spaces, `#`, `%`, unicode...): any listed record can be opened, and a path is only
         ever built from an id the index holds, never from a request's own text."""
-        scope = self.scope(params)
-        found = [(s, s.by_id[record_id]) for s in scope if record_id in s.by_id]
+        found = []
+        for snapshot in self.scope(params):
+            rows = snapshot.rows_where("id = ?", [record_id])
+            found += [(snapshot, row) for row in rows[:1]]
         if not found:
             raise ApiError(404, f"no trajectory {record_id}")
         if len(found) > 1:
@@ -364,10 +374,15 @@ class Api:
         return 200, search.page(offset, limit)
 
     def new_search(self, snapshot: Snapshot, query: Query, filters: Filters, asked):
-        rows = filters.flagged(filters.select(snapshot.rows) if filters else snapshot.rows)
-        readable = [row["id"] for row in rows if not row.get("unreadable")]
-        unreadable = [{"trajectory_id": row["id"], "reason": f"unreadable: {row.get('error')}"}
-                      for row in rows if row.get("unreadable")]
+        """The search over the rows the filters keep, in the listing's order (ids and errors only)."""
+        where, values = filters.where()
+        flag_where, flag_values = filters.flag_where()
+        with snapshot.reading() as db:
+            found = db.execute(f"SELECT id, unreadable, kept FROM rows WHERE {where} AND {flag_where}"
+                               " ORDER BY (created IS NULL), created DESC, id", [*values, *flag_values]).fetchall()
+        readable = [record_id for record_id, unreadable, _ in found if not unreadable]
+        unreadable = [{"trajectory_id": record_id, "reason": f"unreadable: {unpack(kept).get('error')}"}
+                      for record_id, unreadable, kept in found if unreadable]
         return Search((*asked, snapshot.generation), query, snapshot.location.path, readable, unreadable)
 
     def cursor_search(self, cursor: str, asked) -> tuple:
@@ -388,65 +403,68 @@ class Api:
     def group_keys(self, params) -> tuple:
         return key_list(params, "group_by") or self.group_by
 
-    def groupings(self, params) -> tuple[tuple, list]:
-        """(group keys, [(snapshot, its grouping)]) for the runs a group request covers.
-
-        Groupings by the server's own keys are kept per snapshot; others (a request's `group_by`)
-        are computed for the request alone, so no client can make the server hoard them."""
-        keys = self.group_keys(params)
-        pairs = []
-        for snapshot in self.scope(params):
-            kept = keys == self.group_by
-            pairs.append((snapshot, grouping_of(snapshot, keys) if kept else build_grouping(snapshot.rows, keys)))
-        return keys, pairs
-
     def groups(self, params):
-        keys, groupings = self.groupings(params)
-        snapshots = [snapshot for snapshot, _ in groupings]
+        """The runs' groups under the filters: the server's kept groups, or a request's own grouping."""
+        keys = self.group_keys(params)
+        snapshots = self.scope(params)
         filters = Filters.parse(params)
         key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("step", "desc"))
         limit, offset = parse_page(params)
-        listed = []  # (run id, group, members matching the filters)
-        for snapshot, grouping in groupings:
-            if not filters:
-                listed.extend((snapshot.id, group, group.members) for group in grouping.groups)
-                continue
-            matched = {}  # group position -> its matching members: from the selected rows alone
-            for row in filters.select(snapshot.rows):
-                position = grouping.position_of.get(id(row))
-                if position is not None:
-                    matched.setdefault(position, []).append(row)
-            listed.extend((snapshot.id, grouping.groups[p], matched[p]) for p in sorted(matched))
-        keyless = [row for _, grouping in groupings  # in no group: the band counts each one too
-                   for row in (filters.select(grouping.ungrouped) if filters else grouping.ungrouped)]
-        count = sum(len(grouping.groups) for _, grouping in groupings) + len(keyless)
-        band = health(chain(map(group_band_key, listed), map(FLAG_KEY, keyless)), "groups", count, count)
-        ungrouped = len(filters.flagged(keyless))
-        if filters.by_flag:
-            listed = [(run_id, group, kept) for run_id, group, matched in listed
-                      if (kept := flagged_members(group, matched, filters))]
-        if key != "step" or order != "desc" or len(snapshots) > 1:
-            listed = ordered_by(listed, lambda item: item[1].keys[key], order)
+        listed, band, count, ungrouped, modal_sizes = [], Counter(), 0, 0, set()
+        for snapshot in snapshots:
+            with snapshot.reading() as db:
+                if keys == self.group_by:
+                    modal_n, groups = snapshot.groups["modal_n"], snapshot.groups["group_count"]
+                    found = group_listing.table_groups(snapshot.id, db, filters, modal_n)
+                    members = members_counter(db, filters)
+                else:
+                    grouping = build_grouping(snapshot.rows, keys)
+                    modal_n, groups = grouping.modal_n, len(grouping.groups)
+                    matched = None if not filters else matching_ids(db, filters)
+                    found = group_listing.from_grouping(snapshot.id, grouping, matched)
+                    members = grouping_counter(grouping, filters, matched)
+                keyless = counted(db, filters, self.ungrouped_where(snapshot, db, keys))
+            band += group_listing.band_counts(found, keyless)
+            count += groups + sum(n for n, _, _ in keyless.values())
+            ungrouped += kept_counts(keyless, filters)[0]
+            if filters.by_flag:
+                found = group_listing.keep_flagged(found, filters, members)
+            else:
+                for group in found:
+                    group.kept = group.matched
+            modal_sizes.add(modal_n)
+            listed += [(group, modal_n) for group in found]
+        default = (key, order) == ("step", "desc") and len(snapshots) == 1
+        listed = listed if default else ordered_by(listed, lambda item: item[0].sort[key], order)
         chunk = page(listed, limit, offset)
-        chunk["data"] = RawJson(b"[" + b",".join(group.summary_json(run_id, len(matched))
-                                                 for run_id, group, matched in chunk["data"]) + b"]")
-        modal_sizes = {grouping.modal_n for _, grouping in groupings}
+        chunk["data"] = RawJson(b"[" + b",".join(group.json(modal_n) for group, modal_n in chunk["data"]) + b"]")
+        lows = [group.low for group, _ in listed if group.low is not None]
+        highs = [group.high for group, _ in listed if group.high is not None]
         return 200, {
             **chunk,
             "group_by": list(keys),
             "modal_n": modal_sizes.pop() if len(modal_sizes) == 1 else None,
             "sort": {"key": key, "order": order},
-            "reward_range": reward_range(r for _, group, _ in listed for r in group.rewards),
+            "reward_range": {"min": min(lows), "max": max(highs)} if lows else None,
             "total": len(listed),
             "ungrouped": ungrouped,
             "indexing": any(s.indexing for s in snapshots),
-            "health": band,
+            "health": health(band, "groups", count, count),
         }
 
     def found_group(self, group_key: str, params) -> tuple:
         """(snapshot, group, keys) of one group; `run_id` is required when several runs have the key."""
-        keys, groupings = self.groupings(params)
-        found = [(s, grouping.by_key[group_key]) for s, grouping in groupings if group_key in grouping.by_key]
+        keys = self.group_keys(params)
+        found = []
+        for snapshot in self.scope(params):
+            if keys == self.group_by:
+                members = snapshot.rows_where("gkey = ?", [group_key])
+                if members:
+                    found.append((snapshot, build_group(group_key, members, keys, snapshot.groups["modal_n"])))
+            else:
+                grouping = build_grouping(snapshot.rows, keys)
+                if group_key in grouping.by_key:
+                    found.append((snapshot, grouping.by_key[group_key]))
         if not found:
             raise ApiError(404, f"no group {group_key} for {','.join(keys)}")
         if len(found) > 1:
@@ -461,15 +479,19 @@ class Api:
         members = filters.rollout_only()  # a member is judged by the row filters and the rollout flags
         judged = bool(members) or members.by_flag
         runs = {snapshot.id: snapshot.location}
+        with snapshot.reading() as db:
+            selected = matching_ids(db, filters, [row["id"] for row in group.members]) if filters else None
+
+        def matches(row, flags: Filters) -> bool:
+            return (selected is None or row["id"] in selected) and flags.keeps_bits(flag_bits(row["flags"]))
 
         def shown(row, **extra):
-            match = members.matches(row) if judged else None
+            match = matches(row, members) if judged else None
             return {**with_run(row, runs), "repetition_id": repetition_of(row), **extra, "match": match}
 
-        matched = filters.select(group.members) if filters else group.members
         rollouts = ordered_by(group.counting, lambda row: row["_keys"][key], order)
         return 200, {
-            "group": {**group.summary(snapshot.id), "matching": len(flagged_members(group, matched, filters))},
+            "group": {**group.summary(snapshot.id), "matching": len(flagged_members(group, filters, matches))},
             "sort": {"key": key, "order": order},
             "reward_range": reward_range(group.rewards),
             "group_by": list(keys),
@@ -488,7 +510,7 @@ class Api:
         steps = {side: number(params, f"step_{side}") for side in ("a", "b")}
         stepped = any(step is not None for step in steps.values())
         keys = runs_compare.matching_keys(key_list(params, "by"), self.group_by, stepped)
-        sides = {side: (snapshots[side], runs_compare.side_grouping(snapshots[side], keys, self.group_by, steps[side]))
+        sides = {side: (snapshots[side], runs_compare.side_grouping(snapshots[side], keys, steps[side]))
                  for side in ("a", "b")}
         limit, offset = parse_page({"limit": params.get("limit", []), "cursor": params.get("offset", [])})
         return 200, {
@@ -566,7 +588,7 @@ def answer_part(make, *args) -> dict:
 
 def coverage(snapshots) -> tuple[int, int]:
     """(rows indexed, documents listed) over `snapshots`: the band's `scanned` and `total`."""
-    return sum(len(s.rows) for s in snapshots), sum(s.file_count for s in snapshots)
+    return sum(s.row_count for s in snapshots), sum(s.file_count for s in snapshots)
 
 
 def with_run(row: dict, runs: dict) -> dict:
@@ -575,30 +597,59 @@ def with_run(row: dict, runs: dict) -> dict:
     return {**public(row), "revision": row["revision"], "run_id": location.id, "project": location.project}
 
 
-def encoded_rows(rows: list, runs: dict) -> RawJson:
-    """`[with_run(row) ...]` as JSON, joined from each row's encoded JSON instead of encoding it again."""
+def encoded_rows(entries: list, runs: dict) -> RawJson:
+    """`[with_run(row) ...]` as JSON for listed (run id, compressed JSON, mtime_ns, ...) entries,
+    joined from each row's encoded JSON instead of encoding it again."""
     prefixes = {run_id: b'{"run_id":' + encode_json(location.id) + b',"project":' + encode_json(location.project)
                 + b',"revision":' for run_id, location in runs.items()}
     return RawJson(b"[" + b",".join(
-        prefixes[row["_run"]] + str(row["revision"]).encode() + b"," + row_json(row)[1:] for row in rows) + b"]")
+        prefixes[run_id] + str(mtime_ns // 1_000_000).encode() + b"," + json_of(json_z)[1:]
+        for run_id, json_z, mtime_ns, *_ in entries) + b"]")
 
 
-def group_band_key(item) -> str:
-    """A listed group counts once per group flag and once per rollout flag of a matching member."""
-    _, group, matched = item
-    if matched is group.members:
-        return " ".join(set(group.flags) | group.member_flags)
-    return " ".join(set(group.flags) | {flag for row in matched for flag in row["flags"]})
-
-
-def flagged_members(group, matched: list, filters: Filters) -> list:
-    """The members that keep a group under the filters' flags: none unless the group carries every
-    required group flag and no excluded one; then the matched members that carry every required
-    rollout flag and no excluded one (all of them when only group flags are asked)."""
+def flagged_members(group, filters: Filters, matches) -> list:
+    """The members that keep a group under the filters (see `group_listing.keep_flagged`)."""
     if not filters.by_flag:
-        return matched
+        return [row for row in group.members if matches(row, Filters())]
     if not all(flag in group.flags for flag in filters.flags if not is_rollout_flag(flag)):
         return []
     if any(flag in group.flags for flag in filters.exclude_flags if not is_rollout_flag(flag)):
         return []
-    return filters.rollout_only().flagged(matched)
+    return [row for row in group.members if matches(row, filters.rollout_only())]
+
+
+def matching_ids(db, filters: Filters, among: list | None = None) -> set:
+    """The ids of the rows the row filters keep (of `among` when given)."""
+    where, values = filters.where()
+    if among is not None:
+        where, values = f"{where} AND id IN (SELECT value FROM json_each(?))", [*values, encode_json(among).decode()]
+    return {record_id for (record_id,) in db.execute(f"SELECT id FROM rows WHERE {where}", values)}
+
+
+def members_counter(db, filters: Filters):
+    """How `keep_flagged` counts the members of the server's groups that the rollout flags keep."""
+    return lambda groups: group_listing.rollout_flag_counts(db, filters, [g.key for g in groups])
+
+
+def grouping_counter(grouping, filters: Filters, matched: set | None):
+    """The same for a grouping built for one request, from its members' rows."""
+    rollout = filters.rollout_only()
+
+    def count(groups):
+        return {g.key: sum(1 for row in grouping.by_key[g.key].members
+                           if (matched is None or row["id"] in matched) and rollout.keeps_bits(flag_bits(row["flags"])))
+                for g in groups}
+    return count
+
+
+def is_groupable(grouped_rows: int, row_count: int) -> bool:
+    """Most rows carry the key: the page opens this run on Groups."""
+    return row_count > 0 and 2 * grouped_rows >= row_count
+
+
+def merged(entries: list, sort: list) -> list:
+    """Rows of several runs (run id, json, mtime_ns, *sort values) in the listing's order."""
+    for position in reversed(range(len(sort))):
+        entries.sort(key=lambda entry, p=3 + position: (entry[p] is None, entry[p] if entry[p] is not None else 0),
+                     reverse=sort[position][1] == "desc")
+    return entries

@@ -11,14 +11,14 @@ import webbrowser
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import discover_runs
+from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
 from skycap_viewer.catalog.index import Catalog
-from skycap_viewer.catalog.persisted import PersistedIndex, cache_directory
+from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
 from skycap_viewer.catalog.pool import RowPool
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.errors import UsageError
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.web import ViewerServer
-from skycap_viewer.views.groups import DEFAULT_GROUP_BY
 
 
 def is_loopback(host: str) -> bool:
@@ -61,7 +61,7 @@ def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group
               allowed_hosts=()) -> int:
     """Serve `dirs` (checked by the command line) until Ctrl-C or SIGTERM."""
     raise_descriptor_limit()
-    catalog = Catalog(dirs)
+    catalog = Catalog(dirs, IndexFiles(cache_directory() if use_cache else None), group_by)
     shown_host, host = host, host.strip("[]")
     try:
         api = Api(catalog, group_by)
@@ -79,8 +79,7 @@ def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group
         print(f"skycap-viewer: warning: listening on {shown_host}, reachable from other machines; "
               "the viewer has no authentication", file=sys.stderr, flush=True)
     pool = RowPool()
-    cache = PersistedIndex(cache_directory()) if use_cache else None
-    watcher = Watcher(catalog, compute_rows=pool.compute_rows, cache=cache, verify=verify, prepare=api.run_entry)
+    watcher = Watcher(catalog, compute_rows=pool.compute_rows, verify=verify, prepare=api.run_entry)
     watcher.start()
     watcher.discovered.wait(timeout=10)  # so the first request already lists every run
     if open_browser:

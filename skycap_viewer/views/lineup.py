@@ -4,9 +4,9 @@ The anchor is the highest recorded reward unless one is chosen; `lowest` is the 
 fail" pairs it with. Each member's values are its row's, as recorded; nothing is averaged.
 """
 
+from skycap_viewer.catalog.groups import Group, repetition_of
 from skycap_viewer.errors import ApiError
 from skycap_viewer.views.compare import Comparison
-from skycap_viewer.views.groups import Group, repetition_of
 
 
 def extreme(rows: list, pick) -> dict:

@@ -1,18 +1,20 @@
-"""Listing queries over in-memory rows: filters, sort (nulls last), paging, health counts, reward range.
+"""Listing requests: filters as SQL over a run's store, sorts (nulls last), paging, health counts.
 
-Everything here loops over rows already in memory and their precomputed `_keys`; sorted
-orders are memoized per snapshot, so a poll that changes nothing costs one pass of filters.
+A listing touches only the rows it returns: filters are WHERE clauses, sorts follow the store's
+indexes, and a page starts after the last row of the one before (keyset paging). Totals, bands
+and reward ranges of the common listings (no filter, or one) are the counts the store keeps.
 """
 
+import base64
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from skycap_viewer.catalog.index import Snapshot, default_order_key
 from skycap_viewer.catalog.rows import SORT_KEYS
+from skycap_viewer.catalog.store import bit_flags, flag_bits
 from skycap_viewer.errors import ApiError
 from skycap_viewer.flags import FLAG_BY_NAME, FLAG_ORDER
-from skycap_viewer.record.fields import scalar_text
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -49,7 +51,7 @@ def flag_names(params: dict, name: str) -> tuple[str, ...]:
 
 @dataclass
 class Filters:
-    """What a listing keeps: the row filters (`select`, before the health band is counted) and
+    """What a listing keeps: the row filters (`where`, before the health band is counted) and
     the flags every kept row must carry and must not carry (`flagged`, after it), so the band
     shows what choosing a flag would keep. All of them must hold."""
 
@@ -89,47 +91,62 @@ class Filters:
         return replace(self, flags=tuple(f for f in self.flags if is_rollout_flag(f)),
                        exclude_flags=tuple(f for f in self.exclude_flags if is_rollout_flag(f)))
 
-    def flagged(self, rows) -> list:
-        """The rows carrying every required flag and no excluded one, one pass per flag."""
-        rows = list(rows)
-        for flag in self.flags:
-            rows = [row for row in rows if flag in row["flags"]]
-        for flag in self.exclude_flags:
-            rows = [row for row in rows if flag not in row["flags"]]
-        return rows
-
-    def select(self, rows) -> list:
-        """The rows that match, one tight pass per active filter (what big listings use)."""
-        rows = list(rows)
+    def where(self) -> tuple[str, list]:
+        """The row filters as a WHERE clause over the store's `rows` (see `catalog/store.py`)."""
+        clauses, values = [], []
+        for column, value in (("step", self.step), ("task", self.task_id), ("status", self.status)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                values.append(value)
         if self.reward_min is not None:
-            low = self.reward_min
-            rows = [row for row in rows if (r := row["_keys"]["reward"]) is not None and r >= low]
+            clauses.append("reward >= ?")
+            values.append(self.reward_min)
         if self.reward_max is not None:
-            high = self.reward_max
-            rows = [row for row in rows if (r := row["_keys"]["reward"]) is not None and r <= high]
-        if self.step is not None:
-            rows = [row for row in rows if row["step"] == self.step]
-        if self.task_id is not None:
-            rows = [row for row in rows if row["task_id"] == self.task_id]
-        if self.status is not None:
-            rows = [row for row in rows if row["status"] == self.status]
-        if self.annotations:
-            rows = [row for row in rows if self.annotations_match(row["annotations"])]
-        if self.q is not None:
-            rows = [row for row in rows if self.q in row["_text"]]
-        return rows
-
-    def annotations_match(self, annotations: dict) -> bool:
+            clauses.append("reward <= ?")
+            values.append(self.reward_max)
         for key, wanted in self.annotations:
-            if annotations.get(key) is None:
-                return False
-            if wanted is not None and scalar_text(annotations[key]) != wanted:
-                return False
-        return True
+            held = "SELECT 1 FROM annotations a WHERE a.rid = rows.rid AND a.key = ?"
+            clauses.append(f"EXISTS ({held})" if wanted is None else f"EXISTS ({held} AND a.value = ?)")
+            values += [key] if wanted is None else [key, wanted]
+        if self.q is not None:
+            if len(self.q) >= 3:  # the trigram index finds it
+                clauses.append("rid IN (SELECT rowid FROM texts WHERE texts MATCH ?)")
+                values.append('"' + self.q.replace('"', '""') + '"')
+            else:
+                clauses.append("rid IN (SELECT rowid FROM texts WHERE instr(text, ?) > 0)")
+                values.append(self.q)
+        return (" AND ".join(clauses) or "1"), values
 
-    def matches(self, row: dict) -> bool:
-        """The row passes the row filters and the flags (a group's member is judged by `rollout_only`)."""
-        return bool(self.flagged(self.select((row,))))
+    def flag_where(self) -> tuple[str, list]:
+        """The flags as a WHERE clause over a `flags` column of bits."""
+        clauses, values = [], []
+        required, excluded = flag_bits(self.flags), flag_bits(self.exclude_flags)
+        if required:
+            clauses.append("flags & ? = ?")
+            values += [required, required]
+        if excluded:
+            clauses.append("flags & ? = 0")
+            values.append(excluded)
+        return (" AND ".join(clauses) or "1"), values
+
+    def keeps_bits(self, bits: int) -> bool:
+        """Whether a row carrying the flags `bits` passes the flag filters."""
+        required = flag_bits(self.flags)
+        return bits & required == required and not bits & flag_bits(self.exclude_flags)
+
+    def tally_entry(self) -> tuple[str, object] | None:
+        """The one `tally` kind these row filters are (counts kept, not counted), or None."""
+        set_filters = [(kind, value) for kind, value in (("step", self.step), ("task", self.task_id),
+                                                         ("status", self.status)) if value is not None]
+        others = (self.q, self.reward_min, self.reward_max)
+        if any(v is not None for v in others) or len(set_filters) + len(self.annotations) > 1:
+            return None
+        if set_filters:
+            return set_filters[0]
+        if self.annotations:
+            key, wanted = self.annotations[0]
+            return ("annotation-key", key) if wanted is None else ("annotation", f"{key}\0{wanted}")
+        return ("all", "")
 
 
 def is_rollout_flag(flag: str | None) -> bool:
@@ -159,35 +176,11 @@ def parse_page(params: dict) -> tuple[int, int]:
     return limit, offset
 
 
-def ordered_by(items, value_of, order: str) -> list:
-    """Sort by `value_of` (stable, so ties keep the incoming order); None values always last."""
-    values = list(map(value_of, items))
-    present = [index for index, value in enumerate(values) if value is not None]
-    present.sort(key=values.__getitem__, reverse=order == "desc")  # sorting positions: no tuples to build
-    return [items[i] for i in present] + [items[i] for i, value in enumerate(values) if value is None]
-
-
-def rows_in_order(snapshots: list[Snapshot], key: str, order: str) -> list[dict]:
-    """Every row of `snapshots` sorted by `key`; ties newest first, then id. Memoized per snapshot."""
-    def compute(rows):
-        if (key, order) == ("created", "desc"):
-            return rows  # the index's own order
-        return ordered_by(rows, lambda row: row["_keys"][key], order)
-
-    if len(snapshots) == 1:
-        snapshot = snapshots[0]
-        return snapshot.memoized(("rows", key, order), lambda: compute(list(snapshot.rows)))
-    merged = sorted((row for s in snapshots for row in s.rows), key=default_order_key)
-    return compute(merged)
-
-
-def health(flag_keys, unit: str, scanned: int, total: int) -> dict:
-    """How many rows carry each flag, in flag order; `flag_keys` has each row's flags space-joined.
-
-    Counting the few distinct flag combinations first keeps this one C-level pass over the rows."""
+def health(by_bits: dict, unit: str, scanned: int, total: int) -> dict:
+    """How many rows carry each flag, in flag order, from the counts of each combination of flags."""
     counts = Counter()
-    for key, n in Counter(flag_keys).items():
-        for flag in key.split():
+    for bits, n in by_bits.items():
+        for flag in bit_flags(bits):
             counts[flag] += n
     return {
         "scanned": scanned,
@@ -206,3 +199,101 @@ def page(items: list, limit: int, offset: int) -> dict:
     chunk = items[offset: offset + limit]
     more = offset + limit < len(items)
     return {"data": chunk, "next_cursor": str(offset + limit) if more else None, "has_more": more}
+
+
+SORT_COLUMNS = {key: key for key in SORT_KEYS}
+TIE_BREAK = (("(created IS NULL)", "asc"), ("created", "desc"), ("id", "asc"))  # the index's own order
+
+
+def ordering(key: str, order: str) -> list[tuple[str, str]]:
+    """(expression, direction) from the sort key to the last tie break: NULLs last, ties newest
+    first, then by id (the store has an index for each)."""
+    if (key, order) == ("created", "desc"):
+        return list(TIE_BREAK)
+    if key == "created":
+        return [("(created IS NULL)", "asc"), ("created", "asc"), ("id", "asc")]
+    column = SORT_COLUMNS[key]
+    return [(f"({column} IS NULL)", "asc"), (column, order), *TIE_BREAK]
+
+
+def after(order: list[tuple[str, str]], last: list) -> tuple[str, list]:
+    """The rows that sort after `last` (the sort values of a page's last row): keyset paging."""
+    options, values = [], []
+    for position, (expression, direction) in enumerate(order):
+        equal = [f"{order[i][0]} IS ?" for i in range(position)]
+        beyond = f"{expression} {'>' if direction == 'asc' else '<'} ?"
+        options.append("(" + " AND ".join([*equal, beyond]) + ")")
+        values += [*last[:position], last[position]]
+    return "(" + " OR ".join(options) + ")", values
+
+
+@dataclass
+class Cursor:
+    """Where a page starts: an offset (what a page number asks), and the sort values of the row before
+    it when the page before was listed (`next_cursor`), so the store seeks there instead of counting."""
+
+    offset: int = 0
+    last: list | None = None
+
+    @classmethod
+    def parse(cls, text: str | None) -> "Cursor":
+        offset, _, rest = (text or "").partition(".")
+        try:
+            start = max(int(offset), 0)
+        except ValueError:
+            return cls()
+        try:
+            last = json.loads(base64.urlsafe_b64decode(rest.encode())) if rest else None
+        except ValueError:
+            last = None
+        return cls(start, last if isinstance(last, list) else None)
+
+    def next(self, limit: int, last: list | None) -> str:
+        following = str(self.offset + limit)
+        if last is None:
+            return following
+        return following + "." + base64.urlsafe_b64encode(json.dumps(last).encode()).decode()
+
+
+def counted(db, filters: Filters, where: tuple[str, list] | None = None) -> dict:
+    """{flag bits: (rows, lowest reward, highest reward)} of the rows the row filters keep (and `where`):
+    the store's kept counts when the filters are one of their kinds, else one pass over the matches."""
+    entry = filters.tally_entry() if where is None else None
+    if entry is not None:
+        found = db.execute("SELECT flags, n, low, high FROM tally WHERE kind = ? AND value = ? AND n > 0", entry)
+    else:
+        clause, values = filters.where()
+        if where is not None:
+            clause, values = f"{clause} AND {where[0]}", [*values, *where[1]]
+        found = db.execute(f"SELECT flags, count(*), min(reward), max(reward) FROM rows WHERE {clause} GROUP BY flags",
+                           values)
+    return {bits: (n, low, high) for bits, n, low, high in found}
+
+
+def kept_counts(counts: dict, filters: Filters) -> tuple[int, dict | None]:
+    """(rows, reward range) of the counted rows that pass the flag filters."""
+    kept = [value for bits, value in counts.items() if filters.keeps_bits(bits)]
+    lows = [low for _, low, _ in kept if low is not None]
+    highs = [high for _, _, high in kept if high is not None]
+    return sum(n for n, _, _ in kept), ({"min": min(lows), "max": max(highs)} if lows else None)
+
+
+def listed_rows(db, filters: Filters, key: str, order: str, limit: int, cursor: Cursor,
+                where: tuple[str, list] | None = None) -> tuple[list, list | None]:
+    """(up to `limit` rows as (json, mtime_ns, sort values) from `cursor` on, the last one's sort values
+    when more follow)."""
+    clause, values = filters.where()
+    flag_clause, flag_values = filters.flag_where()
+    clause, values = f"{clause} AND {flag_clause}", [*values, *flag_values]
+    if where is not None:
+        clause, values = f"{clause} AND {where[0]}", [*values, *where[1]]
+    sort = ordering(key, order)
+    offset = cursor.offset
+    if cursor.last is not None and len(cursor.last) == len(sort):
+        seek, more = after(sort, cursor.last)
+        clause, values, offset = f"{clause} AND {seek}", [*values, *more], 0
+    order_by = ", ".join(f"{expression} {direction.upper()}" for expression, direction in sort)
+    keys = ", ".join(expression for expression, _ in sort)
+    found = db.execute(f"SELECT json, mtime_ns, {keys} FROM rows WHERE {clause} ORDER BY {order_by} LIMIT ? OFFSET ?",
+                       [*values, limit + 1, offset]).fetchall()
+    return found[:limit], (list(found[limit - 1][2:]) if len(found) > limit else None)

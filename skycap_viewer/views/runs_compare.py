@@ -5,19 +5,19 @@ groups reads the same here as in either run's own listing. Nothing is averaged o
 the values are the records' own.
 """
 
-from skycap_viewer.catalog.index import Snapshot
-from skycap_viewer.errors import ApiError
-from skycap_viewer.record.fields import scalar_text
-from skycap_viewer.views.groups import (
+from skycap_viewer.catalog.groups import (
     Group,
     Grouping,
     build_grouping,
-    grouping_of,
     key_values,
+    ordered_by,
     repetition_of,
     split_attempts,
 )
-from skycap_viewer.views.listing import Filters, ordered_by, reward_range
+from skycap_viewer.catalog.index import Snapshot
+from skycap_viewer.errors import ApiError
+from skycap_viewer.record.fields import scalar_text
+from skycap_viewer.views.listing import Filters, reward_range
 
 
 def matching_keys(by: tuple, server_keys: tuple, stepped: bool) -> tuple:
@@ -29,12 +29,10 @@ def matching_keys(by: tuple, server_keys: tuple, stepped: bool) -> tuple:
     return keys
 
 
-def side_grouping(snapshot: Snapshot, keys: tuple, server_keys: tuple, step: float | None) -> Grouping:
-    """One side's groups: the run's kept grouping when nothing narrows it; else built over that
-    step's rows alone (compared as `/v1/trajectories?step=` compares), for this request only."""
-    if step is None and keys == server_keys:
-        return grouping_of(snapshot, keys)
-    rows = Filters(step=step).select(snapshot.rows) if step is not None else snapshot.rows
+def side_grouping(snapshot: Snapshot, keys: tuple, step: float | None) -> Grouping:
+    """One side's groups, built for this request over the run's rows, or that step's rows alone
+    (compared as `/v1/trajectories?step=` compares)."""
+    rows = snapshot.rows_where(*Filters(step=step).where()) if step is not None else snapshot.rows
     return build_grouping(rows, keys)
 
 
@@ -65,7 +63,9 @@ def lineage(snapshot: Snapshot, key: str, value: str) -> dict:
     """Every rollout whose `key` (meta, else annotations) is `value` as text, by step ascending
     (no step last); at each step the attempts are decided as groups decide them."""
     by_step: dict = {}
-    for row in snapshot.rows:
+    plain = value.isascii() and not any(c in value for c in '"\\') and value.strip() == value and value
+    rows = snapshot.rows_where(*Filters(q=value.lower()).where()) if plain else snapshot.rows  # its text holds it
+    for row in rows:
         values = key_values(row, (key,))
         if values is not None and scalar_text(values[key]) == value:
             by_step.setdefault(row["step"], []).append(row)

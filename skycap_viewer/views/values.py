@@ -7,7 +7,6 @@ nothing here averages or rates anything.
 """
 
 import math
-from collections import Counter
 
 from skycap_viewer.catalog.index import Snapshot
 from skycap_viewer.errors import ApiError
@@ -17,32 +16,30 @@ DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 
 
-def value_order(value, text: str) -> tuple:
-    """Finite numbers first in numeric order, then everything else by its text."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return (0, value, text)
-    return (1, 0, text)
+def value_order(text: str) -> tuple:
+    """Values written as finite numbers first in numeric order, then everything else by its text."""
+    try:
+        value = float(text)
+    except ValueError:
+        return (1, 0, text)
+    return (0, value, text) if math.isfinite(value) else (1, 0, text)
 
 
-def tables(rows) -> dict:
-    """{"tasks": [(text, count)], "annotations": {key: [(text, count)]}} over the readable rows, in order.
+def tables(db) -> dict:
+    """{"tasks": [(text, count)], "annotations": {key: [(text, count)]}} over the readable rows, from the
+    counts the store keeps. Values are written as the filters take them (`scalar_text`), so 1 and 1.0
+    are one value."""
+    def counts(kind):
+        return db.execute("SELECT value, sum(n) FROM tally WHERE kind = ? GROUP BY value HAVING sum(n) > 0",
+                          (kind,)).fetchall()
 
-    Values are written as the filters take them (`scalar_text`), so 1 and 1.0 are one value."""
-    readable = [row for row in rows if not row.get("unreadable")]
-    tasks = Counter(row["task_id"] for row in readable)
-    tasks.pop(None, None)
-    pairs = Counter((key, type(value) is bool, value) for row in readable  # True is not 1 here
-                    for key, value in row["annotations"].items()
-                    if value is not None and not isinstance(value, (dict, list)))
-    annotations: dict[str, dict] = {}
-    for (key, _, value), count in pairs.items():
-        text = scalar_text(value)
-        values = annotations.setdefault(key, {})
-        order, before = values.get(text, (value_order(value, text), 0))
-        values[text] = (order, before + count)
+    annotations: dict[str, list] = {}
+    for value, n in counts("annotation"):
+        key, _, text = value.partition("\0")
+        annotations.setdefault(key, []).append((text, n))
     return {
-        "tasks": sorted(((scalar_text(task), n) for task, n in tasks.items()), key=lambda item: item[0]),
-        "annotations": {key: [(text, n) for text, (_, n) in sorted(values.items(), key=lambda kv: kv[1][0])]
+        "tasks": sorted(((scalar_text(task), n) for task, n in counts("task")), key=lambda item: item[0]),
+        "annotations": {key: sorted(values, key=lambda item: value_order(item[0]))
                         for key, values in sorted(annotations.items())},
     }
 
@@ -68,7 +65,11 @@ def parse_limit(params: dict) -> int:
 
 def values_payload(snapshot: Snapshot, q: str | None, limit: int) -> dict:
     """Tasks and annotation values of one run; an annotation key that holds `q` lists all its values."""
-    table = snapshot.memoized(("values",), lambda: tables(snapshot.rows))
+    def count():
+        with snapshot.reading() as db:
+            return tables(db)
+
+    table = snapshot.memoized(("values",), count)
     q = q.lower() if q else None
     keys = []
     for key, values in table["annotations"].items():

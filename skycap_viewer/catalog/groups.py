@@ -10,10 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from skycap_viewer.catalog.index import Snapshot
 from skycap_viewer.flags import GROUP_FLAGS, row_flags
 from skycap_viewer.record.fields import attempt_of, reward_as_number, scalar_text
-from skycap_viewer.views.listing import ordered_by
 from skycap_viewer.wire import encode_json
 
 DEFAULT_GROUP_BY = ("step", "instance_id")
@@ -34,6 +32,20 @@ def key_values(row: dict, keys: tuple[str, ...]) -> dict | None:
             return None
         values[key] = value
     return values
+
+
+def group_key_of(row: dict, keys: tuple[str, ...]) -> str | None:
+    """The key of the row's group (its values as text, joined by `~`), or None when it is in none."""
+    values = key_values(row, keys)
+    return None if values is None else "~".join(scalar_text(v) for v in values.values())
+
+
+def ordered_by(items, value_of, order: str) -> list:
+    """Sort by `value_of` (stable, so ties keep the incoming order); None values always last."""
+    values = list(map(value_of, items))
+    present = [index for index, value in enumerate(values) if value is not None]
+    present.sort(key=values.__getitem__, reverse=order == "desc")  # sorting positions: no tuples to build
+    return [items[i] for i in present] + [items[i] for i, value in enumerate(values) if value is None]
 
 
 def repetition_of(row: dict):
@@ -229,7 +241,3 @@ def split_attempts(key: str, values: dict, rows: list) -> Group:
         counting.append(winner)
         superseded.extend((row, winner["id"]) for row in attempts[:-1])
     return Group(key, values, counting, superseded)
-
-
-def grouping_of(snapshot: Snapshot, keys: tuple) -> Grouping:
-    return snapshot.memoized(("groups", keys), lambda: build_grouping(snapshot.rows, keys))
