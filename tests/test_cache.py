@@ -1,18 +1,14 @@
-"""The persisted index: a restart reads only what changed, a damaged or foreign cache is never trusted,
-`--no-cache` leaves it alone, and it never lands in a record directory."""
+"""The persisted index: a restart reads only what changed, a damaged or foreign database is never
+trusted, `--no-cache` leaves it alone, and it never lands in a record directory."""
 
-import json
 import os
 import shutil
-import subprocess
-import sys
-import time
-import zlib
+import sqlite3
 
 import pytest
 
 from skycap_viewer.catalog.index import Catalog
-from skycap_viewer.catalog.persisted import MAGIC, PersistedIndex, cache_directory, decode, encode
+from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
 from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.catalog.watcher import Watcher
 from tests.conftest import FIXTURES, RECORD_DIRS
@@ -20,7 +16,7 @@ from tests.server_process import ServerProcess
 
 REWRITTEN = ("groups", "tr_08862b0a923de527.json.zst")  # rewritten between two starts
 DELETED = ("real-like", "tr_175c734c42332c87.json.zst")  # deleted between two starts
-POISONED = ("groups", "tr_0e32dadf1ca07c39.json.zst")  # its cached row is altered behind the viewer's back
+POISONED = ("groups", "tr_0e32dadf1ca07c39.json.zst")  # its stored row is altered behind the viewer's back
 
 
 @pytest.fixture
@@ -31,22 +27,26 @@ def runs(tmp_path):
     return root
 
 
-def index_once(root, cache):
-    """One watcher pass over `root` with `cache`: (catalog, names whose rows were computed)."""
-    catalog = Catalog([root])
+def index_once(root, cache_directory_path):
+    """One watcher pass over `root` with its databases in `cache_directory_path` (None: a temporary
+    directory): (catalog, names whose rows were computed)."""
+    catalog = Catalog([root], IndexFiles(cache_directory_path))
     computed = []
 
-    def counting(directory, names):
-        for name, row in compute_rows_here(directory, names):
-            computed.append((directory.name, name))
+    def counting(directory, names, verify=False):
+        for name, row in compute_rows_here(directory, names, verify=verify):
+            if not verify:
+                computed.append((directory.name, name))
             yield name, row
 
-    Watcher(catalog, compute_rows=counting, cache=cache).poll()
+    Watcher(catalog, compute_rows=counting, verify=False).poll()
     return catalog, computed
 
 
 def all_rows(catalog) -> dict:
-    return {(run.directory.name, name): row for run in catalog.runs.values() for name, row in run.rows.items()}
+    """(run directory name, record id) -> the row as listed, of every run."""
+    return {(snapshot.location.path.name, row["id"]): {k: v for k, v in row.items() if k != "_verified"}
+            for snapshot in catalog.snapshots() for row in snapshot.rows}
 
 
 def rewrite_and_delete(root):
@@ -59,96 +59,82 @@ def rewrite_and_delete(root):
 
 
 def test_a_restart_computes_only_what_changed(runs, tmp_path):
-    cold, computed = index_once(runs, PersistedIndex(tmp_path / "cache"))
-    every = set(all_rows(cold))
-    assert set(computed) == every and len(computed) == len(every) > 100
+    cold, computed = index_once(runs, tmp_path / "cache")
+    every = {(run, name) for run, name in computed}
+    assert len(computed) == len(every) == sum(s.row_count for s in cold.snapshots()) > 100
 
-    unreadable = {key for key, row in all_rows(cold).items() if row.get("unreadable")}
+    unreadable = {(s.location.path.name, row["id"] + ".json.zst") for s in cold.snapshots() for row in s.rows
+                  if row.get("unreadable")}
     assert unreadable, "the corpus's unreadable records are part of the test"
-    again, computed = index_once(runs, PersistedIndex(tmp_path / "cache"))
-    assert set(computed) == unreadable, "only unreadable records are read again: every other row is cached"
-    assert all_rows(again) == all_rows(cold), "rows survive the cache exactly"
+    again, computed = index_once(runs, tmp_path / "cache")
+    assert set(computed) == unreadable, "only unreadable records are read again: every other row is kept"
+    assert all_rows(again) == all_rows(cold), "rows survive a restart exactly"
 
     rewrite_and_delete(runs)
-    changed, computed = index_once(runs, PersistedIndex(tmp_path / "cache"))
+    changed, computed = index_once(runs, tmp_path / "cache")
     assert set(computed) == unreadable | {REWRITTEN}
     fresh, _ = index_once(runs, None)
     assert all_rows(changed) == all_rows(fresh)
-    assert DELETED not in all_rows(changed)
+    assert (DELETED[0], DELETED[1].removesuffix(".json.zst")) not in all_rows(changed)
 
-    _, computed = index_once(runs, PersistedIndex(tmp_path / "cache"))
-    assert set(computed) == unreadable, "the change was saved too"
-    files = os.listdir(tmp_path / "cache")
-    assert len(files) == len(RECORD_DIRS) and all(f.endswith(".index") for f in files), "one file a run, no leftovers"
-
-
-def cache_file(cache_home, run_directory):
-    return PersistedIndex(cache_home / "skycap-viewer").file_for(run_directory)
+    _, computed = index_once(runs, tmp_path / "cache")
+    assert set(computed) == unreadable, "the change was kept too"
+    files = [name for name in os.listdir(tmp_path / "cache") if name.endswith(".sqlite")]
+    assert len(files) == len(RECORD_DIRS), "one database a run"
 
 
-def with_header(data: bytes, **changes) -> bytes:
-    line, _, payload = data[len(MAGIC):].partition(b"\n")
-    return MAGIC + json.dumps({**json.loads(line), **changes}).encode() + b"\n" + payload
+def database(cache_home, run_directory):
+    return IndexFiles(cache_home).database_for(run_directory, ("step", "instance_id"))[0]
 
 
-def flip_last_byte(data: bytes) -> bytes:
-    return data[:-1] + bytes([data[-1] ^ 0xFF])
-
-
-def reencoded(data: bytes, directory, change) -> bytes:
-    entries = decode(directory, data)
-    change(entries)
-    return encode(directory, entries)
-
-
-def row_moved(entries):
-    """The first record's row also under the second's name, its size and mtime kept: a cache that
-    lists the first record twice and hides the second."""
-    first, second = sorted(entries)[:2]
-    entries[second] = (*entries[second][:2], entries[first][2])
+def set_fact(path, key, value):
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE facts SET value = ? WHERE key = ?", (value, key))
 
 
 DAMAGES = {
-    "truncated": lambda data, directory: data[: len(data) // 2],
-    "empty": lambda data, directory: b"",
-    "garbage": lambda data, directory: os.urandom(len(data)),
-    "no header": lambda data, directory: MAGIC + b"\n" + data,
-    "other schema": lambda data, directory: with_header(data, schema=999),
-    "other viewer version": lambda data, directory: with_header(data, viewer="0.0.1"),
-    "other code": lambda data, directory: with_header(data, code="0" * 32),
-    "another directory": lambda data, directory: with_header(data, directory="/somewhere/else"),
-    "payload flipped": lambda data, directory: flip_last_byte(data),
-    "digest matches, content does not": lambda data, directory: encode(directory, {"x.json.zst": ("not", "a row")}),
-    "entry count wrong": lambda data, directory: with_header(data, entries=1),
-    "planted: another directory's cache relabelled": lambda data, directory: with_header(
-        encode(directory.parent / "elsewhere", decode(directory, data)), directory=str(directory)),
-    "one record's row under another's name": lambda data, directory: reencoded(data, directory, row_moved),
-    "a row that is not a dict": lambda data, directory: reencoded(
-        data, directory, lambda entries: entries.update({"y.json.zst": (1, 2, [])})),
+    "truncated": lambda path: path.write_bytes(path.read_bytes()[: 4096]),
+    "empty": lambda path: path.write_bytes(b""),
+    "garbage": lambda path: path.write_bytes(os.urandom(path.stat().st_size)),
+    "other schema": lambda path: set_fact(path, "schema", 999),
+    "other viewer version": lambda path: set_fact(path, "viewer", "0.0.1"),
+    "other code": lambda path: set_fact(path, "code", "0" * 32),
+    "another directory": lambda path: set_fact(path, "directory", "/somewhere/else"),
+    "other group keys": lambda path: set_fact(path, "group_by", "step"),
+    "no facts": lambda path: sqlite3.connect(path).execute("DELETE FROM facts").connection.commit(),
 }
 
 
+def checkpointed(path):
+    """The database in one file (its write-ahead log folded in), as a damage would find it."""
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
 @pytest.mark.parametrize("damage", DAMAGES)
-def test_a_damaged_or_foreign_cache_is_ignored_and_rebuilt(runs, tmp_path, damage, capsys):
+def test_a_damaged_or_foreign_database_is_ignored_and_rebuilt(runs, tmp_path, damage):
     cache_home = tmp_path / "cache"
     run = runs / "groups"
-    index_once(run, PersistedIndex(cache_home))
-    path = PersistedIndex(cache_home).file_for(run)
-    good = path.read_bytes()
-    path.write_bytes(DAMAGES[damage](good, run))
-    capsys.readouterr()
+    first, _ = index_once(run, cache_home)
+    expected = all_rows(first)
+    for snapshot_run in first.runs.values():
+        snapshot_run.store.close()
+    path = database(cache_home, run)
+    checkpointed(path)
+    DAMAGES[damage](path)
 
-    catalog, computed = index_once(run, PersistedIndex(cache_home))
-    assert len(computed) == len(catalog.runs["groups"].rows) > 0, "nothing from the damaged cache is used"
-    assert f"ignoring the persisted index {path}" in capsys.readouterr().err
-    assert decode(run, path.read_bytes()) == decode(run, good), "rebuilt with the same rows"
+    catalog, computed = index_once(run, cache_home)
+    assert len(computed) == catalog.snapshot("groups").row_count > 0, "nothing from the damaged database is used"
+    assert all_rows(catalog) == expected, "rebuilt with the same rows"
 
 
 def test_an_unwritable_cache_directory_is_left_alone(runs, tmp_path, capsys):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory would go")
-    catalog, computed = index_once(runs / "spec", PersistedIndex(blocker / "skycap-viewer"))
-    assert len(computed) == len(catalog.runs["spec"].rows) > 0
+    catalog, computed = index_once(runs / "spec", blocker / "skycap-viewer")
+    assert len(computed) == catalog.snapshot("spec").row_count > 0
     assert "not using the persisted index" in capsys.readouterr().err
 
 
@@ -169,7 +155,7 @@ def tree(path) -> set:
 def test_a_cache_inside_a_record_directory_is_refused(runs, capsys):
     run = runs / "groups"
     before = tree(run)
-    index_once(run, PersistedIndex(run / "cache" / "skycap-viewer"))
+    index_once(run, run / "cache" / "skycap-viewer")
     assert "not using the persisted index" in capsys.readouterr().err
     assert tree(run) == before
 
@@ -186,7 +172,8 @@ def test_a_cached_restart_lists_what_a_cold_start_lists(runs, tmp_path):
     cache_home = tmp_path / "cache"
     with ServerProcess([runs], cache_home=cache_home) as first:
         first_listing = listings(first)
-    assert len(os.listdir(cache_home / "skycap-viewer")) == len(RECORD_DIRS), "saved before showing as indexed"
+    databases = [n for n in os.listdir(cache_home / "skycap-viewer") if n.endswith(".sqlite")]
+    assert len(databases) == len(RECORD_DIRS), "one database a run"
     with ServerProcess([runs], cache_home=cache_home) as reopened:
         assert listings(reopened) == first_listing
 
@@ -203,24 +190,22 @@ POISON_STATUS = "poisoned-by-the-test"
 
 
 def poison(cache_home, runs):
-    """Give POISONED's cached row another status (its size and mtime kept): only a server that trusts
-    the cache lists that status."""
-    path = cache_file(cache_home, runs / POISONED[0])
-
-    def change(entries):
-        size, mtime_ns, row = entries[POISONED[1]]
-        shown = {**json.loads(zlib.decompress(row["_json_z"])), "status": POISON_STATUS}
-        row = {**row, "status": POISON_STATUS, "_json_z": zlib.compress(json.dumps(shown).encode())}
-        entries[POISONED[1]] = (size, mtime_ns, row)
-
-    path.write_bytes(reencoded(path.read_bytes(), runs / POISONED[0], change))
+    """Give POISONED's stored row another status (its size and mtime kept): only a server that trusts
+    the database lists that status."""
+    path = database(cache_home / "skycap-viewer", runs / POISONED[0])
+    with sqlite3.connect(path) as db:
+        assert db.execute("UPDATE rows SET status = ? WHERE name = ?", (POISON_STATUS, POISONED[1])).rowcount == 1
     return path
 
 
 def poisoned_status(server) -> str:
     server.wait_indexed()
-    listing = server.get(f"/v1/trajectories?run_id={POISONED[0]}&limit=1000")["data"]
-    return next(row["status"] for row in listing if row["id"] == POISONED[1].removesuffix(".json.zst"))
+    listing = server.get(f"/v1/trajectories?run_id={POISONED[0]}&status={POISON_STATUS}&limit=1000")["data"]
+    return POISON_STATUS if listing else "not poisoned"
+
+
+def files_in(directory) -> dict:
+    return {p.name: p.read_bytes() for p in directory.iterdir()}
 
 
 def test_no_cache_neither_reads_nor_writes_it(runs, tmp_path):
@@ -228,12 +213,12 @@ def test_no_cache_neither_reads_nor_writes_it(runs, tmp_path):
     with ServerProcess([runs], cache_home=cache_home) as server:
         assert poisoned_status(server) != POISON_STATUS
     path = poison(cache_home, runs)
-    saved = {p.name: p.read_bytes() for p in path.parent.iterdir()}
-    runs.joinpath(*DELETED).unlink()  # a change a cache-using server would save
+    saved = files_in(path.parent)
+    runs.joinpath(*DELETED).unlink()  # a change a cache-using server would keep
 
     with ServerProcess([runs], env={"XDG_CACHE_HOME": str(cache_home)}) as server:  # --no-cache
         assert poisoned_status(server) != POISON_STATUS, "--no-cache must not read the cache"
-    assert {p.name: p.read_bytes() for p in path.parent.iterdir()} == saved, "--no-cache must not write it"
+    assert files_in(path.parent) == saved, "--no-cache must not write it"
 
     with ServerProcess([runs], cache_home=cache_home) as server:
         assert poisoned_status(server) == POISON_STATUS, "with the cache, an unchanged record is not read again"
@@ -246,49 +231,3 @@ def test_the_server_never_writes_into_record_directories(runs, tmp_path):
         server.wait_indexed()
     assert "not using the persisted index" in server.output()
     assert tree(runs) == before
-
-
-def test_a_killed_save_leaves_no_temporary_for_good(tmp_path):
-    """`kill -9` during a save leaves its temporary: the next start removes it, and only it, never a
-    temporary another live server sharing the directory may be writing."""
-    cache = tmp_path / "skycap-viewer"
-    cache.mkdir()
-    killed = subprocess.Popen([sys.executable, "-c", "pass"])
-    killed.wait()
-    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    key = "0" * 32 + ".index"
-    files = {
-        f".{key}.{killed.pid}.abc123.tmp": (120, False),  # a dead writer's, a while ago
-        f".{key}.{killed.pid}.def456.tmp": (1, True),  # a dead pid but just written: maybe another namespace
-        f".{key}.{alive.pid}.ghi789.tmp": (120, True),  # a live server's (say it is stopped mid-write)
-        f".{key}.{alive.pid}.jkl012.tmp": (2 * 86_400, False),  # a live pid's, but abandoned for two days
-        f".{key}.mno345.tmp": (2 * 86_400, False),  # an earlier viewer's, with no pid: by age alone
-        f".{key}.pqr678.tmp": (120, True),
-        "notes.tmp": (2 * 86_400, True),  # not a temporary of this cache
-        key: (2 * 86_400, True),
-    }
-    now = time.time()
-    for name, (age, _) in files.items():
-        (cache / name).write_bytes(b"partial")
-        os.utime(cache / name, (now - age, now - age))
-    try:
-        PersistedIndex(cache)
-    finally:
-        alive.kill()
-        alive.wait()
-    assert sorted(os.listdir(cache)) == sorted(name for name, (_, kept) in files.items() if kept)
-
-
-def test_a_server_removes_a_dead_servers_temporary_at_start(runs, tmp_path):
-    cache_home = tmp_path / "cache"
-    killed = subprocess.Popen([sys.executable, "-c", "pass"])
-    killed.wait()
-    leftover = cache_file(cache_home, runs / "groups").with_suffix(f".index.{killed.pid}.x1y2z3.tmp")
-    leftover = leftover.with_name("." + leftover.name)
-    leftover.parent.mkdir(parents=True)
-    leftover.write_bytes(b"half a cache")
-    os.utime(leftover, (time.time() - 3600, time.time() - 3600))
-    with ServerProcess([runs], cache_home=cache_home) as server:
-        server.wait_indexed()
-        assert not leftover.exists()
-    assert all(name.endswith(".index") for name in os.listdir(leftover.parent))

@@ -156,7 +156,8 @@ def test_every_corpus_record_comes_in_one_part_equal_to_the_whole(tmp_path):
     shutil.copytree(FIXTURES, tmp_path / "corpus")
     api = api_over(tmp_path / "corpus", limit=PartLimit())
     for snapshot in api.catalog.snapshots():
-        for record_id, row in snapshot.by_id.items():
+        for row in snapshot.rows:
+            record_id = row["id"]
             if row.get("unreadable"):
                 continue
             params = {"run_id": [snapshot.id]}

@@ -39,6 +39,11 @@ def scan_directory(directory) -> dict[str, tuple[int, int]]:
     return listing
 
 
+def directory_updated_at(directory) -> str:
+    """When the directory last changed (a document added or removed), as the run entry says it."""
+    return iso_time(os.stat(directory).st_mtime)
+
+
 @dataclass
 class Changes:
     compute: list[str]  # new or changed documents, smallest first
@@ -53,7 +58,7 @@ class Snapshot:
     """One run at one moment: its facts, and the database a request queries for its rows."""
 
     location: RunLocation
-    database: Path
+    database: tuple  # (path, identity) of the run's database file
     generation: int
     indexing: bool
     file_count: int
@@ -111,11 +116,11 @@ def count_facts(db) -> dict:
         values = annotations.setdefault(key, {})
         if len(values) < MAX_ANNOTATION_VALUES:
             values[text] = n
-    created = db.execute("SELECT min(created) FROM rows WHERE NOT unreadable AND created IS NOT NULL").fetchone()[0]
+    created = db.execute("SELECT created FROM rows ORDER BY (created IS NULL), created, id LIMIT 1").fetchone()
     tokenizer = db.execute("SELECT value FROM tally WHERE kind = 'tokenizer' LIMIT 1").fetchone()
     unreadable = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'unreadable'").fetchone()[0]
     return {
-        "created_at": iso_time(created) if created is not None else None,
+        "created_at": iso_time(created[0]) if created and created[0] is not None else None,
         "task_count": len(tasks),
         "tasks": [{"id": task, "count": n} for task, n in tasks],
         "steps": [step for step, _ in steps],
@@ -142,8 +147,13 @@ class RunIndex:
         self.reopened = self.store.reused and self.store.db.execute("SELECT EXISTS (SELECT 1 FROM rows)").fetchone()[0]
         self.known: dict[str, tuple] | None = None  # document name -> (size, mtime_ns) as indexed: read when needed
         self.changed: dict[str, tuple] = {}  # the last listing's new or changed documents, and their versions
-        self.file_count = 0
+        self.file_count = self.store.db.execute("SELECT count(*) FROM rows").fetchone()[0] if self.reopened else 0
         self.updated_at: str | None = None
+        if self.reopened:  # listed at once as it was: its directory's time is one stat
+            try:
+                self.updated_at = directory_updated_at(location.path)
+            except OSError:
+                pass
         self.scan_error: str | None = None
         self.indexed_once = False
         self.snapshot: Snapshot | None = None
@@ -206,7 +216,7 @@ class RunIndex:
         row_count = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'all'").fetchone()[0]
         self.snapshot = Snapshot(
             location=self.location,
-            database=self.store.path,
+            database=(self.store.path, self.store.identity),
             generation=generation,
             indexing=indexing,
             file_count=max(self.file_count, row_count),
@@ -215,7 +225,7 @@ class RunIndex:
             facts=count_facts(db),
             groups=count_groups(db),
             scan_error=self.scan_error,
-            verified=db.execute("SELECT count(*) FROM rows WHERE verified").fetchone()[0],
+            verified=row_count - db.execute("SELECT count(*) FROM rows WHERE NOT verified").fetchone()[0],
         )
         return self.snapshot
 
@@ -226,6 +236,8 @@ class Catalog:
     def __init__(self, roots, index_files=None, group_by=DEFAULT_GROUP_BY):
         self.roots = [Path(root).absolute() for root in roots]
         self.index_files = index_files if index_files is not None else IndexFiles(None)
+        for root in self.roots:  # runs may appear anywhere under them
+            self.index_files.refuse_inside(root, "directory served")
         self.group_by = tuple(group_by)
         self.runs: dict[str, RunIndex] = {}
         self.generation = 0

@@ -71,12 +71,15 @@ class IndexFiles:
             weakref.finalize(self, shutil.rmtree, self.temporary, ignore_errors=True)
         return self.temporary
 
+    def refuse_inside(self, directory: Path, what: str):
+        """Never write under `directory` (a record directory, or a directory given to serve)."""
+        if self.disabled is None and self.directory.resolve().is_relative_to(Path(directory).resolve()):
+            self.disable(f"{self.directory} is inside the {what} {directory}, which the viewer never writes")
+
     def database_for(self, run_directory: Path, group_by: tuple) -> tuple[Path, dict]:
         """(the run's database file, the facts a reusable one holds)."""
         run_directory = Path(run_directory).absolute()
-        if self.disabled is None and self.directory.resolve().is_relative_to(run_directory.resolve()):
-            self.disable(f"{self.directory} is inside the record directory {run_directory}, "
-                         "which the viewer never writes")
+        self.refuse_inside(run_directory, "record directory")
         if self.disabled is None:
             try:
                 self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -131,6 +131,8 @@ class RunStore:
             self.recreate()
             with self.db:
                 self.db.executemany("INSERT INTO facts VALUES (?, ?)", facts.items())
+        stat = self.path.stat()
+        self.identity = (stat.st_dev, stat.st_ino)  # what readers know this file by
         self.in_transaction = False
         self.touched_groups: set = set()
         self.tally: Counter = Counter()  # (kind, value, flags) -> rows added (negative: removed)
@@ -168,8 +170,11 @@ class RunStore:
             self.in_transaction = True
 
     def versions(self) -> dict[str, tuple]:
-        """Document name -> (size, mtime_ns) of every stored row (read once, when a run is reopened)."""
-        return {name: (size, mtime) for name, size, mtime in self.db.execute("SELECT name, size, mtime_ns FROM rows")}
+        """Document name -> (size, mtime_ns) of every stored readable row (read once, when a run is
+        reopened): unreadable ones are read again, so a record whose permissions or bytes were
+        repaired without a new size or mtime shows at once."""
+        return {name: (size, mtime) for name, size, mtime in
+                self.db.execute("SELECT name, size, mtime_ns FROM rows WHERE NOT unreadable")}
 
     def put(self, name: str, size: int, mtime_ns: int, row: dict):
         """Store the row of document `name` (replacing the one it had), inside the open batch."""
@@ -194,7 +199,7 @@ class RunStore:
         for kind, value in row_kinds(row, gkey):
             entry = (kind, value, bits)
             self.tally[entry] += 1
-            if reward is not None:
+            if reward is not None and kind != "tokenizer":  # a tokenizer is counted, never ranged
                 low, high = self.ranges.get(entry, (reward, reward))
                 self.ranges[entry] = (min(low, reward), max(high, reward))
         if gkey is not None:
@@ -211,7 +216,7 @@ class RunStore:
         for kind, value in row_kinds(row, gkey):
             entry = (kind, value, bits)
             self.tally[entry] -= 1
-            if reward is not None:
+            if reward is not None and kind != "tokenizer":
                 self.stale_ranges.add(entry)
         if gkey is not None:
             self.touched_groups.add(gkey)
@@ -242,8 +247,6 @@ class RunStore:
             [(*entry, n, *self.ranges.get(entry, (None, None))) for entry, n in self.tally.items()])
         self.db.execute("DELETE FROM tally WHERE n <= 0")
         for entry in self.stale_ranges:
-            if entry[0] == "tokenizer":  # counted, never ranged
-                continue
             where, values = tally_where(*entry)
             low, high = self.db.execute(f"SELECT min(reward), max(reward) FROM rows WHERE {where}", values).fetchone()
             self.db.execute("UPDATE tally SET low = ?, high = ? WHERE kind = ? AND value = ? AND flags = ?",
@@ -321,19 +324,29 @@ class Readers:
     def __init__(self):
         self.local = threading.local()
 
-    def connection(self, path: Path) -> sqlite3.Connection:
+    def connection(self, database: tuple) -> sqlite3.Connection:
+        """This thread's connection to `database` ((path, identity): a database rebuilt in a new file
+        gets a new connection, and the one to the file it replaced is closed)."""
         connections = self.local.__dict__.setdefault("connections", {})
-        db = connections.get(path)
-        if db is None:
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
-            db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-            connections[path] = db
+        path, identity = database
+        found = connections.get(path)
+        if found is not None and found[0] == identity:
+            return found[1]
+        if found is not None:
+            found[1].close()
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        connections[path] = (identity, db)
         return db
 
     @contextmanager
-    def reading(self, path: Path):
-        """One read transaction on `path`'s database: every query in it sees one committed state."""
-        db = self.connection(path)
+    def reading(self, database: tuple):
+        """One read transaction on the database: every query in it sees one committed state
+        (a reading inside another is part of it)."""
+        db = self.connection(database)
+        if db.in_transaction:
+            yield db
+            return
         db.execute("BEGIN")
         try:
             yield db

@@ -5,15 +5,13 @@ Every couple of seconds it rediscovers runs under the roots and lists each recor
 touches the disk for listings: requests read the snapshots it publishes.
 """
 
-import os
 import sys
 import threading
 import time
 
 from skycap_viewer.catalog.discovery import discover_runs
-from skycap_viewer.catalog.index import Catalog, Changes, RunIndex, scan_directory
+from skycap_viewer.catalog.index import Catalog, Changes, RunIndex, directory_updated_at, scan_directory
 from skycap_viewer.catalog.pool import compute_rows_here
-from skycap_viewer.record.fields import iso_time
 
 POLL_SECONDS = 2.0
 PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often...
@@ -105,7 +103,7 @@ class Watcher(threading.Thread):
         """(changes, whether the run's own facts changed) after listing its directory."""
         try:
             listing = scan_directory(run.directory)
-            updated_at = iso_time(os.stat(run.directory).st_mtime)
+            updated_at = directory_updated_at(run.directory)
             error = None
         except OSError as failure:
             listing, updated_at = None, run.updated_at
