@@ -570,13 +570,14 @@ def idle_rss(work: Path, env: dict) -> int:
         return idle.rss()
 
 
-def cold_starts(directory: Path, records: int, env: dict, repeat: int, before_each=lambda: None) -> tuple:
-    """`repeat` cold starts (--no-cache), `before_each` run before each one; (figures, the last server,
-    still serving: the caller stops it)."""
+def cold_starts(directory: Path, records: int, env: dict, repeat: int, before_each=lambda: None,
+                cache: bool = False) -> tuple:
+    """`repeat` cold starts (--no-cache unless `cache`: then `before_each` must empty it), `before_each`
+    run before each one; (figures, the last server, still serving: the caller stops it)."""
     cold, first_rows = [], []
     for attempt in range(repeat):
         before_each()
-        server = Server(directory, cache=False, env=env).__enter__()
+        server = Server(directory, cache=cache, env=env).__enter__()
         try:
             cold.append(server.wait_listed(records))
             first_rows.append(server.first_rows)
@@ -663,44 +664,18 @@ def measure(directory: Path, work: Path, args, other: Path | None = None) -> dic
 
 
 def reopen_figures(directory: Path, work: Path, env: dict, records: int) -> dict:
-    """A first open that writes the persisted index, then, once its files are written, a reopen with it."""
-    results = {}
+    """A first open that writes the persisted index, then a reopen with what it wrote."""
     with Server(directory, cache=True, env=env) as first:
-        results["first_open_with_cache_s"] = first.wait_listed(records)
-        opened = results["first_open_with_cache_s"] or 0.0  # its last save may start well after the end
-        results["cache_written_s"] = wait_settled(work / "cache", first, quiet=max(2.0, opened / 10))
-    if results["cache_written_s"] is not None:
-        with Server(directory, cache=True, env=env) as again:
-            results["reopen_s"] = again.wait_listed(records)
-            results["reopen_rss_mib"] = again.rss() / 2**20
-    else:
-        results["reopen_s"] = NA
-    return results
+        results = {"first_open_with_cache_s": first.wait_listed(records)}
+        run_id = first_run_id(first)
+    return results | reopened(directory, env, records, run_id)
 
 
-def cache_files(directory: Path) -> dict:
-    """path -> (size, mtime) of every file in the cache directory, a writer's temporary ones included."""
-    if not directory.is_dir():
-        return {}
-    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in directory.rglob("*") if p.is_file()}
-
-
-def wait_settled(directory: Path, server: Server, quiet: float = 1.0, timeout: float = 600.0) -> float | None:
-    """Seconds from launch until the server's cache is written: finished files, no temporary one, and
-    nothing changing for `quiet` s. None when it writes nothing for 10 s (stopping the server before
-    its save ends would measure a reopen without a cache)."""
-    deadline = time.perf_counter() + timeout
-    seen, since = cache_files(directory), time.perf_counter()
-    while time.perf_counter() < deadline:
-        time.sleep(0.1)
-        now = cache_files(directory)
-        if now != seen:
-            seen, since = now, time.perf_counter()
-        elif not seen and time.perf_counter() - since >= 10:
-            return None
-        elif seen and not any(name.endswith(".tmp") for name in seen) and time.perf_counter() - since >= quiet:
-            return since - server.started
-    return None
+def reopened(directory: Path, env: dict, records: int, run_id: str) -> dict:
+    """A server opening the persisted index another one left: until listed, its first listing, its memory."""
+    with Server(directory, cache=True, env=env) as again:
+        return {"reopen_s": again.wait_listed(records), "reopen_rss_mib": again.rss() / 2**20,
+                "reopen_first_listing": timed_requests(again, f"/v1/trajectories?run_id={run_id}", 1)}
 
 
 # -- many small records (issue 14) -------------------------------------------------------------
@@ -741,7 +716,8 @@ def measure_rows(directory: Path, work: Path, args) -> dict:
                "documents_mib": sum(p.stat().st_size for p in directory.iterdir()) / 2**20}
     env = private_env(work)
     idle = idle_rss(work, env)
-    cold, server = cold_starts(directory, records, env, args.repeat)
+    cold, server = cold_starts(directory, records, env, args.repeat, cache=True,  # the index a reopen opens
+                               before_each=lambda: shutil.rmtree(work / "cache", ignore_errors=True))
     try:
         results |= cold | indexed_memory(server, idle, records)
         if results["cold_index_s"] is not None:
@@ -754,7 +730,7 @@ def measure_rows(directory: Path, work: Path, args) -> dict:
         results["load_average_after"] = os.getloadavg()[0]
     finally:
         server.__exit__()
-    return results | reopen_figures(directory, work, env, records)
+    return results | reopened(directory, env, records, run_id)  # the database the cold start wrote
 
 
 def rows_runs(counts: list[int], args) -> dict[int, dict]:
@@ -807,10 +783,12 @@ def rows_table(results: dict) -> list[tuple[str, str]]:
         ("load average (1 min) before / after", (
             f"{results['load_average_before']:.1f} / {results['load_average_after']:.1f}")),
         ("first rows listed while indexing", seconds(results["first_rows_s"])),
-        ("cold index (--no-cache)", seconds(results["cold_index_s"])),
+        ("cold index (an empty persisted index)", seconds(results["cold_index_s"])),
         ("cold index per document", f"{per_document:.0f} µs" if per_document else NA),
         ("cold index per document / the smallest run's", ratio(results["per_document_vs_smallest"])),
         ("reopen with the persisted index", seconds(results["reopen_s"])),
+        ("reopened: first listing", ms(results["reopen_first_listing"], "first_ms")),
+        ("reopened: RSS (process tree)", f"{results['reopen_rss_mib']:.0f} MiB"),
         ("RSS after indexing", f"{results['rss_indexed_mib']:.0f} MiB"),
         ("RSS after the suite (process tree)", f"{results['rss_after_suite_mib']:.0f} MiB"),
         ("peak RSS (process tree)", f"{results['rss_peak_mib']:.0f} MiB"),
@@ -887,8 +865,9 @@ def table(results: dict) -> list[tuple[str, str]]:
         ("cold index (--no-cache)", seconds(results["cold_index_s"])),
         ("cold index / all-core floor", ratio(results["index_vs_floor"])),
         ("first open writing the cache", seconds(results["first_open_with_cache_s"])),
-        ("cache written (since launch)", seconds(results.get("cache_written_s", NA))),
         ("reopen with the persisted index", seconds(results["reopen_s"])),
+        ("reopened: first listing", ms(results["reopen_first_listing"], "first_ms")),
+        ("reopened: RSS (process tree)", f"{results['reopen_rss_mib']:.0f} MiB"),
         ("RSS after indexing", f"{results['rss_indexed_mib']:.0f} MiB"),
         ("RSS per indexed rollout", f"{results['rss_per_rollout_kib']:.1f} KiB"),
         ("peak RSS (process tree, whole suite)", f"{results['rss_peak_mib']:.0f} MiB"),
