@@ -42,13 +42,15 @@ SCHEMA = [
     "CREATE INDEX IF NOT EXISTS rows_by_id ON rows (id)",
     "CREATE INDEX IF NOT EXISTS rows_by_group ON rows (gkey) WHERE gkey IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS rows_unverified ON rows (rid) WHERE NOT verified",
+    "CREATE INDEX IF NOT EXISTS rows_ungrouped ON rows (rid) WHERE gkey IS NULL",
     "CREATE INDEX IF NOT EXISTS rows_newest ON rows ((created IS NULL), created DESC, id)",
     "CREATE INDEX IF NOT EXISTS rows_oldest ON rows ((created IS NULL), created, id)",
     *(f"CREATE INDEX IF NOT EXISTS rows_by_{column}_{order} ON rows"
       f" (({column} IS NULL), {column} {order.upper()}, (created IS NULL), created DESC, id)"
       for column in SORT_COLUMNS for order in ("asc", "desc")),
     *(f"CREATE INDEX IF NOT EXISTS rows_with_{column} ON rows ({column}, flags)"
-      for column in ("step", "task", "reward")),
+      for column in ("step", "task", "status", "reward")),
+    "CREATE INDEX IF NOT EXISTS rows_by_flags ON rows (flags)",
     "CREATE TABLE IF NOT EXISTS annotations (rid INTEGER NOT NULL, key TEXT NOT NULL, value TEXT)",
     "CREATE INDEX IF NOT EXISTS annotations_by_value ON annotations (key, value, rid)",
     "CREATE INDEX IF NOT EXISTS annotations_by_row ON annotations (rid)",
@@ -95,6 +97,8 @@ def row_kinds(row: dict, gkey) -> list[tuple[str, object]]:
         kinds.append(("unreadable", ""))
     if gkey is None:
         kinds.append(("ungrouped", ""))
+    if row["_keys"]["reward"] is not None:
+        kinds.append(("reward", row["_keys"]["reward"]))
     if not row.get("unreadable"):
         for kind, field in (("step", "step"), ("task", "task_id"), ("status", "status"), ("tokenizer", "tokenizer")):
             if row.get(field) not in (None, ""):
@@ -304,6 +308,7 @@ def tally_where(kind: str, value, bits: int) -> tuple[str, list]:
         "all": ("1", []),
         "unreadable": ("unreadable", []),
         "ungrouped": ("gkey IS NULL", []),
+        "reward": ("reward = ?", [value]),
         "step": ("step = ? AND NOT unreadable", [value]),
         "task": ("task = ? AND NOT unreadable", [value]),
         "status": ("status = ? AND NOT unreadable", [value]),

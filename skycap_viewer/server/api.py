@@ -37,6 +37,7 @@ from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.lineup import lineup
 from skycap_viewer.views.listing import (
+    SPARSE_SHARE,
     Cursor,
     Filters,
     counted,
@@ -145,15 +146,15 @@ class Api:
         for snapshot in snapshots:
             with snapshot.reading() as db:
                 where = self.ungrouped_where(snapshot, db, keys) if ungrouped else None
-                counts = counted(db, filters, where)
+                counts = self.keyless(snapshot, db, filters, keys) if ungrouped else counted(db, filters)
                 for bits, (n, _, _) in counts.items():
                     by_bits[bits] += n
                 matching, reward = kept_counts(counts, filters)
                 total += matching
                 rewards += [reward["min"], reward["max"]] if reward else []
                 wanted = limit if len(snapshots) == 1 else cursor.offset + limit
-                found, last = listed_rows(db, filters, key, order, wanted,
-                                          cursor if len(snapshots) == 1 else Cursor(), where)
+                found, last = listed_rows(db, filters, key, order, wanted, cursor if len(snapshots) == 1 else Cursor(),
+                                          where, sparse=matching < SPARSE_SHARE * snapshot.row_count)
                 listed += [(snapshot.id, *entry) for entry in found]
         if len(snapshots) > 1:  # merged in the listing's order: the sort values each row came with
             listed = merged(listed, ordering(key, order))[cursor.offset: cursor.offset + limit]
@@ -171,6 +172,12 @@ class Api:
             "sort": {"key": key, "order": order},
             "reward_range": reward_range(rewards),
         }
+
+    def keyless(self, snapshot: Snapshot, db, filters: Filters, keys: tuple) -> dict:
+        """`counted` for the rows in no group by `keys` (kept counts for the server's keys, unfiltered)."""
+        if keys == self.group_by and not filters:
+            return counted(db, filters, entry=("ungrouped", ""))
+        return counted(db, filters, self.ungrouped_where(snapshot, db, keys))
 
     def ungrouped_where(self, snapshot: Snapshot, db, keys: tuple) -> tuple[str, list]:
         """The rows in no group by `keys`: the store's own when they are the server's keys."""
@@ -410,6 +417,8 @@ class Api:
         filters = Filters.parse(params)
         key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("step", "desc"))
         limit, offset = parse_page(params)
+        if keys == self.group_by and not filters and not filters.by_flag and len(snapshots) == 1:
+            return 200, self.unfiltered_groups(snapshots[0], key, order, limit, offset)
         listed, band, count, ungrouped, modal_sizes = [], Counter(), 0, 0, set()
         for snapshot in snapshots:
             with snapshot.reading() as db:
@@ -423,7 +432,7 @@ class Api:
                     matched = None if not filters else matching_ids(db, filters)
                     found = group_listing.from_grouping(snapshot.id, grouping, matched)
                     members = grouping_counter(grouping, filters, matched)
-                keyless = counted(db, filters, self.ungrouped_where(snapshot, db, keys))
+                keyless = self.keyless(snapshot, db, filters, keys)
             band += group_listing.band_counts(found, keyless)
             count += groups + sum(n for n, _, _ in keyless.values())
             ungrouped += kept_counts(keyless, filters)[0]
@@ -450,6 +459,31 @@ class Api:
             "ungrouped": ungrouped,
             "indexing": any(s.indexing for s in snapshots),
             "health": health(band, "groups", count, count),
+        }
+
+    def unfiltered_groups(self, snapshot: Snapshot, key: str, order: str, limit: int, offset: int) -> dict:
+        """`/v1/groups` of one run with no filter: a page of its kept groups, counts kept or counted in SQL."""
+        modal_n = snapshot.groups["modal_n"]
+        with snapshot.reading() as db:
+            found, band, total, rewards = group_listing.unfiltered_page(snapshot.id, db, modal_n, key, order,
+                                                                        limit, offset)
+            keyless = counted(db, Filters(), entry=("ungrouped", ""))
+        ungrouped = sum(n for n, _, _ in keyless.values())
+        for bits, (n, _, _) in keyless.items():
+            band[bits] += n
+        more = offset + limit < total
+        return {
+            "data": RawJson(b"[" + b",".join(group.json(modal_n) for group in found) + b"]"),
+            "next_cursor": str(offset + limit) if more else None,
+            "has_more": more,
+            "group_by": list(self.group_by),
+            "modal_n": modal_n,
+            "sort": {"key": key, "order": order},
+            "reward_range": rewards,
+            "total": total,
+            "ungrouped": ungrouped,
+            "indexing": snapshot.indexing,
+            "health": health(band, "groups", total + ungrouped, total + ungrouped),
         }
 
     def found_group(self, group_key: str, params) -> tuple:

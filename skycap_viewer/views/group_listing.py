@@ -78,6 +78,30 @@ def from_grouping(run_id: str, grouping: Grouping, matched_ids: set | None) -> l
     return listed
 
 
+def group_ordering(key: str, order: str, modal_n) -> str:
+    """ORDER BY over `groups` for a sort key: NULLs last, ties in the default order."""
+    if (key, order) == ("step", "desc"):
+        return DEFAULT_ORDER
+    column = f"(health + (n < {int(modal_n)}))" if key == "health" and modal_n is not None else key
+    return f"({column} IS NULL), {column} {order.upper()}, {DEFAULT_ORDER}"
+
+
+def unfiltered_page(run_id: str, db, modal_n, key: str, order: str, limit: int, offset: int) -> tuple:
+    """(a page of the server's groups, the band's counts, how many groups, their reward range) when
+    no filter is set: one query for the page, one pass over the groups table for the counts."""
+    page = [from_table(run_id, found, modal_n) for found in db.execute(
+        f"SELECT {GROUP_FIELDS} FROM groups ORDER BY {group_ordering(key, order, modal_n)} LIMIT ? OFFSET ?",
+        (limit, offset))]
+    for group in page:
+        group.kept = group.matched
+    short = f"CASE WHEN n < {int(modal_n)} THEN {SHORT} ELSE 0 END" if modal_n is not None else "0"
+    band = Counter()
+    for bits, count in db.execute(f"SELECT flags | member_flags | {short}, count(*) FROM groups GROUP BY 1"):
+        band[bits] += count
+    total, low, high = db.execute("SELECT count(*), min(low), max(high) FROM groups").fetchone()
+    return page, band, total, ({"min": low, "max": high} if low is not None else None)
+
+
 def table_groups(run_id: str, db, filters: Filters, modal_n) -> list[Listed]:
     """The server's groups with members the row filters keep (every group when none is set)."""
     if not filters:

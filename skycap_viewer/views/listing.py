@@ -134,6 +134,39 @@ class Filters:
         required = flag_bits(self.flags)
         return bits & required == required and not bits & flag_bits(self.exclude_flags)
 
+    def source(self, db) -> tuple[str, list] | None:
+        """A query of the rids of (a superset of) the matching rows through an index, the most
+        selective filter's: a value (step, task, status, annotation), the text, the reward range,
+        else the flag combinations the flag filters keep."""
+        for column, value in (("step", self.step), ("task", self.task_id), ("status", self.status)):
+            if value is not None:
+                return f"SELECT rid FROM rows WHERE {column} = ?", [value]
+        for key, wanted in self.annotations:
+            if wanted is not None:
+                return "SELECT rid FROM annotations WHERE key = ? AND value = ?", [key, wanted]
+        if self.q is not None and len(self.q) >= 3:
+            return "SELECT rowid AS rid FROM texts WHERE texts MATCH ?", ['"' + self.q.replace('"', '""') + '"']
+        if self.reward_interval() is not None:
+            return "SELECT rid FROM rows WHERE reward BETWEEN ? AND ?", list(self.reward_interval())
+        if self.by_flag:
+            combinations = [bits for (bits,) in db.execute("SELECT DISTINCT flags FROM tally WHERE kind = 'all'")
+                            if self.keeps_bits(bits)]
+            return "SELECT rid FROM rows WHERE flags IN (SELECT value FROM json_each(?))", [json.dumps(combinations)]
+        return None
+
+    def reward_interval(self) -> tuple[float, float] | None:
+        """(lowest, highest) reward kept, when a reward range is asked."""
+        if self.reward_min is None and self.reward_max is None:
+            return None
+        return (self.reward_min if self.reward_min is not None else -math.inf,
+                self.reward_max if self.reward_max is not None else math.inf)
+
+    def reward_bounds(self) -> tuple[float, float] | None:
+        """The reward interval, when it is the only row filter."""
+        if any(v is not None for v in (self.step, self.task_id, self.status, self.q)) or self.annotations:
+            return None
+        return self.reward_interval()
+
     def tally_entry(self) -> tuple[str, object] | None:
         """The one `tally` kind these row filters are (counts kept, not counted), or None."""
         set_filters = [(kind, value) for kind, value in (("step", self.step), ("task", self.task_id),
@@ -255,12 +288,17 @@ class Cursor:
         return following + "." + base64.urlsafe_b64encode(json.dumps(last).encode()).decode()
 
 
-def counted(db, filters: Filters, where: tuple[str, list] | None = None) -> dict:
+def counted(db, filters: Filters, where: tuple[str, list] | None = None, entry: tuple | None = None) -> dict:
     """{flag bits: (rows, lowest reward, highest reward)} of the rows the row filters keep (and `where`):
-    the store's kept counts when the filters are one of their kinds, else one pass over the matches."""
-    entry = filters.tally_entry() if where is None else None
+    the store's kept counts when the filters are one of their kinds (or `entry` names them), else one
+    pass over the matches."""
+    entry = entry or (filters.tally_entry() if where is None else None)
+    rewards = filters.reward_bounds() if where is None else None
     if entry is not None:
         found = db.execute("SELECT flags, n, low, high FROM tally WHERE kind = ? AND value = ? AND n > 0", entry)
+    elif rewards is not None:  # the rows per reward value are counted too: a range sums a few of them
+        found = db.execute("SELECT flags, sum(n), min(low), max(high) FROM tally WHERE kind = 'reward'"
+                           " AND value BETWEEN ? AND ? AND n > 0 GROUP BY flags", rewards)
     else:
         clause, values = filters.where()
         if where is not None:
@@ -278,10 +316,20 @@ def kept_counts(counts: dict, filters: Filters) -> tuple[int, dict | None]:
     return sum(n for n, _, _ in kept), ({"min": min(lows), "max": max(highs)} if lows else None)
 
 
+SPARSE_SHARE = 0.05  # a listing keeping less of the run than this reads its matches first, then sorts them
+
+
 def listed_rows(db, filters: Filters, key: str, order: str, limit: int, cursor: Cursor,
-                where: tuple[str, list] | None = None) -> tuple[list, list | None]:
+                where: tuple[str, list] | None = None, sparse: bool = False) -> tuple[list, list | None]:
     """(up to `limit` rows as (json, mtime_ns, sort values) from `cursor` on, the last one's sort values
-    when more follow)."""
+    when more follow).
+
+    Most listings walk the sort's index and stop after a page. When few rows match (`sparse`: the
+    counts say so), that walk would cross the whole run to find them, so the matches are found first
+    through the most selective index a filter has, and only they are sorted."""
+    source = None
+    if sparse:
+        source = (f"SELECT rid FROM rows WHERE {where[0]}", where[1]) if where is not None else filters.source(db)
     clause, values = filters.where()
     flag_clause, flag_values = filters.flag_where()
     clause, values = f"{clause} AND {flag_clause}", [*values, *flag_values]
@@ -294,6 +342,7 @@ def listed_rows(db, filters: Filters, key: str, order: str, limit: int, cursor: 
         clause, values, offset = f"{clause} AND {seek}", [*values, *more], 0
     order_by = ", ".join(f"{expression} {direction.upper()}" for expression, direction in sort)
     keys = ", ".join(expression for expression, _ in sort)
-    found = db.execute(f"SELECT json, mtime_ns, {keys} FROM rows WHERE {clause} ORDER BY {order_by} LIMIT ? OFFSET ?",
-                       [*values, limit + 1, offset]).fetchall()
+    tables = "rows" if source is None else f"(SELECT rid AS picked FROM ({source[0]})) CROSS JOIN rows ON rows.rid = picked"
+    found = db.execute(f"SELECT json, mtime_ns, {keys} FROM {tables} WHERE {clause} ORDER BY {order_by}"
+                       " LIMIT ? OFFSET ?", [*(source[1] if source else ()), *values, limit + 1, offset]).fetchall()
     return found[:limit], (list(found[limit - 1][2:]) if len(found) > limit else None)
