@@ -4,6 +4,7 @@ trusted, `--no-cache` leaves it alone, and it never lands in a record directory.
 import os
 import shutil
 import sqlite3
+import time
 
 import pytest
 
@@ -216,9 +217,13 @@ def test_no_cache_neither_reads_nor_writes_it(runs, tmp_path):
     saved = files_in(path.parent)
     runs.joinpath(*DELETED).unlink()  # a change a cache-using server would keep
 
-    with ServerProcess([runs], env={"XDG_CACHE_HOME": str(cache_home)}) as server:  # --no-cache
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    with ServerProcess([runs], env={"XDG_CACHE_HOME": str(cache_home), "TMPDIR": str(temporary)}) as server:
         assert poisoned_status(server) != POISON_STATUS, "--no-cache must not read the cache"
+        assert list(temporary.glob("skycap-viewer-index-*/*.sqlite")), "its index is in a temporary directory"
     assert files_in(path.parent) == saved, "--no-cache must not write it"
+    assert not list(temporary.glob("skycap-viewer-index-*")), "the temporary index is deleted on exit"
 
     with ServerProcess([runs], cache_home=cache_home) as server:
         assert poisoned_status(server) == POISON_STATUS, "with the cache, an unchanged record is not read again"
@@ -231,3 +236,21 @@ def test_the_server_never_writes_into_record_directories(runs, tmp_path):
         server.wait_indexed()
     assert "not using the persisted index" in server.output()
     assert tree(runs) == before
+
+
+def test_the_database_is_safe_to_delete_while_serving(runs, tmp_path):
+    """Deleted under a running server, a run's database is built again and the run listed as before."""
+    cache_home = tmp_path / "cache"
+    with ServerProcess([runs / "groups"], cache_home=cache_home) as server:
+        before = listings(server)
+        for path in (cache_home / "skycap-viewer").iterdir():
+            path.unlink()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any((cache_home / "skycap-viewer").glob("*.sqlite")):
+            time.sleep(0.1)
+        status, _, _ = server.request("/v1/trajectories?run_id=groups")
+        assert status in (200, 503), "a request meanwhile is answered, never a crash"
+        while time.monotonic() < deadline and listings(server) != before:
+            time.sleep(0.2)
+        assert listings(server) == before
+    assert "Traceback" not in server.output()

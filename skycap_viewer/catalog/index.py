@@ -67,6 +67,7 @@ class Snapshot:
     facts: dict
     groups: dict  # the server's grouping: group_count, modal_n, grouped_rows
     scan_error: str | None = None
+    sorted: bool = False  # the sort and filter indexes are built (see `RunStore.build_listing_indexes`)
     verified: int = 0  # rows whose sidecars have been read and checked (the background verification)
     memo: dict = field(default_factory=dict, compare=False)  # derived answers, computed once per snapshot
 
@@ -185,7 +186,7 @@ class RunIndex:
         if row.get("unreadable") and not os.path.lexists(self.directory / name):
             self.remove(name)  # deleted between the listing and the read: gone, not unreadable
             return
-        self.store.put(name, *version, row)
+        self.store.put(name, *version, row, replacing=self.reopened or name in self.versions)
         self.versions[name] = version
         self.changed.pop(name, None)
 
@@ -225,6 +226,7 @@ class RunIndex:
             facts=count_facts(db),
             groups=count_groups(db),
             scan_error=self.scan_error,
+            sorted=self.store.listing_indexes,
             verified=row_count - db.execute("SELECT count(*) FROM rows WHERE NOT verified").fetchone()[0],
         )
         return self.snapshot
@@ -268,6 +270,9 @@ class Catalog:
         runs = {}
         for location in locations:
             run = by_path.pop(location.path, None)
+            if run is not None and not run.store.is_current():  # its database was deleted: built again
+                run.store.close()
+                run = None
             if run is None:
                 run = RunIndex(location, *self.index_files.database_for(location.path, self.group_by),
                                group_by=self.group_by)

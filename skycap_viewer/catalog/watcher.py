@@ -133,6 +133,8 @@ class Watcher(threading.Thread):
                 interval = max(PUBLISH_SECONDS, PUBLISH_COST_FACTOR * (last_publish - started))
             if self.stopped.is_set():
                 break
+        if not self.stopped.is_set():
+            run.store.build_listing_indexes()
         pending.discard(run.location.id)
         self.publish_prepared(run, pending)
 

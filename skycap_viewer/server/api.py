@@ -144,17 +144,19 @@ class Api:
         keys = self.group_keys(params)
         by_bits, total, rewards, listed, last = Counter(), 0, [], [], None
         for snapshot in snapshots:
+            run_filters = filters.on(snapshot)
             with snapshot.reading() as db:
                 where = self.ungrouped_where(snapshot, db, keys) if ungrouped else None
-                counts = self.keyless(snapshot, db, filters, keys) if ungrouped else counted(db, filters)
+                counts = self.keyless(snapshot, db, run_filters, keys) if ungrouped else counted(db, run_filters)
                 for bits, (n, _, _) in counts.items():
                     by_bits[bits] += n
-                matching, reward = kept_counts(counts, filters)
+                matching, reward = kept_counts(counts, run_filters)
                 total += matching
                 rewards += [reward["min"], reward["max"]] if reward else []
-                wanted = limit if len(snapshots) == 1 else cursor.offset + limit
-                found, last = listed_rows(db, filters, key, order, wanted, cursor if len(snapshots) == 1 else Cursor(),
-                                          where, sparse=matching < SPARSE_SHARE * snapshot.row_count)
+                wanted, start = (limit, cursor) if len(snapshots) == 1 else (cursor.offset + limit, Cursor())
+                found, last = listed_rows(db, run_filters, key, order, wanted, start, where,
+                                          sparse=matching < SPARSE_SHARE * snapshot.row_count,
+                                          indexed=snapshot.sorted)
                 listed += [(snapshot.id, *entry) for entry in found]
         if len(snapshots) > 1:  # merged in the listing's order: the sort values each row came with
             listed = merged(listed, ordering(key, order))[cursor.offset: cursor.offset + limit]
@@ -381,15 +383,19 @@ class Api:
         return 200, search.page(offset, limit)
 
     def new_search(self, snapshot: Snapshot, query: Query, filters: Filters, asked):
-        """The search over the rows the filters keep, in the listing's order (ids and errors only)."""
-        where, values = filters.where()
+        """The search over the rows the filters keep, in the listing's order: their ids (from the order's
+        index alone when nothing is filtered), and why the unreadable ones are skipped."""
+        where, values = filters.on(snapshot).where()
         flag_where, flag_values = filters.flag_where()
+        kept = f"{where} AND {flag_where}", [*values, *flag_values]
         with snapshot.reading() as db:
-            found = db.execute(f"SELECT id, unreadable, kept FROM rows WHERE {where} AND {flag_where}"
-                               " ORDER BY (created IS NULL), created DESC, id", [*values, *flag_values]).fetchall()
-        readable = [record_id for record_id, unreadable, _ in found if not unreadable]
-        unreadable = [{"trajectory_id": record_id, "reason": f"unreadable: {unpack(kept).get('error')}"}
-                      for record_id, unreadable, kept in found if unreadable]
+            ids = [record_id for (record_id,) in db.execute(
+                f"SELECT id FROM rows WHERE {kept[0]} ORDER BY (created IS NULL), created DESC, id", kept[1])]
+            broken = {record_id: unpack(fields).get("error") for record_id, fields in db.execute(
+                f"SELECT id, kept FROM rows WHERE unreadable AND {kept[0]}", kept[1])}
+        readable = [record_id for record_id in ids if record_id not in broken]
+        unreadable = [{"trajectory_id": record_id, "reason": f"unreadable: {broken[record_id]}"}
+                      for record_id in ids if record_id in broken]
         return Search((*asked, snapshot.generation), query, snapshot.location.path, readable, unreadable)
 
     def cursor_search(self, cursor: str, asked) -> tuple:
@@ -421,23 +427,24 @@ class Api:
             return 200, self.unfiltered_groups(snapshots[0], key, order, limit, offset)
         listed, band, count, ungrouped, modal_sizes = [], Counter(), 0, 0, set()
         for snapshot in snapshots:
+            run_filters = filters.on(snapshot)
             with snapshot.reading() as db:
                 if keys == self.group_by:
                     modal_n, groups = snapshot.groups["modal_n"], snapshot.groups["group_count"]
-                    found = group_listing.table_groups(snapshot.id, db, filters, modal_n)
-                    members = members_counter(db, filters)
+                    found = group_listing.table_groups(snapshot.id, db, run_filters, modal_n)
+                    members = members_counter(db, run_filters)
                 else:
                     grouping = build_grouping(snapshot.rows, keys)
                     modal_n, groups = grouping.modal_n, len(grouping.groups)
-                    matched = None if not filters else matching_ids(db, filters)
+                    matched = None if not run_filters else matching_ids(db, run_filters)
                     found = group_listing.from_grouping(snapshot.id, grouping, matched)
-                    members = grouping_counter(grouping, filters, matched)
-                keyless = self.keyless(snapshot, db, filters, keys)
+                    members = grouping_counter(grouping, run_filters, matched)
+                keyless = self.keyless(snapshot, db, run_filters, keys)
             band += group_listing.band_counts(found, keyless)
             count += groups + sum(n for n, _, _ in keyless.values())
-            ungrouped += kept_counts(keyless, filters)[0]
-            if filters.by_flag:
-                found = group_listing.keep_flagged(found, filters, members)
+            ungrouped += kept_counts(keyless, run_filters)[0]
+            if run_filters.by_flag:
+                found = group_listing.keep_flagged(found, run_filters, members)
             else:
                 for group in found:
                     group.kept = group.matched
@@ -514,7 +521,7 @@ class Api:
         judged = bool(members) or members.by_flag
         runs = {snapshot.id: snapshot.location}
         with snapshot.reading() as db:
-            selected = matching_ids(db, filters, [row["id"] for row in group.members]) if filters else None
+            selected = matching_ids(db, filters.on(snapshot), [row["id"] for row in group.members]) if filters else None
 
         def matches(row, flags: Filters) -> bool:
             return (selected is None or row["id"] in selected) and flags.keeps_bits(flag_bits(row["flags"]))
@@ -544,7 +551,7 @@ class Api:
         steps = {side: number(params, f"step_{side}") for side in ("a", "b")}
         stepped = any(step is not None for step in steps.values())
         keys = runs_compare.matching_keys(key_list(params, "by"), self.group_by, stepped)
-        sides = {side: (snapshots[side], runs_compare.side_grouping(snapshots[side], keys, steps[side]))
+        sides = {side: runs_compare.side_groups(snapshots[side], keys, self.group_by, steps[side])
                  for side in ("a", "b")}
         limit, offset = parse_page({"limit": params.get("limit", []), "cursor": params.get("offset", [])})
         return 200, {

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from skycap_viewer.catalog.rows import SORT_KEYS
-from skycap_viewer.catalog.store import bit_flags, flag_bits
+from skycap_viewer.catalog.store import annotation_value, bit_flags, flag_bits, order_index
 from skycap_viewer.errors import ApiError
 from skycap_viewer.flags import FLAG_BY_NAME, FLAG_ORDER
 
@@ -64,6 +64,7 @@ class Filters:
     reward_max: float | None = None
     flags: tuple = ()  # required
     exclude_flags: tuple = ()
+    text_index: bool = False  # whether the run's `q` text is indexed yet (`on`)
 
     @classmethod
     def parse(cls, params: dict) -> "Filters":
@@ -85,6 +86,10 @@ class Filters:
     @property
     def by_flag(self) -> bool:
         return bool(self.flags or self.exclude_flags)
+
+    def on(self, snapshot) -> "Filters":
+        """These filters for one run's store: its text index is used once it is built."""
+        return replace(self, text_index=snapshot.sorted)
 
     def rollout_only(self) -> "Filters":
         """The same filters with only the rollout flags: what a group's members are judged by."""
@@ -109,13 +114,21 @@ class Filters:
             clauses.append(f"EXISTS ({held})" if wanted is None else f"EXISTS ({held} AND a.value = ?)")
             values += [key] if wanted is None else [key, wanted]
         if self.q is not None:
-            if len(self.q) >= 3:  # the trigram index finds it
+            if self.indexed_text():  # the trigram index finds it
                 clauses.append("rid IN (SELECT rowid FROM texts WHERE texts MATCH ?)")
-                values.append('"' + self.q.replace('"', '""') + '"')
+                values.append(self.text_phrase())
             else:
-                clauses.append("rid IN (SELECT rowid FROM texts WHERE instr(text, ?) > 0)")
+                clauses.append("rid IN (SELECT rid FROM rowtexts WHERE instr(text, ?) > 0)")
                 values.append(self.q)
         return (" AND ".join(clauses) or "1"), values
+
+    def indexed_text(self) -> bool:
+        """Whether `q` is found through the trigram index (built, and three characters or more)."""
+        return self.text_index and self.q is not None and len(self.q) >= 3
+
+    def text_phrase(self) -> str:
+        """`q` as a trigram phrase query: matches the text holding it anywhere."""
+        return '"' + self.q.replace('"', '""') + '"'
 
     def flag_where(self) -> tuple[str, list]:
         """The flags as a WHERE clause over a `flags` column of bits."""
@@ -144,8 +157,8 @@ class Filters:
         for key, wanted in self.annotations:
             if wanted is not None:
                 return "SELECT rid FROM annotations WHERE key = ? AND value = ?", [key, wanted]
-        if self.q is not None and len(self.q) >= 3:
-            return "SELECT rowid AS rid FROM texts WHERE texts MATCH ?", ['"' + self.q.replace('"', '""') + '"']
+        if self.indexed_text():
+            return "SELECT rowid AS rid FROM texts WHERE texts MATCH ?", [self.text_phrase()]
         if self.reward_interval() is not None:
             return "SELECT rid FROM rows WHERE reward BETWEEN ? AND ?", list(self.reward_interval())
         if self.by_flag:
@@ -178,7 +191,7 @@ class Filters:
             return set_filters[0]
         if self.annotations:
             key, wanted = self.annotations[0]
-            return ("annotation-key", key) if wanted is None else ("annotation", f"{key}\0{wanted}")
+            return ("annotation-key", key) if wanted is None else ("annotation", annotation_value(key, wanted))
         return ("all", "")
 
 
@@ -320,13 +333,16 @@ SPARSE_SHARE = 0.05  # a listing keeping less of the run than this reads its mat
 
 
 def listed_rows(db, filters: Filters, key: str, order: str, limit: int, cursor: Cursor,
-                where: tuple[str, list] | None = None, sparse: bool = False) -> tuple[list, list | None]:
+                where: tuple[str, list] | None = None, sparse: bool = False,
+                indexed: bool = False) -> tuple[list, list | None]:
     """(up to `limit` rows as (json, mtime_ns, sort values) from `cursor` on, the last one's sort values
     when more follow).
 
     Most listings walk the sort's index and stop after a page. When few rows match (`sparse`: the
     counts say so), that walk would cross the whole run to find them, so the matches are found first
-    through the most selective index a filter has, and only they are sorted."""
+    through the most selective index a filter has, and only they are sorted. Otherwise the walk is
+    told to use the order's index (`indexed`: once it is built), which SQLite might trade for a
+    filter's index and then sort every match."""
     source = None
     if sparse:
         source = (f"SELECT rid FROM rows WHERE {where[0]}", where[1]) if where is not None else filters.source(db)
@@ -342,7 +358,10 @@ def listed_rows(db, filters: Filters, key: str, order: str, limit: int, cursor: 
         clause, values, offset = f"{clause} AND {seek}", [*values, *more], 0
     order_by = ", ".join(f"{expression} {direction.upper()}" for expression, direction in sort)
     keys = ", ".join(expression for expression, _ in sort)
-    tables = "rows" if source is None else f"(SELECT rid AS picked FROM ({source[0]})) CROSS JOIN rows ON rows.rid = picked"
+    if source is not None:
+        tables = f"(SELECT rid AS picked FROM ({source[0]})) CROSS JOIN rows ON rows.rid = picked"
+    else:
+        tables = f"rows INDEXED BY {order_index(key, order)}" if indexed else "rows"
     found = db.execute(f"SELECT json, mtime_ns, {keys} FROM {tables} WHERE {clause} ORDER BY {order_by}"
                        " LIMIT ? OFFSET ?", [*(source[1] if source else ()), *values, limit + 1, offset]).fetchall()
     return found[:limit], (list(found[limit - 1][2:]) if len(found) > limit else None)

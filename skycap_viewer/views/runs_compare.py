@@ -5,9 +5,9 @@ groups reads the same here as in either run's own listing. Nothing is averaged o
 the values are the records' own.
 """
 
+import json
+
 from skycap_viewer.catalog.groups import (
-    Group,
-    Grouping,
     build_grouping,
     key_values,
     ordered_by,
@@ -17,6 +17,7 @@ from skycap_viewer.catalog.groups import (
 from skycap_viewer.catalog.index import Snapshot
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.fields import scalar_text
+from skycap_viewer.views import group_listing
 from skycap_viewer.views.listing import Filters, reward_range
 
 
@@ -29,33 +30,43 @@ def matching_keys(by: tuple, server_keys: tuple, stepped: bool) -> tuple:
     return keys
 
 
-def side_grouping(snapshot: Snapshot, keys: tuple, step: float | None) -> Grouping:
-    """One side's groups, built for this request over the run's rows, or that step's rows alone
-    (compared as `/v1/trajectories?step=` compares)."""
-    rows = snapshot.rows_where(*Filters(step=step).where()) if step is not None else snapshot.rows
-    return build_grouping(rows, keys)
+def side_groups(snapshot: Snapshot, keys: tuple, server_keys: tuple, step: float | None) -> tuple[list, object]:
+    """(one side's groups as listed, its modal size): the run's kept groups when nothing narrows them;
+    else built for this request over that step's rows alone (compared as `/v1/trajectories?step=`
+    compares)."""
+    with snapshot.reading() as db:
+        if step is None and keys == server_keys:
+            modal_n = snapshot.groups["modal_n"]
+            return group_listing.table_groups(snapshot.id, db, Filters(), modal_n), modal_n
+        rows = snapshot.rows_where(*Filters(step=step).where()) if step is not None else snapshot.rows
+    grouping = build_grouping(rows, keys)
+    return group_listing.from_grouping(snapshot.id, grouping, None), grouping.modal_n
 
 
-def side_summary(group: Group, run_id: str) -> dict:
+def side_summary(group: group_listing.Listed, modal_n) -> dict:
     """A group as `/v1/groups` lists it unfiltered: every member matches."""
-    return {**group.summary(run_id), "matching": len(group.members)}
+    group.kept = group.matched
+    return json.loads(group.json(modal_n))
 
 
-def compare_runs(a: tuple[Snapshot, Grouping], b: tuple[Snapshot, Grouping], limit: int, offset: int) -> dict:
+def compare_runs(a: tuple[list, object], b: tuple[list, object], limit: int, offset: int) -> dict:
     """The groups both sides have (a page, in side a's group order) and every key only one side has."""
-    (run_a, side_a), (run_b, side_b) = a, b
-    matched = [(group, side_b.by_key[group.key]) for group in side_a.groups if group.key in side_b.by_key]
+    (side_a, modal_a), (side_b, modal_b) = a, b
+    by_key_a, by_key_b = {g.key: g for g in side_a}, {g.key: g for g in side_b}
+    matched = [(group, by_key_b[group.key]) for group in side_a if group.key in by_key_b]
+    lows = [g.low for pair in matched for g in pair if g.low is not None]
+    highs = [g.high for pair in matched for g in pair if g.high is not None]
     return {
-        "matched": [{"key": group_a.key, "a": side_summary(group_a, run_a.id), "b": side_summary(group_b, run_b.id)}
+        "matched": [{"key": group_a.key, "a": side_summary(group_a, modal_a), "b": side_summary(group_b, modal_b)}
                     for group_a, group_b in matched[offset: offset + limit]],
         "total": len(matched),
         "limit": limit,
         "offset": offset,
         "has_more": offset + limit < len(matched),
-        "only_a": [group.key for group in side_a.groups if group.key not in side_b.by_key],
-        "only_b": [group.key for group in side_b.groups if group.key not in side_a.by_key],
+        "only_a": [group.key for group in side_a if group.key not in by_key_b],
+        "only_b": [group.key for group in side_b if group.key not in by_key_a],
         # one colour scale for both sides and every page: the counting rewards of all matched groups
-        "reward_range": reward_range(r for pair in matched for group in pair for r in group.rewards),
+        "reward_range": {"min": min(lows), "max": max(highs)} if lows else None,
     }
 
 
@@ -64,7 +75,8 @@ def lineage(snapshot: Snapshot, key: str, value: str) -> dict:
     (no step last); at each step the attempts are decided as groups decide them."""
     by_step: dict = {}
     plain = value.isascii() and not any(c in value for c in '"\\') and value.strip() == value and value
-    rows = snapshot.rows_where(*Filters(q=value.lower()).where()) if plain else snapshot.rows  # its text holds it
+    holding = Filters(q=value.lower()).on(snapshot)  # the rows whose text holds the value; then their key
+    rows = snapshot.rows_where(*holding.where()) if plain else snapshot.rows
     for row in rows:
         values = key_values(row, (key,))
         if values is not None and scalar_text(values[key]) == value:
