@@ -8,10 +8,11 @@ The layers, in the order the data flows (each imports only the ones before it, a
 - `record/`: one record read from its files: zstd frames, the document and its schema, the sidecar
   manifest and arrays, the graph, its forks named as skycap's `check` names them, paths and blocks
   (`rollout`), the fields rules and the header, a node's searchable text and matching (`search`).
-- `catalog/`: the runs being served: discovery, the index row of a record, the in-memory run index
-  and its snapshots, the persisted index, the worker pools (indexing, `searcher`) and the watcher.
+- `catalog/`: the runs being served: discovery, the index row of a record, GRPO groups, each run's
+  rows in SQLite (`store`) with the run index and its snapshots, where the databases live
+  (`persisted`), the worker pools (indexing, `searcher`) and the watcher.
 - `views/`: answers computed from the catalog and records: listings (filters, sorts, pages, health),
-  GRPO groups, the picker's values (`values`), the answers about one record (paths, graph,
+  the groups listing (`group_listing`), the picker's values (`values`), the answers about one record (paths, graph,
   calls, forks), two records' paths compared (`compare`), a group lined up against one member
   (`lineup`), and two runs or steps group by group and one prompt across steps (`runs_compare`).
 - `server/` (HTTP: the API, its caches, running searches in `searches`, routes and request policy
@@ -25,8 +26,8 @@ files); a *trajectory* is what a record holds, a tree of nodes; a *rollout* is a
 viewer understands it (its paths, blocks, counts and flags); a *run* is one record directory.
 
 Caches: listed in `server/caches.py` with their keys and bounds (answers, documents, per-snapshot
-views in `catalog/index.py`, group summaries in `views/groups.py`, gzip forms in `wire.py`, and the
-persisted index in `catalog/persisted.py`).
+answers in `catalog/index.py`, gzip forms in `wire.py`, and each run's index database in
+`catalog/persisted.py`).
 """
 
 __version__ = "0.1.0"

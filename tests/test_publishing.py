@@ -2,6 +2,9 @@
 size costs: the watcher spaces publishes out so they stay a tenth of the work (a clock it reads is
 stood in for here, so nothing is timed)."""
 
+import os
+import shutil
+
 from skycap_viewer.catalog import watcher as watcher_module
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.rows import compute_row
@@ -58,3 +61,34 @@ def test_costly_publishes_are_spaced_to_a_tenth_of_the_work(tmp_path, monkeypatc
     gaps = [later - earlier for earlier, later in zip(times[1:], times[2:-1], strict=False)]
     assert gaps and all(gap >= PUBLISH_COST_FACTOR * cost for gap in gaps)
     assert len(times) <= 28 * 20 * 0.05 / (PUBLISH_COST_FACTOR * cost) + 3  # the first, the spaced ones, the last
+
+
+def test_a_huge_directory_is_listed_again_when_its_mtime_moves(tmp_path):
+    """A directory that takes long to list is not listed every poll while its mtime stays: a record
+    rewritten in place waits for the next full listing, one renamed in (as skycap writes) shows at once."""
+    run = tmp_path / "groups"
+    shutil.copytree(FIXTURES / "groups", run)
+    catalog = Catalog([run])
+    watcher = Watcher(catalog, verify=False)
+    watcher.poll()
+    index = catalog.runs["groups"]
+    index.listing_cost, index.next_full_listing = 10.0, float("inf")  # as if listing it took 10 s
+    spec = FIXTURES / "spec" / "tr_text.json.zst"
+    in_place = sorted(run.glob("*.json.zst"))[0]
+    stat = os.stat(run)
+    in_place.write_bytes(spec.read_bytes())
+    os.utime(run, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # an in-place write leaves the directory's mtime
+    record_id = in_place.name.removesuffix(".json.zst")
+
+    def task_of(record):
+        return next(row["task_id"] for row in catalog.snapshot("groups").rows if row["id"] == record)
+
+    before = task_of(record_id)
+    watcher.poll()
+    assert catalog.snapshot("groups").row_count == 28 and task_of(record_id) == before, "not listed this poll"
+
+    (run / ".new.tmp").write_bytes(spec.read_bytes())
+    os.replace(run / ".new.tmp", run / "tr_new.json.zst")  # skycap's way: the directory's mtime moves
+    watcher.poll()
+    assert catalog.snapshot("groups").row_count == 29
+    assert task_of(record_id) == task_of("tr_new") != before, "the in-place one is read with it"

@@ -1,4 +1,5 @@
 """The runs being served.
 
-Discovery, index rows, the run index and its snapshots, the persisted index, the pool, the watcher.
+Discovery, index rows, groups, each run's rows in SQLite (the store, the run index and its snapshots,
+where the databases live), the worker pools, the watcher.
 """

@@ -12,7 +12,6 @@ from functools import cached_property
 
 from skycap_viewer.flags import GROUP_FLAGS, row_flags
 from skycap_viewer.record.fields import attempt_of, reward_as_number, scalar_text
-from skycap_viewer.wire import encode_json
 
 DEFAULT_GROUP_BY = ("step", "instance_id")
 GROUP_SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
@@ -91,7 +90,6 @@ class Group:
     superseded: list  # (row, id of the attempt that counts instead)
     modal_n: int | None = None
     flags: list = field(default_factory=list)
-    encoded: dict = field(default_factory=dict)  # run id -> the summary's JSON, for listings
 
     @property
     def step(self):
@@ -138,13 +136,6 @@ class Group:
             "created": min(created) if created else None,
         }
 
-    def summary_json(self, run_id: str, matching: int) -> bytes:
-        """`{**summary(run_id), "matching": matching}` as JSON, the summary encoded once per group."""
-        encoded = self.encoded.get(run_id)
-        if encoded is None:
-            encoded = self.encoded[run_id] = encode_json(self.summary(run_id))[:-1] + b',"matching":'
-        return encoded + str(matching).encode() + b"}"
-
     def summary(self, run_id: str) -> dict:
         return {
             "key": self.key,
@@ -184,24 +175,6 @@ class Grouping:
     grouped_rows: int
     row_count: int
     ungrouped: list  # the rows without every key, in the run's order: in no group
-
-    @cached_property
-    def ungrouped_ids(self) -> frozenset:
-        return frozenset(map(id, self.ungrouped))
-
-    @cached_property
-    def position_of(self) -> dict:
-        """id(row) -> the position of its group: a filtered listing reaches groups from matching rows."""
-        return {id(row): position for position, group in enumerate(self.groups) for row in group.members}
-
-    def is_ungrouped(self, row: dict) -> bool:
-        """The row carries no group key: it is in no group (listed by `ungrouped=true`)."""
-        return id(row) in self.ungrouped_ids
-
-    @property
-    def groupable(self) -> bool:
-        """Most rows carry the key: the page opens this run on Groups."""
-        return self.row_count > 0 and 2 * self.grouped_rows >= self.row_count
 
 
 def build_grouping(rows, keys: tuple) -> Grouping:

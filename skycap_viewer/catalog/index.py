@@ -159,6 +159,9 @@ class RunIndex:
         self.indexed_once = False
         self.snapshot: Snapshot | None = None
         self.verify_first: set[str] = set()  # documents a request found damaged: verified before the rest
+        self.listed_mtime: int | None = None  # the directory's mtime when it was last listed...
+        self.listing_cost = 0.0  # ...what listing it took, in seconds...
+        self.next_full_listing = 0.0  # ...and when it is listed again even if its mtime did not move
 
     @property
     def directory(self) -> Path:

@@ -5,6 +5,7 @@ Every couple of seconds it rediscovers runs under the roots and lists each recor
 touches the disk for listings: requests read the snapshots it publishes.
 """
 
+import os
 import sys
 import threading
 import time
@@ -16,6 +17,8 @@ from skycap_viewer.catalog.pool import compute_rows_here
 POLL_SECONDS = 2.0
 PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often...
 PUBLISH_COST_FACTOR = 10  # ...or, for a big run, so that publishing takes at most a tenth of the time
+HUGE_LISTING_SECONDS = 0.25  # a directory taking longer to list (~100k documents) is not listed every poll...
+FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed
 VERIFY_BATCH = 512  # documents whose sidecars are checked per poll, once indexing is done
 
 
@@ -100,11 +103,26 @@ class Watcher(threading.Thread):
                 print(f"skycap-viewer: {root}: the directory {news}", file=sys.stderr, flush=True)
 
     def list_run(self, run: RunIndex):
-        """(changes, whether the run's own facts changed) after listing its directory."""
+        """(changes, whether the run's own facts changed) after listing its directory.
+
+        A huge directory (its listing takes a while) whose own mtime has not moved is listed again only
+        now and then: skycap replaces files by renaming them in, which moves it, so new and rewritten
+        records still show at the next poll, and only a copy written in place waits for the next full
+        listing (`FULL_LISTING_SECONDS`, or ten times the listing's cost)."""
+        try:
+            moved = os.stat(run.directory).st_mtime_ns  # before listing: a change during it shows next time
+        except OSError:
+            moved = None
+        if (moved is not None and moved == run.listed_mtime and run.listing_cost > HUGE_LISTING_SECONDS
+                and time.monotonic() < run.next_full_listing):
+            return Changes([], []), False
+        started = time.monotonic()
         try:
             listing = scan_directory(run.directory)
             updated_at = directory_updated_at(run.directory)
             error = None
+            run.listed_mtime, run.listing_cost = moved, time.monotonic() - started
+            run.next_full_listing = time.monotonic() + max(FULL_LISTING_SECONDS, 10 * run.listing_cost)
         except OSError as failure:
             listing, updated_at = None, run.updated_at
             error = f"{run.directory}: cannot list the directory ({failure.strerror or failure})"

@@ -101,6 +101,7 @@ class Api:
         """The run as `/v1/runs` lists it, from the facts its snapshot keeps."""
         location = snapshot.location
         groups = snapshot.groups
+        groupable = snapshot.row_count > 0 and 2 * groups["grouped_rows"] >= snapshot.row_count  # most rows: keyed
         return {
             "id": location.id,
             "project": location.project,
@@ -114,10 +115,10 @@ class Api:
             "error": snapshot.scan_error,
             **snapshot.facts,
             "group_by": list(self.group_by),
-            "groupable": is_groupable(groups["grouped_rows"], snapshot.row_count),
+            "groupable": groupable,
             "group_count": groups["group_count"],
             "modal_group_size": groups["modal_n"],
-            "default_view": "groups" if is_groupable(groups["grouped_rows"], snapshot.row_count) else "rollouts",
+            "default_view": "groups" if groupable else "rollouts",
         }
 
     # -- rollouts ---------------------------------------------------------------------------
@@ -681,11 +682,6 @@ def grouping_counter(grouping, filters: Filters, matched: set | None):
                            if (matched is None or row["id"] in matched) and rollout.keeps_bits(flag_bits(row["flags"])))
                 for g in groups}
     return count
-
-
-def is_groupable(grouped_rows: int, row_count: int) -> bool:
-    """Most rows carry the key: the page opens this run on Groups."""
-    return row_count > 0 and 2 * grouped_rows >= row_count
 
 
 def merged(entries: list, sort: list) -> list:

@@ -14,10 +14,10 @@ can no longer come up (an older index generation, an older file version) just ag
   `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them and at most
   `RECORD_VIEW_CACHE_NODES` nodes (the last one made kept whatever its size), so each part
   of a big record's answers does not build its rollout again.
-- Elsewhere, beside what they cache: a snapshot's derived views (sort orders, groupings, run
-  facts, the picker's value tables) in `Snapshot.memo`, one snapshot's life long; a group's encoded summary in
-  `Group.encoded`, its grouping's life long; an encoded answer's gzip form on the `RawJson`
-  itself; each run's rows across restarts in the persisted index (`catalog/persisted.py`).
+- Elsewhere, beside what they cache: a snapshot's derived answers (the picker's value tables) in
+  `Snapshot.memo`, one snapshot's life long; an encoded answer's gzip form on the `RawJson`
+  itself; each run's rows, counts and groups, across restarts, in its SQLite database
+  (`catalog/store.py`, placed by `catalog/persisted.py`).
 - Searches (`/v1/search`): `server/searches.py`, by (run, query, filters, index generation), at most
   `MAX_SEARCHES` of `MAX_HITS` hits each; unpolled ones are cancelled and dropped.
 """

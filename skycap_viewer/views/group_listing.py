@@ -160,7 +160,3 @@ def band_counts(listed: list[Listed], keyless: dict) -> Counter:
     for bits, (n, _, _) in keyless.items():
         counts[bits] += n
     return counts
-
-
-def sorted_groups(listed: list[Listed], key: str, order: str, default: bool) -> list[Listed]:
-    return listed if default else ordered_by(listed, lambda g: g.sort[key], order)
