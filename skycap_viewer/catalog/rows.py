@@ -111,7 +111,8 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
     (`_verified` says the row was computed so); listings never wait for that."""
     path = os.path.join(directory, name)
     file_id = record_id_of(name)
-    link = link_leaving(path, directory)  # followed, and said: `symlink_to`
+    # followed, and said: `symlink_to`; a file that is no symlink stays in its directory (one lstat, not two realpaths)
+    link = link_leaving(path, directory) if os.path.islink(path) else None
     try:
         document = read_document(path)
         present = present_sidecars(directory, document)
