@@ -29,6 +29,18 @@ def bridged_key(value) -> str:
     return "null" if value is None else ABSENT
 
 
+def trained_counts(graph: Graph, info: PathInfo) -> tuple[int, int]:
+    """(sampled tokens of the path's targets, those of them with logprobs), in one pass."""
+    trainable = with_logprobs = 0
+    for node_id in info.targets:
+        node = graph.nodes[node_id]
+        sampled = sampled_tokens(node)
+        trainable += sampled
+        if node["tokens"].get("has_logprobs"):
+            with_logprobs += sampled
+    return trainable, with_logprobs
+
+
 class PathView:
     """One path with its blocks and counts."""
 
@@ -38,11 +50,7 @@ class PathView:
         self.token_blocked = rollout.text_only is None and path_has_tokens(graph, info)
         self.blocks: list[Block] = (token_blocks if self.token_blocked else text_blocks)(graph, info)
         self.size = self.blocks[-1].end if self.blocks else 0
-        targets = [graph.nodes[n] for n in info.targets]
-        self.trainable_count = sum(sampled_tokens(n) for n in targets) if self.token_blocked else 0
-        self.logprob_count = (
-            sum(sampled_tokens(n) for n in targets if n["tokens"].get("has_logprobs")) if self.token_blocked else 0
-        )
+        self.trainable_count, self.logprob_count = trained_counts(graph, info) if self.token_blocked else (0, 0)
         leaf = graph.nodes[info.leaf]
         calls = leaf.get("calls") or []
         self.stop_reason = calls[-1].get("finish_reason") if leaf["author"] == "model" and calls else None
