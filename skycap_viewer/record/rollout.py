@@ -10,7 +10,7 @@ from functools import cached_property
 from skycap_viewer.flags import ordered
 from skycap_viewer.record.blocks import Block, path_has_tokens, sampled_tokens, text_blocks, token_blocks
 from skycap_viewer.record.graph import Graph, PathInfo
-from skycap_viewer.record.manifest import layout_problems, listed_kinds, token_nodes
+from skycap_viewer.record.manifest import layout_problems, listed_kinds
 
 ABSENT = "absent"
 
@@ -78,8 +78,9 @@ class Rollout:
         self.graph = Graph(self.nodes, document.get("samples"))
         self.sidecars = document.get("sidecars") or {}
         self.calls = [call for node in self.nodes for call in node.get("calls") or []]
+        self.listed_kinds = listed_kinds(document)
         self.missing_sidecars = sorted(
-            kind for kind in listed_kinds(document)
+            kind for kind in self.listed_kinds
             if present is not None and (kind not in self.sidecars or self.sidecars[kind]["file"] not in present)
         )
         self.damaged_sidecars = sidecars.damaged if sidecars is not None else set()
@@ -92,14 +93,19 @@ class Rollout:
         capture_mode = (self.document.get("capture") or {}).get("mode")
         if capture_mode in ("tokens", "text"):
             return capture_mode
-        return "tokens" if "tokens" in listed_kinds(self.document) or token_nodes(self.document) else "text"
+        return "tokens" if "tokens" in self.listed_kinds or self.slices_tokens else "text"
+
+    @cached_property
+    def slices_tokens(self) -> bool:
+        """Whether any node has a tokens slice (the first node tells, in a token record)."""
+        return any(node.get("tokens") is not None for node in self.nodes)
 
     @cached_property
     def text_only(self) -> str | None:
         """Why a token record must be shown from message text: tokens missing, unlisted, or found damaged."""
-        if not token_nodes(self.document):
+        if not self.slices_tokens:
             return None
-        if "tokens" not in listed_kinds(self.document):
+        if "tokens" not in self.listed_kinds:
             return "tokens-unlisted"
         if "tokens" in self.missing_sidecars:
             return "tokens-missing"
