@@ -46,10 +46,13 @@ def _depth_problems(nodes: list[dict]) -> list[str]:
     problems = []
     for node in nodes:
         parent = node.get("parent")
-        parent_depth = None if parent is None else nodes[parent].get("depth", 0)
-        if parent is not None and not is_int(parent_depth):
-            continue  # the parent's own depth is wrong and reported on its own line
-        expected = 0 if parent is None else parent_depth + 1
+        if parent is None:
+            expected = 0
+        else:
+            parent_depth = nodes[parent].get("depth", 0)
+            if not is_int(parent_depth):
+                continue  # the parent's own depth is wrong and reported on its own line
+            expected = parent_depth + 1
         if "depth" in node and node["depth"] != expected:
             problems.append(f"node {node['id']} has depth {node['depth']!r}, its parent says {expected}")
     return problems

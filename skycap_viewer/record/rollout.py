@@ -146,17 +146,15 @@ class Rollout:
     def truncated_nodes(self) -> list[int]:
         return self.call_signs[2]
 
-    def nodes_where(self, predicate) -> list[int]:
-        return [n["id"] for n in self.nodes if predicate(n)]
-
     @cached_property
     def retokenized_nodes(self) -> list[int]:
         """Client nodes shadowed by a model sibling: the same reply, tokenized another way."""
-        def is_copy(node):
-            by = node.get("shadowed_by")
-            is_node = by is not None and 0 <= by < len(self.nodes)
-            return node["author"] == "client" and is_node and self.graph.is_model(by)
-        return self.nodes_where(is_copy)
+        copies = []
+        for node in self.nodes:
+            by = node.get("shadowed_by")  # most nodes shadow nothing: asked first
+            if by is not None and node["author"] == "client" and 0 <= by < len(self.nodes) and self.graph.is_model(by):
+                copies.append(node["id"])
+        return copies
 
     @cached_property
     def inferred_unbridged_nodes(self) -> list[int]:
