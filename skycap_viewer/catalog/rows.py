@@ -56,7 +56,9 @@ def strip_segments(blocks: list, token_blocked: bool) -> list[dict]:
     million-entry row: past the bound, consecutive blocks share a segment, drawn in the kind
     holding most of its size and saying how many blocks it stands for (`blocks`) and what it
     holds of each kind (`kinds`)."""
-    per_segment = -(-len(blocks) // STRIP_SEGMENTS) if blocks else 1
+    if len(blocks) <= STRIP_SEGMENTS:  # the usual case: a segment per block, nothing merged
+        return [one_block_segment(block, token_blocked) for block in blocks]
+    per_segment = -(-len(blocks) // STRIP_SEGMENTS)
     strip = []
     for first in range(0, len(blocks), per_segment):
         members = blocks[first : first + per_segment]
@@ -77,12 +79,19 @@ def strip_segments(blocks: list, token_blocked: bool) -> list[dict]:
     return strip
 
 
+def one_block_segment(block, token_blocked: bool) -> dict:
+    """A strip segment standing for one block: what `strip_segments` merges, without the merging."""
+    size = block.end - block.start
+    return {"kind": block.kind, "token_count": size if token_blocked else None,
+            "char_count": None if token_blocked else size, "start": block.start, "end": block.end}
+
+
 def summary(rollout: Rollout) -> dict:
     """Sizes, flags and the first path's strip: what a table row shows."""
     first = rollout.paths[0] if rollout.paths else None
     kinds = {}
     for block in first.blocks if first else []:
-        kinds[block.kind] = kinds.get(block.kind, 0) + block.size
+        kinds[block.kind] = kinds.get(block.kind, 0) + block.end - block.start
     strip = strip_segments(first.blocks, first.token_blocked) if first else []
     return {
         "tokens": rollout.tokens,
@@ -101,7 +110,8 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
     (`_verified` says the row was computed so); listings never wait for that."""
     path = os.path.join(directory, name)
     file_id = record_id_of(name)
-    link = link_leaving(path, directory)  # followed, and said: `symlink_to`
+    # followed, and said: `symlink_to`; a file that is no symlink stays in its directory (one lstat, not two realpaths)
+    link = link_leaving(path, directory) if os.path.islink(path) else None
     try:
         document = read_document(path)
         present = present_sidecars(directory, document)

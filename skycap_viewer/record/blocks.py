@@ -91,22 +91,24 @@ def path_has_tokens(graph: Graph, path: PathInfo) -> bool:
 
 def token_blocks(graph: Graph, path: PathInfo) -> list[Block]:
     blocks, position = [], 0
+    nodes = graph.nodes
     for node_id in path.nodes:
-        node = graph.nodes[node_id]
+        node = nodes[node_id]
         tokens = node["tokens"]
         length = tokens["length"]
-        kind = node_kind(node)
         role, author = node.get("role"), node["author"]
-        if kind != "sampled":
-            segments = [(kind, length, None)]
-        else:
-            sampled_start = tokens.get("sampled_start") or 0
+        if author == "model":  # its scaffold, then what it sampled
+            scaffold = tokens.get("sampled_start") or 0
+            if scaffold > 0:
+                blocks.append(Block("scaffold", node_id, role, author, position, position + scaffold))
+                position += scaffold
+            length -= scaffold
             kind, trained_in = sampled_kind(path, node_id)
-            segments = [("scaffold", sampled_start, None), (kind, length - sampled_start, trained_in)]
-        for segment_kind, size, trained_in in segments:
-            if size > 0:
-                blocks.append(Block(segment_kind, node_id, role, author, position, position + size, trained_in))
-                position += size
+        else:
+            kind, trained_in = node_kind(node), None
+        if length > 0:
+            blocks.append(Block(kind, node_id, role, author, position, position + length, trained_in))
+            position += length
     return blocks
 
 

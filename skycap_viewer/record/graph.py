@@ -145,7 +145,8 @@ def recorded_rows(graph: Graph, leaf_paths: list[list[int]]):
         if not isinstance(targets, list):
             problems.append(f"{where}: targets {targets!r} is not a list of node ids")
             continue
-        on_path = set(graph.path_to(leaf))
+        holding = leaf_paths[first_path[leaf]]  # the path to `leaf` is a prefix of it: no walk up the parents
+        on_path = set(holding[: holding.index(leaf) + 1])
         kept = []
         for target in targets:
             if type(target) is not int or target not in on_path:

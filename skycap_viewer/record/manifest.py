@@ -37,7 +37,8 @@ def layout_problems(document: dict, file_id: str | None = None) -> list[str]:
         expected_name = f"{file_id or document['id']}.{kind}.zst"
         if manifest["file"] != expected_name:
             problems.append(f"{kind} sidecar is named {manifest['file']!r}, not {expected_name!r}")
-    problems += _token_slice_problems(document, sidecars) + _side_channel_problems(document, sidecars)
+    sliced = token_nodes(document)
+    problems += _token_slice_problems(sliced, sidecars) + _side_channel_problems(document, sliced, sidecars)
     return problems
 
 
@@ -45,10 +46,13 @@ def _depth_problems(nodes: list[dict]) -> list[str]:
     problems = []
     for node in nodes:
         parent = node.get("parent")
-        parent_depth = None if parent is None else nodes[parent].get("depth", 0)
-        if parent is not None and not is_int(parent_depth):
-            continue  # the parent's own depth is wrong and reported on its own line
-        expected = 0 if parent is None else parent_depth + 1
+        if parent is None:
+            expected = 0
+        else:
+            parent_depth = nodes[parent].get("depth", 0)
+            if not is_int(parent_depth):
+                continue  # the parent's own depth is wrong and reported on its own line
+            expected = parent_depth + 1
         if "depth" in node and node["depth"] != expected:
             problems.append(f"node {node['id']} has depth {node['depth']!r}, its parent says {expected}")
     return problems
@@ -87,14 +91,15 @@ def token_layout_problems(document: dict) -> list[str]:
     """The problems that make the tokens sidecar unsafe to show: its manifest and the token slices."""
     sidecars = document.get("sidecars") or {}
     problems = _manifest_problems("tokens", sidecars["tokens"]) if "tokens" in sidecars else []
-    return problems + _token_slice_problems(document, sidecars)
+    return problems + _token_slice_problems(token_nodes(document), sidecars)
 
 
-def _token_slice_problems(document: dict, sidecars: dict) -> list[str]:
+def _token_slice_problems(sliced: list[dict], sidecars: dict) -> list[str]:
+    """Token slices that do not tile the arrays or run past them; `sliced`: the nodes with tokens."""
     token_count = array_rows(sidecars, "tokens", "token_ids")
     text_size = array_rows(sidecars, "tokens", "text")
     problems, expected_offset = [], 0
-    for node in token_nodes(document):
+    for node in sliced:
         t, nid = node["tokens"], node["id"]
         start, end = t["offset"], t["offset"] + t["length"]
         if start != expected_offset:
@@ -114,14 +119,14 @@ def _token_slice_problems(document: dict, sidecars: dict) -> list[str]:
     return problems
 
 
-def _side_channel_problems(document: dict, sidecars: dict) -> list[str]:
+def _side_channel_problems(document: dict, sliced: list[dict], sidecars: dict) -> list[str]:
     """Experts and sampling-mask rows past their arrays, and slices into kinds nobody listed."""
     listed = listed_kinds(document)
     expert_rows = array_rows(sidecars, "experts", "routed_experts")
     mask_offsets = array_rows(sidecars, "sampling_mask", "offsets")
     mask_rows = None if mask_offsets is None else max(mask_offsets - 1, 0)
     problems, unlisted = [], set()
-    for node in token_nodes(document):
+    for node in sliced:
         t, nid = node["tokens"], node["id"]
         if "tokens" not in listed:
             unlisted.add("tokens")

@@ -10,7 +10,7 @@ from functools import cached_property
 from skycap_viewer.flags import ordered
 from skycap_viewer.record.blocks import Block, path_has_tokens, sampled_tokens, text_blocks, token_blocks
 from skycap_viewer.record.graph import Graph, PathInfo
-from skycap_viewer.record.manifest import layout_problems, listed_kinds, token_nodes
+from skycap_viewer.record.manifest import layout_problems, listed_kinds
 
 ABSENT = "absent"
 
@@ -29,6 +29,18 @@ def bridged_key(value) -> str:
     return "null" if value is None else ABSENT
 
 
+def trained_counts(graph: Graph, info: PathInfo) -> tuple[int, int]:
+    """(sampled tokens of the path's targets, those of them with logprobs), in one pass."""
+    trainable = with_logprobs = 0
+    for node_id in info.targets:
+        node = graph.nodes[node_id]
+        sampled = sampled_tokens(node)
+        trainable += sampled
+        if node["tokens"].get("has_logprobs"):
+            with_logprobs += sampled
+    return trainable, with_logprobs
+
+
 class PathView:
     """One path with its blocks and counts."""
 
@@ -38,11 +50,7 @@ class PathView:
         self.token_blocked = rollout.text_only is None and path_has_tokens(graph, info)
         self.blocks: list[Block] = (token_blocks if self.token_blocked else text_blocks)(graph, info)
         self.size = self.blocks[-1].end if self.blocks else 0
-        targets = [graph.nodes[n] for n in info.targets]
-        self.trainable_count = sum(sampled_tokens(n) for n in targets) if self.token_blocked else 0
-        self.logprob_count = (
-            sum(sampled_tokens(n) for n in targets if n["tokens"].get("has_logprobs")) if self.token_blocked else 0
-        )
+        self.trainable_count, self.logprob_count = trained_counts(graph, info) if self.token_blocked else (0, 0)
         leaf = graph.nodes[info.leaf]
         calls = leaf.get("calls") or []
         self.stop_reason = calls[-1].get("finish_reason") if leaf["author"] == "model" and calls else None
@@ -70,8 +78,9 @@ class Rollout:
         self.graph = Graph(self.nodes, document.get("samples"))
         self.sidecars = document.get("sidecars") or {}
         self.calls = [call for node in self.nodes for call in node.get("calls") or []]
+        self.listed_kinds = listed_kinds(document)
         self.missing_sidecars = sorted(
-            kind for kind in listed_kinds(document)
+            kind for kind in self.listed_kinds
             if present is not None and (kind not in self.sidecars or self.sidecars[kind]["file"] not in present)
         )
         self.damaged_sidecars = sidecars.damaged if sidecars is not None else set()
@@ -84,14 +93,19 @@ class Rollout:
         capture_mode = (self.document.get("capture") or {}).get("mode")
         if capture_mode in ("tokens", "text"):
             return capture_mode
-        return "tokens" if "tokens" in listed_kinds(self.document) or token_nodes(self.document) else "text"
+        return "tokens" if "tokens" in self.listed_kinds or self.slices_tokens else "text"
+
+    @cached_property
+    def slices_tokens(self) -> bool:
+        """Whether any node has a tokens slice (the first node tells, in a token record)."""
+        return any(node.get("tokens") is not None for node in self.nodes)
 
     @cached_property
     def text_only(self) -> str | None:
         """Why a token record must be shown from message text: tokens missing, unlisted, or found damaged."""
-        if not token_nodes(self.document):
+        if not self.slices_tokens:
             return None
-        if "tokens" not in listed_kinds(self.document):
+        if "tokens" not in self.listed_kinds:
             return "tokens-unlisted"
         if "tokens" in self.missing_sidecars:
             return "tokens-missing"
@@ -132,17 +146,15 @@ class Rollout:
     def truncated_nodes(self) -> list[int]:
         return self.call_signs[2]
 
-    def nodes_where(self, predicate) -> list[int]:
-        return [n["id"] for n in self.nodes if predicate(n)]
-
     @cached_property
     def retokenized_nodes(self) -> list[int]:
         """Client nodes shadowed by a model sibling: the same reply, tokenized another way."""
-        def is_copy(node):
-            by = node.get("shadowed_by")
-            is_node = by is not None and 0 <= by < len(self.nodes)
-            return node["author"] == "client" and is_node and self.graph.is_model(by)
-        return self.nodes_where(is_copy)
+        copies = []
+        for node in self.nodes:
+            by = node.get("shadowed_by")  # most nodes shadow nothing: asked first
+            if by is not None and node["author"] == "client" and 0 <= by < len(self.nodes) and self.graph.is_model(by):
+                copies.append(node["id"])
+        return copies
 
     @cached_property
     def inferred_unbridged_nodes(self) -> list[int]:
