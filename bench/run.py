@@ -722,6 +722,8 @@ def measure_rows(directory: Path, work: Path, args) -> dict:
         results |= cold | indexed_memory(server, idle, records)
         if results["cold_index_s"] is not None:
             results["cold_index_per_document_us"] = results["cold_index_s"] * 1e6 / records
+        results["index_bytes_per_record"] = sum(p.stat().st_size for p in (work / "cache").rglob("*")
+                                                if p.is_file()) / records
         run_id = results["run_id"] = first_run_id(server)
         results["listings"] = {name: new_queries(server, paths)
                                for name, paths in listing_kinds(server, run_id).items()}
@@ -789,6 +791,7 @@ def rows_table(results: dict) -> list[tuple[str, str]]:
         ("reopen with the persisted index", seconds(results["reopen_s"])),
         ("reopened: first listing", ms(results["reopen_first_listing"], "first_ms")),
         ("reopened: RSS (process tree)", f"{results['reopen_rss_mib']:.0f} MiB"),
+        ("index database on disk, per record", f"{results['index_bytes_per_record'] / 1024:.1f} KiB"),
         ("RSS after indexing", f"{results['rss_indexed_mib']:.0f} MiB"),
         ("RSS after the suite (process tree)", f"{results['rss_after_suite_mib']:.0f} MiB"),
         ("peak RSS (process tree)", f"{results['rss_peak_mib']:.0f} MiB"),
