@@ -335,14 +335,24 @@ def group_record(gkey: str, members: list, group_by: tuple) -> tuple:
     asked), its sort values, and its summary as JSON without the fields the modal size changes."""
     group = build_group(gkey, members, group_by)
     keys = group.keys
+    return (gkey, group.step, group.task, len(group.counting), len(group.members), flag_bits(group.flags),
+            flag_bits(group.member_flags), keys["reward"], keys["turns"], keys["tokens"], keys["health"],
+            keys["created"], *reward_bounds(group), listed_summary(group))
+
+
+def listed_summary(group: Group) -> bytes:
+    """The group's summary as JSON without what a listing adds (`run_id`) or the run's modal size
+    decides (`modal_n`, `flags`)."""
     summary = group.summary("")
     for name in ("run_id", "modal_n", "flags"):
         del summary[name]
+    return encode_json(summary)
+
+
+def reward_bounds(group: Group) -> tuple:
+    """(lowest, highest) reward of the rollouts that count, (None, None) without one."""
     rewards = [r for r in group.rewards if r is not None]
-    return (gkey, group.step, group.task, len(group.counting), len(group.members), flag_bits(group.flags),
-            flag_bits(group.member_flags), keys["reward"], keys["turns"], keys["tokens"], keys["health"],
-            keys["created"], min(rewards) if rewards else None, max(rewards) if rewards else None,
-            encode_json(summary))
+    return (min(rewards), max(rewards)) if rewards else (None, None)
 
 
 def tally_where(kind: str, value, bits: int) -> tuple[str, list]:

@@ -11,13 +11,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from skycap_viewer.catalog.groups import Grouping, ordered_by
-from skycap_viewer.catalog.store import flag_bits
+from skycap_viewer.catalog.store import flag_bits, listed_summary, reward_bounds
 from skycap_viewer.flags import FLAG_ORDER, GROUP_FLAGS
 from skycap_viewer.views.listing import Filters, is_rollout_flag
 from skycap_viewer.wire import encode_json
 
 SHORT = 1 << FLAG_ORDER["short"]
-GROUP_BITS = flag_bits(GROUP_FLAGS)
 GROUP_FIELDS = ("gkey, step, task, reward, turns, tokens, health, created, n, members, flags, member_flags, low, high,"
                 " summary")
 DEFAULT_ORDER = "(step IS NULL), step DESC, (task IS NULL), task, gkey"
@@ -65,16 +64,11 @@ def from_grouping(run_id: str, grouping: Grouping, matched_ids: set | None) -> l
         members = group.members if matched_ids is None else [r for r in group.members if r["id"] in matched_ids]
         if not members:
             continue
-        summary = group.summary(run_id)
-        for name in ("run_id", "modal_n", "flags"):
-            del summary[name]
-        rewards = [r for r in group.rewards if r is not None]
         bits = 0
         for row in members:
             bits |= flag_bits(row["flags"])
         listed.append(Listed(run_id, group.key, group.keys, flag_bits(group.flags), flag_bits(group.member_flags),
-                             len(members), bits, min(rewards, default=None), max(rewards, default=None),
-                             encode_json(summary)))
+                             len(members), bits, *reward_bounds(group), listed_summary(group)))
     return listed
 
 
