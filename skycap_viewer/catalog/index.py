@@ -21,8 +21,22 @@ from skycap_viewer.record.fields import iso_time, scalar_text
 MAX_ANNOTATION_VALUES = 50
 
 
-def scan_directory(directory) -> dict[str, tuple[int, int]]:
-    """Document file name -> (size, mtime_ns) for every record document in `directory` (one stat each)."""
+def file_version(size: int, mtime_ns: int) -> int:
+    """A document's (size, mtime_ns) as one int: a million of them are kept, a third of the room of tuples."""
+    return size << 64 | (mtime_ns + 2**63)
+
+
+def version_size(version: int) -> int:
+    return version >> 64
+
+
+def version_parts(version: int) -> tuple[int, int]:
+    """(size, mtime_ns) of a `file_version`."""
+    return version >> 64, (version & (2**64 - 1)) - 2**63
+
+
+def scan_directory(directory) -> dict[str, int]:
+    """Document file name -> `file_version` for every record document in `directory` (one stat each)."""
     listing = {}
     with os.scandir(directory) as entries:
         for entry in entries:
@@ -35,7 +49,7 @@ def scan_directory(directory) -> dict[str, tuple[int, int]]:
                     stat = entry.stat(follow_symlinks=False)
                 except OSError:  # deleted between the listing and the stat
                     continue
-            listing[entry.name] = (stat.st_size, stat.st_mtime_ns)
+            listing[entry.name] = file_version(stat.st_size, stat.st_mtime_ns)
     return listing
 
 
@@ -146,8 +160,8 @@ class RunIndex:
         self.location = location
         self.store = RunStore(database, facts, group_by)
         self.reopened = self.store.reused and self.store.db.execute("SELECT EXISTS (SELECT 1 FROM rows)").fetchone()[0]
-        self.known: dict[str, tuple] | None = None  # document name -> (size, mtime_ns) as indexed: read when needed
-        self.changed: dict[str, tuple] = {}  # the last listing's new or changed documents, and their versions
+        self.known: dict[str, int] | None = None  # document name -> `file_version` as indexed: read when needed
+        self.changed: dict[str, int] = {}  # the last listing's new or changed documents, and their versions
         self.file_count = self.store.db.execute("SELECT count(*) FROM rows").fetchone()[0] if self.reopened else 0
         self.updated_at: str | None = None
         if self.reopened:  # listed at once as it was: its directory's time is one stat
@@ -168,28 +182,28 @@ class RunIndex:
         return self.location.path
 
     @property
-    def versions(self) -> dict[str, tuple]:
+    def versions(self) -> dict[str, int]:
         """What each document was indexed at: read from the database at the first listing, not at
         opening, so a reopened run is listed before a million versions are read."""
         if self.known is None:
-            self.known = self.store.versions()
+            self.known = {name: file_version(size, mtime) for name, size, mtime in self.store.versions()}
         return self.known
 
-    def changes(self, listing: dict[str, tuple]) -> Changes:
+    def changes(self, listing: dict[str, int]) -> Changes:
         """What must be read to match `listing`: new or changed files, and vanished ones."""
         versions = self.versions
         self.changed = {name: version for name, version in listing.items() if versions.get(name) != version}
         self.file_count = len(listing)
-        compute = sorted(self.changed, key=lambda name: self.changed[name][0])
+        compute = sorted(self.changed, key=lambda name: version_size(self.changed[name]))
         removed = [name for name in versions if name not in listing] if len(listing) != len(versions) or compute \
             else []
         return Changes(compute, removed)
 
-    def store_row(self, name: str, version: tuple, row: dict):
+    def store_row(self, name: str, version: int, row: dict):
         if row.get("unreadable") and not os.path.lexists(self.directory / name):
             self.remove(name)  # deleted between the listing and the read: gone, not unreadable
             return
-        self.store.put(name, *version, row, replacing=self.reopened or name in self.versions)
+        self.store.put(name, *version_parts(version), row, replacing=self.reopened or name in self.versions)
         self.versions[name] = version
         self.changed.pop(name, None)
 

@@ -198,12 +198,11 @@ class RunStore:
             self.db.execute("BEGIN IMMEDIATE")
             self.in_transaction = True
 
-    def versions(self) -> dict[str, tuple]:
-        """Document name -> (size, mtime_ns) of every stored readable row (read once, when a run is
-        reopened): unreadable ones are read again, so a record whose permissions or bytes were
-        repaired without a new size or mtime shows at once."""
-        return {name: (size, mtime) for name, size, mtime in
-                self.db.execute("SELECT name, size, mtime_ns FROM rows WHERE NOT unreadable")}
+    def versions(self):
+        """(name, size, mtime_ns) of every stored readable row (read once, when a run is reopened):
+        unreadable ones are read again, so a record whose permissions or bytes were repaired without
+        a new size or mtime shows at once."""
+        return self.db.execute("SELECT name, size, mtime_ns FROM rows WHERE NOT unreadable")
 
     def build_listing_indexes(self):
         """Build the sort and filter indexes (once: a run's first indexing is done)."""

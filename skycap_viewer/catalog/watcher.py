@@ -11,7 +11,14 @@ import threading
 import time
 
 from skycap_viewer.catalog.discovery import discover_runs
-from skycap_viewer.catalog.index import Catalog, Changes, RunIndex, directory_updated_at, scan_directory
+from skycap_viewer.catalog.index import (
+    Catalog,
+    Changes,
+    RunIndex,
+    directory_updated_at,
+    scan_directory,
+    version_size,
+)
 from skycap_viewer.catalog.pool import compute_rows_here
 
 POLL_SECONDS = 2.0
@@ -69,7 +76,7 @@ class Watcher(threading.Thread):
         pending = {run.location.id for run, _ in work if not run.indexed_once}
         if touched or set(catalog.runs) != previous:
             catalog.publish(touched, pending)
-        work.sort(key=lambda item: sum(item[0].changed[n][0] for n in item[1].compute))
+        work.sort(key=lambda item: sum(version_size(item[0].changed[n]) for n in item[1].compute))
         for run, changes in work:
             self.index_run(run, changes, pending)
         for run in runs:

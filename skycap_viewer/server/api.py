@@ -74,6 +74,7 @@ class Api:
         self.part_limit = part_limit  # how much one part of /paths, /graph, /exchanges holds
         self.group_by = tuple(group_by)
         self.searches = Searches()  # its worker processes start with the first search
+        self.runs_answer = (None, None)  # (the published snapshots it was encoded from, `/v1/runs` encoded)
 
     # -- the server and its runs --------------------------------------------------------
 
@@ -92,10 +93,17 @@ class Api:
         }
 
     def runs(self, params):
-        entries = [self.run_entry(snapshot) for snapshot in self.catalog.snapshots()]
-        entries.sort(key=lambda e: e["id"])
-        entries.sort(key=lambda e: e.get("created_at") or e.get("updated_at") or "", reverse=True)
-        return 200, {"data": entries}
+        """Every run's entry, encoded once per published generation: a page (or a script) polls this,
+        and a run of a million rollouts lists its tasks here, megabytes of JSON."""
+        snapshots = self.catalog.snapshots()
+        encoded_from, encoded = self.runs_answer
+        if encoded_from is not snapshots:
+            entries = [self.run_entry(snapshot) for snapshot in snapshots]
+            entries.sort(key=lambda e: e["id"])
+            entries.sort(key=lambda e: e.get("created_at") or e.get("updated_at") or "", reverse=True)
+            encoded = RawJson(encode_json(entries))
+            self.runs_answer = (snapshots, encoded)
+        return 200, {"data": encoded}
 
     def run_entry(self, snapshot: Snapshot) -> dict:
         """The run as `/v1/runs` lists it, from the facts its snapshot keeps."""
