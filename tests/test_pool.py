@@ -5,11 +5,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from skycap_viewer.catalog import pool as pool_module
 from skycap_viewer.catalog.pool import MAX_CHUNK, RowPool, announce, chunked, compute_chunk, compute_rows_here
 from skycap_viewer.catalog.rows import public
 from skycap_viewer.record.document import is_document_name
@@ -238,3 +240,26 @@ def is_pool_process_of(pid: str, server_pid: int) -> bool:
     except (OSError, IndexError, ValueError):
         return False
     return server_pid in (parent, grandparent) and "multiprocessing" in Path(f"/proc/{pid}/cmdline").read_text()
+
+
+def quick_chunk(directory, names, verify=False, task=None):
+    """A worker task that says it started and returns at once: thousands of them make a big run."""
+    announce(task)
+    return [(name, {"id": name}) for name in names]
+
+
+def test_thousands_of_tasks_never_block_the_workers(monkeypatch):
+    """Workers tell the server each task they start; a run of a million documents is ~16k tasks, and
+    told to a queue nobody read, their pipe filled at ~200k documents and every worker blocked."""
+    monkeypatch.setattr(pool_module, "MAX_CHUNK", 1)
+    pool = RowPool(workers=2, small_batch=0, task=quick_chunk)
+    names = [f"n{i}.json.zst" for i in range(12_000)]
+    done = []
+    reading = threading.Thread(target=lambda: done.extend(pool.compute_rows(Path("/nowhere"), names)), daemon=True)
+    try:
+        reading.start()
+        reading.join(timeout=120)
+        assert not reading.is_alive(), "the workers blocked"
+    finally:
+        pool.close(wait=False)
+    assert sorted(name for name, _ in done) == sorted(names)

@@ -175,7 +175,8 @@ class RowPool(IdleWorkers):
         self.task = task
         self.small_batch = small_batch
         self.lifeline = None  # (read end for the workers, write end kept here and never written)
-        self.started = None  # the queue workers put the task they start on
+        self.started = None  # the queue workers put the task they start on...
+        self.started_tasks: set[int] = set()  # ...drained as results come, those still running kept
         self.tasks = itertools.count()
 
     def compute_rows(self, directory, names, verify: bool = False):
@@ -218,6 +219,7 @@ class RowPool(IdleWorkers):
         try:
             for _ in range(len(futures)):
                 future = finished.get()
+                self._drain_started()
                 if future.cancelled():  # close() dropped what was queued
                     return []
                 try:
@@ -225,6 +227,7 @@ class RowPool(IdleWorkers):
                 except BrokenProcessPool:  # a worker died (killed, out of memory)
                     broken = True
                     continue
+                self.started_tasks.discard(futures[future][0])
                 yield from rows
                 del futures[future]
             return [futures[future] for future in futures] if broken else []
@@ -254,11 +257,16 @@ class RowPool(IdleWorkers):
             yield from self._isolated(directory, names[: len(names) // 2], verify)
             yield from self._isolated(directory, names[len(names) // 2 :], verify)
 
-    def _started_tasks(self) -> set[int]:
-        """The tasks workers said they started since the last call."""
-        started = set()
+    def _drain_started(self):
+        """Read what the workers said they started: unread, the queue's pipe fills after a few thousand
+        tasks (a run of ~200k documents) and every worker blocks on telling it."""
         while self.started is not None and not self.started.empty():
-            started.add(self.started.get())
+            self.started_tasks.add(self.started.get())
+
+    def _started_tasks(self) -> set[int]:
+        """The tasks workers said they started and that did not finish, since the last call."""
+        self._drain_started()
+        started, self.started_tasks = self.started_tasks, set()
         return started
 
     def _submit(self, directory: str, chunks: list[list[str]], verify: bool):
