@@ -772,6 +772,15 @@ def rows_target(name: str) -> str:
     return ROWS_TARGETS.get(name) or ("p95 <= 100 ms (1M)" if name.endswith(": p50 / p95") else "")
 
 
+def reopen_rows(results: dict) -> list[tuple[str, str]]:
+    """The reopen's figures, as both tables show them (`reopened`)."""
+    return [
+        ("reopen with the persisted index", seconds(results["reopen_s"])),
+        ("reopened: first listing", ms(results["reopen_first_listing"], "first_ms")),
+        ("reopened: RSS (process tree)", f"{results['reopen_rss_mib']:.0f} MiB"),
+    ]
+
+
 def rows_table(results: dict) -> list[tuple[str, str]]:
     generation = results["generation_s"]
     if isinstance(generation, float):
@@ -789,9 +798,7 @@ def rows_table(results: dict) -> list[tuple[str, str]]:
         ("cold index (an empty persisted index)", seconds(results["cold_index_s"])),
         ("cold index per document", f"{per_document:.0f} µs" if per_document else NA),
         ("cold index per document / the smallest run's", ratio(results["per_document_vs_smallest"])),
-        ("reopen with the persisted index", seconds(results["reopen_s"])),
-        ("reopened: first listing", ms(results["reopen_first_listing"], "first_ms")),
-        ("reopened: RSS (process tree)", f"{results['reopen_rss_mib']:.0f} MiB"),
+        *reopen_rows(results),
         ("index database on disk, per record", f"{results['index_bytes_per_record'] / 1024:.1f} KiB"),
         ("RSS after indexing", f"{results['rss_indexed_mib']:.0f} MiB"),
         ("RSS after the suite (process tree)", f"{results['rss_after_suite_mib']:.0f} MiB"),
@@ -869,9 +876,7 @@ def table(results: dict) -> list[tuple[str, str]]:
         ("cold index (--no-cache)", seconds(results["cold_index_s"])),
         ("cold index / all-core floor", ratio(results["index_vs_floor"])),
         ("first open writing the cache", seconds(results["first_open_with_cache_s"])),
-        ("reopen with the persisted index", seconds(results["reopen_s"])),
-        ("reopened: first listing", ms(results["reopen_first_listing"], "first_ms")),
-        ("reopened: RSS (process tree)", f"{results['reopen_rss_mib']:.0f} MiB"),
+        *reopen_rows(results),
         ("RSS after indexing", f"{results['rss_indexed_mib']:.0f} MiB"),
         ("RSS per indexed rollout", f"{results['rss_per_rollout_kib']:.1f} KiB"),
         ("peak RSS (process tree, whole suite)", f"{results['rss_peak_mib']:.0f} MiB"),
