@@ -14,7 +14,7 @@ from pathlib import Path
 from skycap_viewer.catalog.discovery import RunLocation
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, modal
 from skycap_viewer.catalog.persisted import IndexFiles
-from skycap_viewer.catalog.store import READERS, RunStore, member_row
+from skycap_viewer.catalog.store import NEWEST_FIRST, READERS, RunStore, member_row
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.fields import iso_time, scalar_text
 
@@ -99,7 +99,7 @@ class Snapshot:
         """A read transaction on the run's database (`with snapshot.reading() as db:`)."""
         return READERS.reading(self.database)
 
-    def rows_where(self, where: str = "1", values=(), order: str = "(created IS NULL), created DESC, id") -> list:
+    def rows_where(self, where: str = "1", values=(), order: str = NEWEST_FIRST) -> list:
         """The rows matching a WHERE clause, decoded, in the index's order: for views that need
         every row of a selection (a grouping by other keys, a lineage), not for listings."""
         with self.reading() as db:
@@ -162,7 +162,7 @@ class RunIndex:
         self.reopened = self.store.reused and self.store.db.execute("SELECT EXISTS (SELECT 1 FROM rows)").fetchone()[0]
         self.known: dict[str, int] | None = None  # document name -> `file_version` as indexed: read when needed
         self.changed: dict[str, int] = {}  # the last listing's new or changed documents, and their versions
-        self.file_count = self.store.db.execute("SELECT count(*) FROM rows").fetchone()[0] if self.reopened else 0
+        self.file_count = self.store.row_count() if self.reopened else 0
         self.updated_at: str | None = None
         if self.reopened:  # listed at once as it was: its directory's time is one stat
             try:
@@ -231,7 +231,7 @@ class RunIndex:
         """Commit the batch and freeze the run's facts (counted from what the database keeps)."""
         self.store.commit()
         db = self.store.db
-        row_count = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'all'").fetchone()[0]
+        row_count = self.store.row_count()
         self.snapshot = Snapshot(
             location=self.location,
             database=(self.store.path, self.store.identity),

@@ -35,6 +35,7 @@ KEPT = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", 
         "unreadable", "error", "cut", "_keys")
 WRITER_CACHE_KIB = 32 * 1024  # the watcher's page cache: a big run's indexes stay in memory while it is written
 BUSY_MS = 30_000  # how long a connection waits on another's lock (a checkpoint), at most
+NEWEST_FIRST = "(created IS NULL), created DESC, id"  # the index's own order: newest first, undated last
 
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value)",
@@ -47,7 +48,7 @@ SCHEMA = [
     "CREATE INDEX IF NOT EXISTS rows_unverified ON rows (rid) WHERE NOT verified",
     "CREATE INDEX IF NOT EXISTS rows_ungrouped ON rows (rid) WHERE gkey IS NULL",
     "CREATE INDEX IF NOT EXISTS rows_unreadable ON rows (rid) WHERE unreadable",
-    "CREATE INDEX IF NOT EXISTS rows_newest ON rows ((created IS NULL), created DESC, id)",
+    f"CREATE INDEX IF NOT EXISTS rows_newest ON rows ({NEWEST_FIRST})",
     "CREATE TABLE IF NOT EXISTS annotations (rid INTEGER NOT NULL, key TEXT NOT NULL, value TEXT)",
     "CREATE INDEX IF NOT EXISTS annotations_by_row ON annotations (rid)",
     "CREATE TABLE IF NOT EXISTS rowtexts (rid INTEGER PRIMARY KEY, text TEXT NOT NULL)",
@@ -63,7 +64,7 @@ SCHEMA = [
 LISTING_INDEXES = [  # built once a run's first indexing is done: one bulk build costs less than a million updates
     "CREATE INDEX IF NOT EXISTS rows_oldest ON rows ((created IS NULL), created, id)",
     *(f"CREATE INDEX IF NOT EXISTS rows_by_{column}_{order} ON rows"
-      f" (({column} IS NULL), {column} {order.upper()}, (created IS NULL), created DESC, id)"
+      f" (({column} IS NULL), {column} {order.upper()}, {NEWEST_FIRST})"
       for column in SORT_COLUMNS for order in ("asc", "desc")),
     *(f"CREATE INDEX IF NOT EXISTS rows_with_{column} ON rows ({column}, flags)"
       for column in ("step", "task", "status", "reward")),
@@ -182,6 +183,10 @@ class RunStore:
 
     def close(self):
         self.db.close()
+
+    def row_count(self) -> int:
+        """The stored rows, as the kept counts say (no row is counted)."""
+        return self.db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'all'").fetchone()[0]
 
     def is_current(self) -> bool:
         """Whether the database file is still the one this store opened (not deleted, not replaced)."""

@@ -15,7 +15,7 @@ from skycap_viewer import __version__
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, GROUP_SORT_KEYS, build_grouping, ordered_by, repetition_of
 from skycap_viewer.catalog.index import Catalog, Snapshot
 from skycap_viewer.catalog.rows import json_of, present_sidecars, public
-from skycap_viewer.catalog.store import build_group, flag_bits, unpack
+from skycap_viewer.catalog.store import NEWEST_FIRST, build_group, flag_bits, unpack
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
@@ -399,7 +399,7 @@ class Api:
         kept = f"{where} AND {flag_where}", [*values, *flag_values]
         with snapshot.reading() as db:
             ids = [record_id for (record_id,) in db.execute(
-                f"SELECT id FROM rows WHERE {kept[0]} ORDER BY (created IS NULL), created DESC, id", kept[1])]
+                f"SELECT id FROM rows WHERE {kept[0]} ORDER BY {NEWEST_FIRST}", kept[1])]
             broken = {record_id: unpack(fields).get("error") for record_id, fields in db.execute(
                 f"SELECT id, kept FROM rows WHERE unreadable AND {kept[0]}", kept[1])}
         readable = [record_id for record_id in ids if record_id not in broken]
