@@ -2,7 +2,6 @@
 trusted, `--no-cache` leaves it alone, and it never lands in a record directory."""
 
 import os
-import shutil
 import sqlite3
 import time
 
@@ -12,7 +11,7 @@ from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
 from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.catalog.watcher import Watcher
-from tests.conftest import FIXTURES, RECORD_DIRS
+from tests.conftest import RECORD_DIRS, copy_corpus
 from tests.server_process import ServerProcess
 
 REWRITTEN = ("groups", "tr_08862b0a923de527.json.zst")  # rewritten between two starts
@@ -24,7 +23,7 @@ POISONED = ("groups", "tr_0e32dadf1ca07c39.json.zst")  # its stored row is alter
 def runs(tmp_path):
     """A private copy of the whole corpus (these tests change records)."""
     root = tmp_path / "runs"
-    shutil.copytree(FIXTURES, root, ignore=shutil.ignore_patterns("*.json"))
+    copy_corpus(root, "*.json")
     return root
 
 

@@ -5,7 +5,6 @@ The whole each test compares with is computed here from the document itself (nod
 order, each node's parent, its calls), not from the viewer's own whole answer."""
 
 import json
-import shutil
 
 import pytest
 
@@ -17,7 +16,7 @@ from skycap_viewer.server.api import Api
 from skycap_viewer.views.trajectory import WHOLE, PartLimit
 from skycap_viewer.wire import encode_json
 from tests.chain import chain_document, write_chain
-from tests.conftest import FIXTURES
+from tests.conftest import copy_corpus
 
 CHAIN = 30_000
 SMALL = PartLimit(items=400, bytes=96 * 2**10)
@@ -153,7 +152,7 @@ def test_forks_of_two_long_paths_diverging_late_are_bounded(tmp_path):
 
 
 def test_every_corpus_record_comes_in_one_part_equal_to_the_whole(tmp_path):
-    shutil.copytree(FIXTURES, tmp_path / "corpus")
+    copy_corpus(tmp_path / "corpus")
     api = api_over(tmp_path / "corpus", limit=PartLimit())
     for snapshot in api.catalog.snapshots():
         for row in snapshot.rows:

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import FIXTURES, run_cli
+from tests.conftest import FIXTURES, PULLED, copy_corpus, run_cli
 from tests.server_process import ServerProcess
 
 
@@ -85,7 +85,9 @@ def serve_and_use(records: Path, home: Path, cache_home: Path | None = None) -> 
 
 def test_a_full_session_leaves_every_record_file_untouched(tmp_path):
     records, home = tmp_path / "records", tmp_path / "home"
-    shutil.copytree(FIXTURES, records, symlinks=True)
+    copy_corpus(records, symlinks=True)
+    for layout in ("new", "old"):  # runs with a run index (`index/`), in both layouts: read, never written
+        shutil.copytree(PULLED / layout, records / f"pulled-{layout}", symlinks=True)
     home.mkdir()
     source_before, before = fingerprint(FIXTURES), fingerprint(records)
     opened = serve_and_use(records, home)
