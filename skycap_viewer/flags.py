@@ -32,6 +32,8 @@ FLAGS = (
     Flag("empty", "warn", "the trajectory has no nodes"),
     Flag("truncated", "warn", "a call stopped at the token limit (finish_reason length)"),
     Flag("abandoned", "info", "the trajectory was idle past its TTL and abandoned"),
+    Flag("not-trained", "info", "the run index says the trainer did not train it, and no later attempt replaced it"
+         " (dropped by dynamic sampling, or its group masked)"),
     Flag("forked", "info", "the history forked: more than one path"),
     Flag("bridged-unknown", "info", "calls without a `bridged` field: the record predates it"),
 )

@@ -1,6 +1,7 @@
 """The run index: per run, its rows in a `RunStore` (SQLite), updated incrementally by (size, mtime).
 
-`RunIndex.changes(listing)` says what to (re)compute; the rows themselves come from
+`RunIndex.changes(listing)` says what to (re)compute, and `RunIndex.update_run_index()` reads the
+trainer's run index files that changed (`catalog/run_index.py`); the rows themselves come from
 `rows.compute_row`, which the watcher may run anywhere (a process pool). `publish()` commits the
 batch and freezes the run's facts into an immutable `Snapshot`: requests read a snapshot's facts
 and query its database in a read transaction, so they never wait for the watcher nor list the disk.
@@ -14,6 +15,13 @@ from pathlib import Path
 from skycap_viewer.catalog.discovery import RunLocation
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, modal
 from skycap_viewer.catalog.persisted import IndexFiles
+from skycap_viewer.catalog.run_index import (
+    IndexProblem,
+    index_files,
+    read_index_file,
+    say_ignored,
+    say_left_out,
+)
 from skycap_viewer.catalog.store import NEWEST_FIRST, READERS, RunStore, member_row
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.fields import iso_time, scalar_text
@@ -83,6 +91,7 @@ class Snapshot:
     scan_error: str | None = None
     sorted: bool = False  # the sort and filter indexes are built (see `RunStore.build_listing_indexes`)
     verified: int = 0  # rows whose sidecars have been read and checked (the background verification)
+    run_index: dict | None = None  # what the trainer's run index holds (`RunStore.index_facts`); None: no index
     memo: dict = field(default_factory=dict, compare=False)  # derived answers, computed once per snapshot
 
     @property
@@ -176,6 +185,7 @@ class RunIndex:
         self.listed_mtime: int | None = None  # the directory's mtime when it was last listed...
         self.listing_cost = 0.0  # ...what listing it took, in seconds...
         self.next_full_listing = 0.0  # ...and when it is listed again even if its mtime did not move
+        self.named: dict = {}  # damaged run index file -> the version it was named at (once each)
 
     @property
     def directory(self) -> Path:
@@ -199,6 +209,38 @@ class RunIndex:
             else []
         return Changes(compute, removed)
 
+    def update_run_index(self) -> bool:
+        """Read the run index files that are new or changed since they were read, forget the gone ones
+        (one listing of `index/`, a stat a file); whether anything changed. A damaged file is named
+        once (per version) and ignored; an `index/` that cannot be listed now keeps what was read."""
+        listed, left_out = index_files(self.directory)
+        if listed is None:
+            return False
+        kept = self.store.index_versions()
+        changed = False
+        for name, version in listed.items():
+            previous = kept.get(name)
+            if previous is not None and previous[0] == version:
+                problem = previous[1]
+            else:
+                try:
+                    read, problem = read_index_file(self.directory, name), None
+                except IndexProblem as error:
+                    read, problem = None, str(error)
+                problem = self.store.put_index_file(name, version, read, problem)
+                changed = True
+            if problem is not None and self.named.get(name) != version:
+                say_ignored(self.directory, name, problem)
+                self.named[name] = version
+        for name in kept.keys() - listed.keys():
+            self.store.drop_index_file(name)
+            self.named.pop(name, None)
+            changed = True
+        if left_out is not None and self.named.get(None) != left_out:
+            say_left_out(self.directory, left_out)
+            self.named[None] = left_out
+        return changed
+
     def store_row(self, name: str, version: int, row: dict):
         if row.get("unreadable") and not os.path.lexists(self.directory / name):
             self.remove(name)  # deleted between the listing and the read: gone, not unreadable
@@ -218,7 +260,7 @@ class RunIndex:
     def mark_verified(self, name: str, row: dict):
         """Keep a verified row: only marked when it found nothing new, else stored again."""
         kept = self.store.db.execute("SELECT json FROM rows WHERE name = ?", (name,)).fetchone()
-        if kept is not None and kept[0] == row["_json_z"]:
+        if kept is not None and kept[0] == self.store.with_index(row)["_json_z"]:
             self.store.mark_verified([name])
         else:
             self.store_row(name, self.versions[name], row)
@@ -245,6 +287,7 @@ class RunIndex:
             scan_error=self.scan_error,
             sorted=self.store.listing_indexes,
             verified=row_count - db.execute("SELECT count(*) FROM rows WHERE NOT verified").fetchone()[0],
+            run_index=self.store.index_facts(),
         )
         return self.snapshot
 

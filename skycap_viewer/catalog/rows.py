@@ -35,7 +35,7 @@ from skycap_viewer.record.verify import document_problems, sidecar_problems
 from skycap_viewer.wire import encode_json
 
 STRIP_SEGMENTS = 400  # more than a table cell has pixels for; a path with more blocks is drawn merged
-SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
+SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "trained", "created")
 KEPT_FIELDS = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
                "unreadable", "error")  # what listings filter, sort and group on, besides `_json_z`
 VALUE_JSON_LIMIT = 1024  # bytes of JSON: a longer meta or annotations value is kept as a cut marker
@@ -199,6 +199,7 @@ def with_keys(row: dict) -> dict:
         "turns": row["capture"]["exchange_count"],
         "tokens": row["summary"]["tokens"],
         "health": len(row_flags(ordered(row["summary"]["flags"]))),
+        "trained": None,  # what the run index says, given by the store (`run_index.overlaid`)
         "created": row["created_ts"],
     }
     row["_text"] = " ".join(

@@ -8,7 +8,10 @@ of flags, the rows and their reward range, so a listing's total, health band and
 a few lookups instead of a count. Groups are kept in `groups`, each computed again from its
 members when one of them changed. The text a `q` filter looks in is kept (`rowtexts`) and, once the
 run's first indexing is done, indexed by trigrams (`texts`), as the sort and filter indexes are.
-The design, and why: `docs/scale.md`.
+The run index the trainer wrote, when the directory has one (`catalog/run_index.py`), is kept too:
+its files' versions (`index_files`) and rows (`index_rows`, each saying whether its record is here);
+a record it lists gets what it says (`trained`, `superseded`, the `not-trained` flag) when its row
+is stored, and again when an index file changes. The design, and why: `docs/scale.md`.
 
 Only the watcher writes, through `RunStore`, one transaction per publish; requests read through
 `reader()`, one connection per thread, each answer inside one read transaction: one consistent
@@ -24,15 +27,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from skycap_viewer.catalog.groups import Group, group_flags, group_key_of, key_values, split_attempts
+from skycap_viewer.catalog.run_index import MAX_ROWS, IndexFile, Overlay, overlaid
 from skycap_viewer.errors import ApiError
 from skycap_viewer.flags import FLAG_ORDER, FLAGS
 from skycap_viewer.record.fields import scalar_text
 from skycap_viewer.wire import encode_json
 
-SCHEMA_VERSION = 1
-SORT_COLUMNS = ("step", "task", "reward", "turns", "tokens", "health")  # `created`: the index's own order
+SCHEMA_VERSION = 2
+SORT_COLUMNS = ("step", "task", "reward", "turns", "tokens", "health", "trained")  # `created`: the index's own order
 KEPT = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
-        "unreadable", "error", "cut", "_keys")
+        "unreadable", "error", "cut", "_keys", "trained", "superseded")
 WRITER_CACHE_KIB = 32 * 1024  # the watcher's page cache: a big run's indexes stay in memory while it is written
 BUSY_MS = 30_000  # how long a connection waits on another's lock (a checkpoint), at most
 NEWEST_FIRST = "(created IS NULL), created DESC, id"  # the index's own order: newest first, undated last
@@ -42,7 +46,8 @@ SCHEMA = [
     """CREATE TABLE IF NOT EXISTS rows (
         rid INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
         id TEXT NOT NULL, created, step, task, status, reward, turns, tokens, health, flags INTEGER NOT NULL,
-        gkey TEXT, unreadable INTEGER NOT NULL, verified INTEGER NOT NULL, kept BLOB NOT NULL, json BLOB NOT NULL)""",
+        trained, superseded, gkey TEXT, unreadable INTEGER NOT NULL, verified INTEGER NOT NULL, kept BLOB NOT NULL,
+        json BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS rows_by_id ON rows (id)",
     "CREATE INDEX IF NOT EXISTS rows_by_group ON rows (gkey) WHERE gkey IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS rows_unverified ON rows (rid) WHERE NOT verified",
@@ -60,6 +65,14 @@ SCHEMA = [
         summary BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS groups_in_order ON groups ((step IS NULL), step DESC, (task IS NULL), task, gkey)",
     "CREATE INDEX IF NOT EXISTS groups_by_size ON groups (n)",
+    # the run index: its files as read (`problem`: why one is ignored) and their rows (`present`: its record is here)
+    """CREATE TABLE IF NOT EXISTS index_files (file TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+        phase TEXT, step INTEGER, rows INTEGER NOT NULL, problem TEXT)""",
+    """CREATE TABLE IF NOT EXISTS index_rows (file TEXT NOT NULL, position INTEGER NOT NULL, id TEXT NOT NULL,
+        phase TEXT, step INTEGER, status TEXT, trained, superseded INTEGER NOT NULL, present INTEGER NOT NULL,
+        fields BLOB NOT NULL, PRIMARY KEY (file, position)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS index_rows_by_id ON index_rows (id)",
+    "CREATE INDEX IF NOT EXISTS index_rows_missing ON index_rows (phase, step, file, position) WHERE NOT present",
 ]
 LISTING_INDEXES = [  # built once a run's first indexing is done: one bulk build costs less than a million updates
     "CREATE INDEX IF NOT EXISTS rows_oldest ON rows ((created IS NULL), created, id)",
@@ -67,7 +80,7 @@ LISTING_INDEXES = [  # built once a run's first indexing is done: one bulk build
       f" (({column} IS NULL), {column} {order.upper()}, {NEWEST_FIRST})"
       for column in SORT_COLUMNS for order in ("asc", "desc")),
     *(f"CREATE INDEX IF NOT EXISTS rows_with_{column} ON rows ({column}, flags)"
-      for column in ("step", "task", "status", "reward")),
+      for column in ("step", "task", "status", "reward", "trained")),
     "CREATE INDEX IF NOT EXISTS rows_by_flags ON rows (flags)",
     "CREATE INDEX IF NOT EXISTS annotations_by_value ON annotations (key, value, rid)",
     # the `q` filter's trigram index over `rowtexts`, built whole from it (three times faster than row by row)
@@ -107,7 +120,9 @@ def unpack(blob: bytes):
 
 def row_kinds(row: dict, gkey) -> list[tuple[str, object]]:
     """What a row is counted under in `tally`: every row, then by its values (readable rows only)."""
-    kinds = [("all", "")]
+    kinds = [("all", ""), ("trained", trained_text(row.get("trained")))]
+    if "superseded" in row:  # the run index lists it
+        kinds.append(("indexed", ""))
     if row.get("unreadable"):
         kinds.append(("unreadable", ""))
     if gkey is None:
@@ -125,6 +140,11 @@ def row_kinds(row: dict, gkey) -> list[tuple[str, object]]:
             if not isinstance(value, (dict, list)):
                 kinds.append(("annotation", annotation_value(key, value)))
     return kinds
+
+
+def trained_text(trained) -> str:
+    """How `tally` and the `trained` filter name what the run index says: true, false, null (or unlisted)."""
+    return {True: "true", False: "false"}.get(trained, "null")
 
 
 def annotation_value(key: str, value) -> str:
@@ -159,6 +179,10 @@ class RunStore:
         self.tally: Counter = Counter()  # (kind, value, flags) -> rows added (negative: removed)
         self.ranges: dict = {}  # (kind, value, flags) -> (low, high) of the added rows' rewards
         self.stale_ranges: set = set()  # tally rows a removed row bounded: recounted at commit
+        self.has_index = False  # whether any run index row is kept (else a stored row is looked up in none)
+        self.index_missing = 0  # index rows whose record is not here
+        self.index_summary: dict | None = None  # what `index_facts` says of the files, kept until one changes
+        self.count_index()
 
     def connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -222,20 +246,25 @@ class RunStore:
 
     def put(self, name: str, size: int, mtime_ns: int, row: dict, replacing: bool = True):
         """Store the row of document `name` (replacing the one it had unless `replacing` says it has
-        none), inside the open batch."""
+        none), with what the run index says of it, inside the open batch."""
         self.begin()
         if replacing:
             self.remove(name)
+        row = self.with_index(row)
         keys = row["_keys"]
         gkey = group_key_of(row, self.group_by)
         bits = flag_bits(row["flags"])
         kept = {key: row[key] for key in KEPT if key in row}
         rid = self.db.execute(
             "INSERT INTO rows (name, size, mtime_ns, id, created, step, task, status, reward, turns, tokens, health,"
-            f" flags, gkey, unreadable, verified, kept, json) VALUES ({', '.join('?' * 18)})",
+            f" flags, trained, superseded, gkey, unreadable, verified, kept, json) VALUES ({', '.join('?' * 20)})",
             (name, size, mtime_ns, row["id"], keys["created"], row["step"], row["task_id"], row["status"],
-             keys["reward"], keys["turns"], keys["tokens"], keys["health"], bits, gkey,
-             bool(row.get("unreadable")), bool(row.get("_verified")), pack(kept), row["_json_z"])).lastrowid
+             keys["reward"], keys["turns"], keys["tokens"], keys["health"], bits, row.get("trained"),
+             row.get("superseded"), gkey, bool(row.get("unreadable")), bool(row.get("_verified")), pack(kept),
+             row["_json_z"])).lastrowid
+        if self.has_index:
+            self.index_missing -= self.db.execute("UPDATE index_rows SET present = 1 WHERE id = ? AND NOT present",
+                                                  (row["id"],)).rowcount
         if not row.get("unreadable"):
             self.db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", [
                 (rid, key, None if isinstance(value, (dict, list)) else scalar_text(value))
@@ -243,15 +272,7 @@ class RunStore:
         self.db.execute("INSERT INTO rowtexts VALUES (?, ?)", (rid, row["_text"]))
         if self.listing_indexes:
             self.db.execute("INSERT INTO texts (rowid, text) VALUES (?, ?)", (rid, row["_text"]))
-        reward = keys["reward"]
-        for kind, value in row_kinds(row, gkey):
-            entry = (kind, value, bits)
-            self.tally[entry] += 1
-            if reward is not None and kind != "tokenizer":  # a tokenizer is counted, never ranged
-                low, high = self.ranges.get(entry, (reward, reward))
-                self.ranges[entry] = (min(low, reward), max(high, reward))
-        if gkey is not None:
-            self.touched_groups.add(gkey)
+        self.count_change(row, bits, 1, gkey)
 
     def remove(self, name: str):
         """Take the row of document `name` out, inside the open batch (nothing when it has none)."""
@@ -261,19 +282,147 @@ class RunStore:
             return
         rid, bits, reward, gkey, kept = found
         row = unpack(kept)
-        for kind, value in row_kinds(row, gkey):
-            entry = (kind, value, bits)
-            self.tally[entry] -= 1
-            if reward is not None and kind != "tokenizer":
-                self.stale_ranges.add(entry)
-        if gkey is not None:
-            self.touched_groups.add(gkey)
+        self.count_change(row, bits, -1, gkey)
         self.db.execute("DELETE FROM annotations WHERE rid = ?", (rid,))
         if self.listing_indexes:
             self.db.execute("INSERT INTO texts (texts, rowid, text) SELECT 'delete', rid, text FROM rowtexts"
                             " WHERE rid = ?", (rid,))
         self.db.execute("DELETE FROM rowtexts WHERE rid = ?", (rid,))
         self.db.execute("DELETE FROM rows WHERE rid = ?", (rid,))
+        if self.has_index:
+            self.index_missing += self.db.execute(
+                "UPDATE index_rows SET present = 0 WHERE id = ? AND present"
+                " AND NOT EXISTS (SELECT 1 FROM rows WHERE id = ?)", (row["id"], row["id"])).rowcount
+
+    # -- the run index ---------------------------------------------------------------------
+
+    def count_index(self):
+        """What is kept of the run index, counted once (at opening); kept up to date as files change."""
+        self.index_rows_held = self.db.execute("SELECT coalesce(sum(rows), 0) FROM index_files"
+                                               " WHERE problem IS NULL").fetchone()[0]
+        self.has_index = self.index_rows_held > 0
+        self.index_missing = self.db.execute("SELECT count(*) FROM index_rows WHERE NOT present").fetchone()[0]
+        self.index_summary = None
+
+    def overlay_for(self, record_id: str) -> Overlay | None:
+        """What the run index says of the record `record_id` (its latest step's row when it lists it twice)."""
+        if not self.has_index:
+            return None
+        found = self.db.execute("SELECT trained, superseded, phase FROM index_rows WHERE id = ?"
+                                " ORDER BY step DESC, file DESC, position DESC LIMIT 1", (record_id,)).fetchone()
+        if found is None:
+            return None
+        trained, superseded, phase = found
+        return Overlay(None if trained is None else bool(trained), bool(superseded), phase)
+
+    def with_index(self, row: dict) -> dict:
+        """`row` with what the run index says of it (a freshly computed row says nothing of it)."""
+        overlay = self.overlay_for(row["id"])
+        return row if overlay is None and "superseded" not in row else overlaid(row, overlay)
+
+    def index_versions(self) -> dict[str, tuple[tuple[int, int], str | None]]:
+        """{index file: ((size, mtime_ns) as read, why it was ignored or None)}."""
+        return {name: ((size, mtime), problem) for name, size, mtime, problem in
+                self.db.execute("SELECT file, size, mtime_ns, problem FROM index_files")}
+
+    def put_index_file(self, name: str, version: tuple[int, int], read: IndexFile | None,
+                       problem: str | None) -> str | None:
+        """Keep the index file `name` as read (or, with a `problem`, as ignored), replacing what it
+        held, and give the records it listed or lists what the index now says. Returns the problem,
+        which may be that the run index would pass `MAX_ROWS` with it."""
+        before = self.forget_index_file(name)
+        if read is not None and self.index_rows_held + len(read.rows) > MAX_ROWS:
+            read, problem = None, f"the run index would hold more than {MAX_ROWS:,} rows with it"
+        rows = read.rows if read is not None else []
+        self.db.executemany(
+            "INSERT INTO index_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM rows WHERE id = ?), ?)",
+            [(name, entry.position, entry.id, read.phase, read.step, entry.status, entry.trained, entry.superseded,
+              entry.id, encode_json(entry.fields)) for entry in rows])
+        self.db.execute("INSERT INTO index_files VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (name, *version, read.phase if read else None, read.step if read else None, len(rows),
+                         problem))
+        present = [record_id for (record_id,) in self.db.execute(
+            "SELECT id FROM index_rows WHERE file = ? AND present", (name,))]
+        self.index_missing += len(rows) - len(present)
+        self.index_rows_held += len(rows)
+        self.has_index = self.index_rows_held > 0
+        self.restamp({*before, *present})  # only rows stored: a run's first reading restamps nothing
+        return problem
+
+    def drop_index_file(self, name: str):
+        """An index file is gone: its rows go, and the records it listed lose what it said."""
+        self.restamp(set(self.forget_index_file(name)))
+
+    def forget_index_file(self, name: str) -> list[str]:
+        """Take the index file `name` and its rows out (in the open batch); the ids it listed whose
+        record is here."""
+        self.begin()
+        held = self.db.execute("SELECT rows, problem FROM index_files WHERE file = ?", (name,)).fetchone()
+        listed = self.db.execute("SELECT id, present FROM index_rows WHERE file = ?", (name,)).fetchall()
+        self.db.execute("DELETE FROM index_rows WHERE file = ?", (name,))
+        self.db.execute("DELETE FROM index_files WHERE file = ?", (name,))
+        self.index_missing -= sum(1 for _, present in listed if not present)
+        if held is not None and held[1] is None:
+            self.index_rows_held -= held[0]
+        self.has_index = self.index_rows_held > 0
+        self.index_summary = None
+        return [record_id for record_id, present in listed if present]
+
+    def restamp(self, ids):
+        """Give the stored rows of `ids` what the run index says of them now; only the flags, the
+        index's fields and the health key change (counts and groups follow, as for a stored row)."""
+        for record_id in ids:
+            overlay = self.overlay_for(record_id)
+            for rid, bits, gkey, kept, json_z in self.db.execute(
+                    "SELECT rid, flags, gkey, kept, json FROM rows WHERE id = ?", (record_id,)).fetchall():
+                row = unpack(kept)
+                row["_json_z"] = json_z
+                changed = overlaid(row, overlay)
+                if changed is row:
+                    continue
+                new_bits = flag_bits(changed["flags"])
+                self.count_change(row, bits, -1, gkey)
+                self.count_change(changed, new_bits, 1, gkey)
+                self.db.execute("UPDATE rows SET flags = ?, health = ?, trained = ?, superseded = ?, kept = ?, json = ?"
+                                " WHERE rid = ?", (new_bits, changed["_keys"]["health"], changed.get("trained"),
+                                                  changed.get("superseded"),
+                                                  pack({key: changed[key] for key in KEPT if key in changed}),
+                                                  changed["_json_z"], rid))
+
+    def count_change(self, row: dict, bits: int, sign: int, gkey):
+        """A row counted in (`sign` 1) or out (-1) of `tally` (a removed row that bounded a reward range
+        marks it to be recounted), its group touched."""
+        reward = row["_keys"]["reward"]
+        for kind, value in row_kinds(row, gkey):
+            entry = (kind, value, bits)
+            self.tally[entry] += sign
+            if reward is not None and kind != "tokenizer":  # a tokenizer is counted, never ranged
+                if sign < 0:
+                    self.stale_ranges.add(entry)
+                else:
+                    low, high = self.ranges.get(entry, (reward, reward))
+                    self.ranges[entry] = (min(low, reward), max(high, reward))
+        if gkey is not None:
+            self.touched_groups.add(gkey)
+
+    def index_facts(self) -> dict | None:
+        """What `/v1/runs` says of the run index (None: the directory has none)."""
+        if self.index_summary is None:
+            files = self.db.execute("SELECT file, phase, step, rows, problem FROM index_files"
+                                    " ORDER BY (phase IS NULL), phase, step, file").fetchall()
+            if not files:
+                return None
+            read = [entry for entry in files if entry[4] is None]
+            self.index_summary = {
+                "files": len(read),
+                "phases": sorted({phase for _, phase, _, _, _ in read if phase is not None}),
+                "steps": sorted({step for _, _, step, _, _ in read}),
+                "rows": sum(rows for _, _, _, rows, _ in read),
+                "damaged": [{"file": name, "problem": problem} for name, _, _, _, problem in files
+                            if problem is not None],
+            }
+        listed = self.db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'indexed'").fetchone()[0]
+        return {**self.index_summary, "rows_without_record": self.index_missing, "records_listed": listed}
 
     def mark_verified(self, names):
         """Rows whose sidecars were read and found as their rows say: verified, in the open batch."""
@@ -369,6 +518,8 @@ def tally_where(kind: str, value, bits: int) -> tuple[str, list]:
         "step": ("step = ? AND NOT unreadable", [value]),
         "task": ("task = ? AND NOT unreadable", [value]),
         "status": ("status = ? AND NOT unreadable", [value]),
+        "trained": ({"true": "trained = 1", "false": "trained = 0"}.get(value, "trained IS NULL"), []),
+        "indexed": ("superseded IS NOT NULL", []),
     }
     if kind in clauses:
         where, values = clauses[kind]

@@ -115,14 +115,16 @@ class Watcher(threading.Thread):
         A huge directory (its listing takes a while) whose own mtime has not moved is listed again only
         now and then: skycap replaces files by renaming them in, which moves it, so new and rewritten
         records still show at the next poll, and only a copy written in place waits for the next full
-        listing (`FULL_LISTING_SECONDS`, or ten times the listing's cost)."""
+        listing (`FULL_LISTING_SECONDS`, or ten times the listing's cost). The run index files the
+        trainer wrote (`index/`) are listed first, so the rows read next get what they say."""
+        index_changed = run.update_run_index()
         try:
             moved = os.stat(run.directory).st_mtime_ns  # before listing: a change during it shows next time
         except OSError:
             moved = None
         if (moved is not None and moved == run.listed_mtime and run.listing_cost > HUGE_LISTING_SECONDS
                 and time.monotonic() < run.next_full_listing):
-            return Changes([], []), False
+            return Changes([], []), index_changed
         started = time.monotonic()
         try:
             listing = scan_directory(run.directory)
@@ -136,8 +138,8 @@ class Watcher(threading.Thread):
         before = (run.updated_at, run.scan_error, run.file_count)
         if listing is None:  # nothing known changed: what is indexed stays listed
             run.scan_error = error
-            return Changes([], []), error != before[1]
-        facts_changed = (updated_at, error, len(listing)) != before
+            return Changes([], []), error != before[1] or index_changed
+        facts_changed = (updated_at, error, len(listing)) != before or index_changed
         run.updated_at, run.scan_error = updated_at, error
         return run.changes(listing), facts_changed
 
