@@ -53,6 +53,7 @@ from skycap_viewer.views.listing import (
     parse_sort,
     reward_range,
 )
+from skycap_viewer.views.missing import missing_page, missing_where
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import RawJson, encode_json
@@ -110,6 +111,7 @@ class Api:
         location = snapshot.location
         groups = snapshot.groups
         groupable = snapshot.row_count > 0 and 2 * groups["grouped_rows"] >= snapshot.row_count  # most rows: keyed
+        index = {"run_index": snapshot.run_index} if snapshot.run_index is not None else {}  # only when it has one
         return {
             "id": location.id,
             "project": location.project,
@@ -127,6 +129,7 @@ class Api:
             "group_count": groups["group_count"],
             "modal_group_size": groups["modal_n"],
             "default_view": "groups" if groupable else "rollouts",
+            **index,
         }
 
     # -- rollouts ---------------------------------------------------------------------------
@@ -142,6 +145,8 @@ class Api:
         return [snapshot]
 
     def trajectories(self, params):
+        if one(params, "missing") == "true":
+            return self.missing(params)
         snapshots = self.scope(params)
         filters = Filters.parse(params)
         key, order, _ = parse_sort(params)
@@ -182,6 +187,28 @@ class Api:
             "health": health(by_bits, "rollouts", *coverage(snapshots)),
             "sort": {"key": key, "order": order},
             "reward_range": reward_range(rewards),
+        }
+
+    def missing(self, params):
+        """The run index's rows whose record is not in this copy, with where each lives (`views.missing`)."""
+        if one(params, "run_id") is None:
+            raise ApiError(400, "missing=true lists one run's index: pass run_id")
+        snapshot = self.scope(params)[0]
+        filters = Filters.parse(params)
+        missing_where(filters)  # a filter index rows cannot answer is refused, index or not
+        limit, offset = parse_page(params)
+        rows, total = [], 0
+        if snapshot.run_index is not None:
+            with snapshot.reading() as db:
+                rows, total = missing_page(db, filters, limit, offset)
+        more = offset + limit < total
+        return 200, {
+            "data": rows,
+            "next_cursor": str(offset + limit) if more else None,
+            "has_more": more,
+            "total": total,
+            "indexing": snapshot.indexing,
+            "run_index": snapshot.run_index,
         }
 
     def keyless(self, snapshot: Snapshot, db, filters: Filters, keys: tuple) -> dict:

@@ -40,6 +40,18 @@ def number(params: dict, name: str) -> float | None:
     return parsed
 
 
+TRAINED_VALUES = ("true", "false", "null")
+TRAINED_WHERE = {"true": "trained = 1", "false": "trained = 0", "null": "trained IS NULL"}
+
+
+def trained_value(params: dict) -> str | None:
+    """The `trained` filter: what the run index says (`null`: it does not say, or does not list the record)."""
+    value = one(params, "trained")
+    if value is not None and value not in TRAINED_VALUES:
+        raise ApiError(400, f"trained must be one of {'|'.join(TRAINED_VALUES)}, not {value!r}")
+    return value
+
+
 def flag_names(params: dict, name: str) -> tuple[str, ...]:
     """The distinct flags a repeatable parameter names, in the order given; an unknown one is a 400."""
     names = tuple(dict.fromkeys(value for value in params.get(name, []) if value))
@@ -65,6 +77,7 @@ class Filters:
     flags: tuple = ()  # required
     exclude_flags: tuple = ()
     text_index: bool = False  # whether the run's `q` text is indexed yet (`on`)
+    trained: str | None = None  # true | false | null, as the run index says (`null` also: not listed, no index)
 
     @classmethod
     def parse(cls, params: dict) -> "Filters":
@@ -76,11 +89,11 @@ class Filters:
         q = one(params, "q")
         return cls(number(params, "step"), one(params, "task_id"), one(params, "status"), annotations,
                    q.lower() if q else None, number(params, "reward_min"), number(params, "reward_max"),
-                   flag_names(params, "flag"), flag_names(params, "exclude_flag"))
+                   flag_names(params, "flag"), flag_names(params, "exclude_flag"), trained=trained_value(params))
 
     def __bool__(self):
         """Whether a row filter is set (the flags are not row filters: see `flagged`)."""
-        values = (self.step, self.task_id, self.status, self.q, self.reward_min, self.reward_max)
+        values = (self.step, self.task_id, self.status, self.q, self.reward_min, self.reward_max, self.trained)
         return any(v is not None for v in values) or bool(self.annotations)
 
     @property
@@ -103,6 +116,8 @@ class Filters:
             if value is not None:
                 clauses.append(f"{column} = ?")
                 values.append(value)
+        if self.trained is not None:
+            clauses.append(TRAINED_WHERE[self.trained])
         if self.reward_min is not None:
             clauses.append("reward >= ?")
             values.append(self.reward_min)
@@ -157,6 +172,8 @@ class Filters:
         for key, wanted in self.annotations:
             if wanted is not None:
                 return "SELECT rid FROM annotations WHERE key = ? AND value = ?", [key, wanted]
+        if self.trained is not None:
+            return f"SELECT rid FROM rows WHERE {TRAINED_WHERE[self.trained]}", []
         if self.indexed_text():
             return "SELECT rowid AS rid FROM texts WHERE texts MATCH ?", [self.text_phrase()]
         if self.reward_interval() is not None:
@@ -176,14 +193,16 @@ class Filters:
 
     def reward_bounds(self) -> tuple[float, float] | None:
         """The reward interval, when it is the only row filter."""
-        if any(v is not None for v in (self.step, self.task_id, self.status, self.q)) or self.annotations:
+        if any(v is not None for v in (self.step, self.task_id, self.status, self.q, self.trained)) \
+                or self.annotations:
             return None
         return self.reward_interval()
 
     def tally_entry(self) -> tuple[str, object] | None:
         """The one `tally` kind these row filters are (counts kept, not counted), or None."""
         set_filters = [(kind, value) for kind, value in (("step", self.step), ("task", self.task_id),
-                                                         ("status", self.status)) if value is not None]
+                                                         ("status", self.status), ("trained", self.trained))
+                       if value is not None]
         others = (self.q, self.reward_min, self.reward_max)
         if any(v is not None for v in others) or len(set_filters) + len(self.annotations) > 1:
             return None

@@ -1,0 +1,50 @@
+"""The run index's rows whose record is not in this copy: `/v1/trajectories?run_id=R&missing=true`.
+
+Each is the index row as the trainer wrote it (`id`, `instance_id`, `repetition_id`, `attempt`,
+`status`, `annotations`, `superseded`, `trained`, `record`: where the record lives), with its
+`phase`, `step` and `index_file`, `missing: true`, and `why` it is listed without a record, as one
+line that says where the record is. Listed in the index's order (phase, step, file, row); the store
+keeps which rows have their record here (`index_rows.present`), so a page reads only its rows.
+"""
+
+import json
+
+from skycap_viewer.catalog.run_index import where_it_lives
+from skycap_viewer.errors import ApiError
+from skycap_viewer.views.listing import TRAINED_WHERE, Filters
+
+NOT_FOR_INDEX_ROWS = ("task_id", "q", "reward_min", "reward_max")
+
+
+def missing_where(filters: Filters) -> tuple[str, list]:
+    """The filters index rows can answer (step, status, trained) as a WHERE clause; others are refused."""
+    asked = [name for name in NOT_FOR_INDEX_ROWS if getattr(filters, name) is not None]
+    if asked or filters.annotations or filters.by_flag:
+        names = ", ".join(asked + (["annotation"] if filters.annotations else [])
+                          + (["flag"] if filters.by_flag else []))
+        raise ApiError(400, f"missing=true lists the run index's rows without a record: only step, status and "
+                            f"trained filter them, not {names}")
+    clauses, values = ["NOT present"], []
+    if filters.step is not None:
+        clauses.append("step = ?")
+        values.append(filters.step)
+    if filters.status is not None:
+        clauses.append("status = ?")
+        values.append(filters.status)
+    if filters.trained is not None:
+        clauses.append(TRAINED_WHERE[filters.trained])
+    return " AND ".join(clauses), values
+
+
+def missing_page(db, filters: Filters, limit: int, offset: int) -> tuple[list, int]:
+    """(up to `limit` index rows without a record from `offset` on, how many match in all)."""
+    where, values = missing_where(filters)
+    total = db.execute(f"SELECT count(*) FROM index_rows WHERE {where}", values).fetchone()[0]
+    found = db.execute(f"SELECT file, phase, step, fields FROM index_rows WHERE {where}"
+                       " ORDER BY phase, step, file, position LIMIT ? OFFSET ?", [*values, limit, offset])
+    rows = []
+    for file, phase, step, fields in found:
+        row = json.loads(fields)
+        rows.append({**row, "phase": phase, "step": step, "index_file": file, "missing": True,
+                     "why": where_it_lives(row)})
+    return rows, total
