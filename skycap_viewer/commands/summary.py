@@ -1,7 +1,9 @@
 """`skycap-viewer summary DIR...`: what each run holds, from its documents alone.
 
 Runs are discovered exactly as the server discovers them, so the terminal and the page agree
-on what a run is. An unreadable document is counted and listed with its error, never fatal.
+on what a run is. An unreadable document is counted and listed with its error, never fatal. A
+run index the trainer wrote (`index/`) is read as the server reads it: what it says of the records
+here (the `not-trained` flag counted with the others), and its rows whose record is not here.
 """
 
 import os
@@ -10,6 +12,7 @@ from pathlib import Path
 
 from skycap_viewer.catalog.discovery import RunLocation, discover_runs
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, build_grouping
+from skycap_viewer.catalog.run_index import NOT_TRAINED, summarise_run_index
 from skycap_viewer.commands.counts import BRIDGED_KEYS, RunStats
 from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
@@ -35,14 +38,15 @@ def group_summary(rows: list[dict], keys: tuple[str, ...] = DEFAULT_GROUP_BY) ->
     }
 
 
-def run_stats(run: RunLocation) -> RunStats:
+def run_stats(run: RunLocation) -> tuple[RunStats, dict | None]:
+    """The run's counts, and what its run index says (None without one)."""
     stats = RunStats()
     try:
         present = set(os.listdir(run.path))
         ids = list_record_ids(run.path)
     except OSError as error:
         stats.add_unreadable("(directory)", f"cannot list {run.path}: {error.strerror or error}")
-        return stats
+        return stats, None
     progress = Progress(f"reading {run.id}", len(ids))
     for done, record_id in enumerate(ids, 1):
         path = document_path(run.path, record_id)
@@ -56,7 +60,12 @@ def run_stats(run: RunLocation) -> RunStats:
             stats.add(record_id, document, Rollout(document, present, record_id))
         progress.update(done)
     progress.close()
-    return stats
+    index = summarise_run_index(run.path, set(ids))
+    if index is None:
+        return stats, None
+    facts = index.facts(len(ids))
+    stats.flags[NOT_TRAINED] += facts["not_trained"]
+    return stats, facts
 
 
 def counts(mapping: dict, empty: str = "none") -> str:
@@ -114,12 +123,32 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
                   + counts({k: n for k, n in summary["flags"].items() if n})),
         ("rewards", reward_line(summary["rewards"], summary["records"])),
     ]
+    if "run_index" in summary:
+        rows += run_index_rows(summary["run_index"])
     if summary["symlinks"]:
         rows.append(("symlinks", links_text(summary["symlinks"])))
     lines = [f"{run.id}  ({run.path}{symlink_note(run.symlink_to)})"]
     lines += [f"  {label:<{LABEL_WIDTH}}{value}" for label, value in rows]
     lines += [f"  unreadable: {e['id']}: {e['error']}" for e in summary["errors"]]
     return lines
+
+
+def run_index_rows(index: dict) -> list[tuple[str, str]]:
+    """The run index's lines: its files and rows, then what it says of the records here."""
+    steps = index["steps"]
+    span = "no step" if not steps else f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}–{steps[-1]}"
+    phases = f"{', '.join(index['phases'])}, " if index["phases"] else ""
+    trained = index["trained"]
+    rows = [
+        ("run index", f"{plural(index['files'], 'file')} ({phases}{span}): {plural(index['rows'], 'row')}, "
+                      f"{index['rows_without_record']} without a record here"),
+        ("trained", f"of the {plural(index['records_listed'], 'record')} it lists: true {trained['true']}, "
+                    f"false {trained['false']}, null {trained['null']}; superseded {index['superseded']}; "
+                    f"not-trained {index['not_trained']}; {plural(index['records_not_listed'], 'record')} "
+                    f"not listed"),
+    ]
+    rows += [("index ignored", f"{entry['file']}: {entry['problem']}") for entry in index["damaged"]]
+    return rows
 
 
 def run_summary(dirs, as_json: bool = False, group_by: tuple[str, ...] = DEFAULT_GROUP_BY) -> int:
@@ -129,8 +158,11 @@ def run_summary(dirs, as_json: bool = False, group_by: tuple[str, ...] = DEFAULT
         raise UsageError(f"no skycap records (*.json.zst) under {' '.join(map(str, dirs))}")
     summaries = []
     for run in runs:
-        stats = run_stats(run)
-        summaries.append((run, stats.as_dict(groups=group_summary(stats.rows, group_by))))
+        stats, index = run_stats(run)
+        summary = stats.as_dict(groups=group_summary(stats.rows, group_by))
+        if index is not None:  # only a run that has one: without it nothing changes
+            summary["run_index"] = index
+        summaries.append((run, summary))
     if as_json:
         payload = [
             {"run": run.id, "project": run.project, "path": str(run.path),
