@@ -1,0 +1,385 @@
+"""The trainer's run index (issue 15, item 1): both layouts of `pulled/` against `pulled-expected.json`.
+
+Rows the index lists get its `trained` and `superseded`, a record it says was not trained (and not
+superseded, not eval) the `not-trained` flag; its rows whose record is not here are listed on request
+with where the record lives; `/v1/runs` and `summary` say what it holds. A damaged index file is named
+once and ignored; a directory without an index is listed as before. Served by the real handler in
+process (`tests/test_web.py`'s seam) over copies of the fixtures, and by the real server for stderr.
+"""
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+
+import pytest
+
+from skycap_viewer.catalog import index as catalog_index
+from skycap_viewer.catalog import run_index, store
+from skycap_viewer.catalog.run_index import IndexProblem, read_index_file
+from tests.conftest import FIXTURES, PULLED, run_cli
+from tests.server_process import ServerProcess
+from tests.test_web import InProcess
+
+EXPECTED = json.loads((FIXTURES / "pulled-expected.json").read_text())["layouts"]
+RUN_OF = {"new": "train", "old": "old"}  # the run id each layout's record directory is served as
+LAYOUTS = sorted(EXPECTED)
+
+
+def not_trained(entry: dict) -> bool:
+    return entry["in_index"] and entry["trained"] is False and entry["superseded"] is False
+
+
+@pytest.fixture
+def pulled(tmp_path):
+    """A private copy of `pulled/`: `ROOT/new/train` (newer layout) and `ROOT/old` (older layout)."""
+    root = tmp_path / "pulled"
+    shutil.copytree(PULLED, root)
+    return root
+
+
+@pytest.fixture
+def web(pulled):
+    server = InProcess(pulled)
+    yield server
+    server.server.api.searches.close()
+    server.server.server_close()
+
+
+def record_dir(root, layout: str):
+    return root / os.path.relpath(FIXTURES / EXPECTED[layout]["record_dir"], PULLED)
+
+
+def rows_of(web, run_id: str, query: str = "") -> dict:
+    listing = web.json(f"/v1/trajectories?run_id={run_id}&limit=1000{query}")
+    assert len(listing["data"]) == listing["total"]
+    return {row["id"]: row for row in listing["data"]}
+
+
+def band(listing: dict) -> dict:
+    return dict(listing["health"]["counts"])
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_rows_carry_what_the_index_says_of_them(web, layout):
+    expected = EXPECTED[layout]["records"]
+    rows = rows_of(web, RUN_OF[layout])
+    assert set(rows) == set(expected), "every record here is listed, in the index or not"
+    for record_id, entry in expected.items():
+        row = rows[record_id]
+        if entry["in_index"]:
+            assert (row["trained"], row["superseded"]) == (entry["trained"], entry["superseded"]), record_id
+        else:
+            assert "trained" not in row and "superseded" not in row, record_id
+        assert ("not-trained" in row["flags"]) == not_trained(entry), record_id
+        assert row["flags"] == row["summary"]["flags"]
+        detail = web.json(f"/v1/trajectories/{record_id}?run_id={RUN_OF[layout]}")
+        assert detail.get("trained") == row.get("trained") and detail["flags"] == row["flags"]
+    assert sorted(EXPECTED[layout]["records_not_in_index"]) == sorted(
+        record_id for record_id, row in rows.items() if "superseded" not in row)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_trained_filter_its_counts_and_sort(web, layout):
+    run_id, expected = RUN_OF[layout], EXPECTED[layout]["records"]
+    for value, wanted in (("true", True), ("false", False), ("null", None)):
+        listing = web.json(f"/v1/trajectories?run_id={run_id}&trained={value}&limit=1000")
+        ids = {row["id"] for row in listing["data"]}
+        assert ids == {record_id for record_id, entry in expected.items() if entry["trained"] is wanted}, value
+        assert listing["total"] == len(ids)
+        assert band(listing).get("not-trained", 0) == sum(1 for r in ids if not_trained(expected[r]))
+        both = web.json(f"/v1/trajectories?run_id={run_id}&trained={value}&step=2&limit=1000")
+        assert {row["id"] for row in both["data"]} == {r for r in ids if expected[r]["step"] == 2}
+        assert both["total"] == len(both["data"])
+    everything = web.json(f"/v1/trajectories?run_id={run_id}&limit=1000")
+    assert band(everything).get("not-trained", 0) == sum(1 for entry in expected.values() if not_trained(entry))
+    flagged = web.json(f"/v1/trajectories?run_id={run_id}&flag=not-trained&limit=1000")
+    assert {row["id"] for row in flagged["data"]} == {r for r, entry in expected.items() if not_trained(entry)}
+    for order, rank in (("desc", {True: 0, False: 1, None: 2}), ("asc", {False: 0, True: 1, None: 2})):
+        listed = web.json(f"/v1/trajectories?run_id={run_id}&sort=trained&order={order}&limit=1000")["data"]
+        assert [rank[row.get("trained")] for row in listed] == sorted(rank[row.get("trained")] for row in listed)
+        paged, cursor = [], ""
+        while cursor is not None:  # keyset pages of 3 give the same order
+            page = web.json(f"/v1/trajectories?run_id={run_id}&sort=trained&order={order}&limit=3{cursor}")
+            paged += [row["id"] for row in page["data"]]
+            cursor = f"&cursor={page['next_cursor']}" if page["next_cursor"] else None
+        assert paged == [row["id"] for row in listed]
+    assert "trained must be one of" in web.json(f"/v1/trajectories?run_id={run_id}&trained=yes", 400)["detail"]
+
+
+def test_not_trained_is_in_the_flag_catalogue(web):
+    flags = {flag["flag"]: flag for flag in web.json("/__viewer")["flags"]}
+    assert flags["not-trained"]["unit"] == "rollout" and flags["not-trained"]["row"]
+    assert "run index" in flags["not-trained"]["why"] and "did not train" in flags["not-trained"]["why"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_index_rows_without_a_record_are_listed_with_where_it_lives(web, layout):
+    run_id, expected = RUN_OF[layout], EXPECTED[layout]
+    missing = web.json(f"/v1/trajectories?run_id={run_id}&missing=true&limit=1000")
+    wanted = expected["rows_without_record_here"]
+    assert [row["id"] for row in missing["data"]] == [row["id"] for row in wanted], "in the index's order"
+    assert missing["total"] == len(wanted) and not missing["has_more"]
+    for row, entry in zip(missing["data"], wanted, strict=True):
+        for key in ("step", "instance_id", "repetition_id", "attempt", "status", "trained", "superseded"):
+            assert row[key] == entry[key], (row["id"], key)
+        assert row["missing"] is True and row["phase"] == expected["phase"]
+        assert row["index_file"] in [os.path.relpath(FIXTURES / f, FIXTURES / expected["record_dir"])
+                                     for f in expected["index_files"]]
+        assert (row["record"] is None) == entry["record_null"]
+        if row["record"] is None:
+            assert "says nowhere else" in row["why"]
+        else:
+            assert row["record"]["path"] in row["why"] and row["record"]["host"] in row["why"]
+            assert ("files" in row["record"]) == (layout == "new"), "record.files: only in the newer layout"
+            if row["record"].get("mirror"):
+                assert row["record"]["mirror"] in row["why"]
+    pages, cursor = [], "0"
+    while cursor is not None:
+        page = web.json(f"/v1/trajectories?run_id={run_id}&missing=true&limit=5&cursor={cursor}")
+        pages += [row["id"] for row in page["data"]]
+        cursor = page["next_cursor"]
+    assert pages == [row["id"] for row in wanted]
+    step = wanted[-1]["step"]
+    stepped = web.json(f"/v1/trajectories?run_id={run_id}&missing=true&step={step}&trained=true")
+    assert [row["id"] for row in stepped["data"]] == [
+        row["id"] for row in wanted if row["step"] == step and row["trained"] is True]
+    assert "only step, status and trained" in web.json(
+        f"/v1/trajectories?run_id={run_id}&missing=true&q=tr_", 400)["detail"]
+    assert "pass run_id" in web.json("/v1/trajectories?missing=true", 400)["detail"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_runs_say_what_the_index_holds(web, layout):
+    expected = EXPECTED[layout]
+    entry = next(run for run in web.json("/v1/runs")["data"] if run["id"] == RUN_OF[layout])
+    assert entry["run_index"] == {
+        "files": len(expected["index_files"]),
+        "phases": [expected["phase"]],
+        "steps": expected["steps"],
+        "rows": sum(step["rows"] for step in expected["counts_per_step"].values()),
+        "damaged": [],
+        "rows_without_record": len(expected["rows_without_record_here"]),
+        "records_listed": sum(1 for record in expected["records"].values() if record["in_index"]),
+    }
+
+
+def test_a_directory_without_an_index_is_listed_as_before(tmp_path, pulled):
+    with_index = InProcess(pulled)
+    shutil.rmtree(record_dir(pulled, "new") / "index")
+    shutil.copytree(FIXTURES / "groups", tmp_path / "plain" / "groups")
+    without = InProcess(pulled)
+    plain = InProcess(tmp_path / "plain")
+    try:
+        runs = {run["id"]: run for run in without.json("/v1/runs")["data"]}
+        assert "run_index" not in runs["train"] and "run_index" in runs["old"]
+        assert "run_index" not in plain.json("/v1/runs")["data"][0]
+        listed = rows_of(with_index, "train")
+        for record_id, row in rows_of(without, "train").items():
+            assert "trained" not in row and "superseded" not in row and "not-trained" not in row["flags"]
+            if "superseded" not in listed[record_id]:  # a record the index did not list: the same row
+                assert row == listed[record_id]
+        groups = rows_of(plain, "groups")
+        assert all("trained" not in row for row in groups.values())
+        assert set(rows_of(plain, "groups", "&trained=null")) == set(groups), "null: the index says nothing"
+        assert plain.json("/v1/trajectories?run_id=groups&trained=true")["total"] == 0
+        assert plain.json("/v1/trajectories?run_id=groups&missing=true")["data"] == []
+    finally:
+        for server in (with_index, without, plain):
+            server.server.api.searches.close()
+            server.server.server_close()
+
+
+DAMAGES = {
+    "not JSON": (b'{"format_version": 1, "rows": [', "not JSON"),
+    "another format": (json.dumps({"format_version": 2, "rows": []}).encode(), "format_version is 2, not 1"),
+    "no rows": (json.dumps({"format_version": 1, "step": 3}).encode(), "has no list of rows"),
+    "another step": (json.dumps({"format_version": 1, "step": 4, "rows": []}).encode(),
+                     "says step 4 but is named step-3.json"),
+    "a row without id": (json.dumps({"format_version": 1, "rows": [{"trained": True}]}).encode(), "row 0 has no id"),
+    "trained as text": (json.dumps({"format_version": 1, "rows": [{"id": "tr_x", "trained": "yes",
+                                                                    "superseded": False}]}).encode(),
+                        "trained is \"yes\""),
+    "deep": (b"[" * 100_000 + b"]" * 100_000, "not JSON"),
+    "not an object": (b"[]", "not a JSON object"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_index_file_says_why(tmp_path, damage):
+    data, problem = DAMAGES[damage]
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "step-3.json").write_bytes(data)
+    with pytest.raises(IndexProblem) as raised:
+        read_index_file(tmp_path, "index/step-3.json")
+    assert problem in str(raised.value)
+
+
+def test_a_big_index_file_is_refused_unread(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_index, "MAX_FILE_BYTES", 1000)
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "step-1.json").write_bytes(b" " * 1001)
+    with pytest.raises(IndexProblem, match="larger than"):
+        read_index_file(tmp_path, "index/step-1.json")
+
+
+def damage_step_3(root):
+    path = record_dir(root, "new") / "index" / "step-3.json"
+    path.write_text('{"format_version": 1, "rows": [')
+    return path
+
+
+def test_a_damaged_index_file_is_named_once_and_ignored(pulled, capsys):
+    damaged = damage_step_3(pulled)
+    web = InProcess(pulled)
+    web.watcher.poll()
+    web.watcher.poll()
+    named = [line for line in capsys.readouterr().err.splitlines() if "step-3.json" in line]
+    assert named == [f"skycap-viewer: {damaged}: run index file ignored: not JSON (Expecting value: line 1 "
+                     "column 32 (char 31))"]
+    expected = EXPECTED["new"]["records"]
+    rows = rows_of(web, "train")
+    for record_id, entry in expected.items():  # step 2's file still says what it says; step 3's is ignored
+        if entry["in_index"] and entry["step"] == 2:
+            assert rows[record_id]["trained"] == entry["trained"]
+        else:
+            assert "trained" not in rows[record_id]
+    facts = next(run for run in web.json("/v1/runs")["data"] if run["id"] == "train")["run_index"]
+    assert facts["files"] == 1 and facts["steps"] == [2] and facts["rows"] == 11
+    assert facts["damaged"] == [{"file": "index/step-3.json", "problem": named[0].split("ignored: ")[1]}]
+    assert facts["rows_without_record"] == sum(1 for row in EXPECTED["new"]["rows_without_record_here"]
+                                               if row["step"] == 2)
+    shutil.copy(PULLED / "new" / "train" / "index" / "step-3.json", damaged)  # repaired: read again at once
+    web.watcher.poll()
+    assert capsys.readouterr().err == ""
+    rows = rows_of(web, "train")
+    assert all(rows[r].get("trained") == e["trained"] for r, e in expected.items() if e["in_index"])
+    facts = next(run for run in web.json("/v1/runs")["data"] if run["id"] == "train")["run_index"]
+    assert facts["damaged"] == [] and facts["files"] == 2
+
+
+def test_the_real_server_names_a_damaged_index_file_once(pulled):
+    damaged = damage_step_3(pulled)
+    with ServerProcess([pulled]) as server:
+        server.wait_indexed()
+        time.sleep(5)  # two more polls
+        trained = [r for r, entry in EXPECTED["new"]["records"].items() if entry["step"] == 2 and entry["trained"]]
+        assert server.get("/v1/trajectories?run_id=train&trained=true")["total"] == len(trained)  # step 3: ignored
+        output = server.output()
+    assert output.count(str(damaged)) == 1, output
+    assert "Traceback" not in output
+
+
+def test_an_index_that_changes_changes_the_rows(web, pulled):
+    directory = record_dir(pulled, "old")
+    step_2 = directory / "index" / "train" / "step-2.json"
+    document = json.loads(step_2.read_text())
+    trained_one = next(row for row in document["rows"] if row["trained"] is True
+                       and row["id"] in EXPECTED["old"]["records"])
+    trained_one["trained"] = False
+    step_2.write_text(json.dumps(document))
+    web.watcher.poll()
+    row = rows_of(web, "old")[trained_one["id"]]
+    assert row["trained"] is False and "not-trained" in row["flags"]
+    flagged = web.json("/v1/trajectories?run_id=old&flag=not-trained")
+    assert flagged["total"] == 1 + sum(1 for entry in EXPECTED["old"]["records"].values() if not_trained(entry))
+    assert band(flagged)["not-trained"] == flagged["total"]
+    group = next(group for group in web.json("/v1/groups?run_id=old&limit=1000")["data"]
+                 if trained_one["id"] in [member["id"] for member in group["rewards"]])
+    assert group["rollup"].get("not-trained", 0) >= 1, "its group was computed again"
+    shutil.rmtree(directory / "index")
+    web.watcher.poll()
+    rows = rows_of(web, "old")
+    assert all("trained" not in row and "not-trained" not in row["flags"] for row in rows.values())
+    assert "run_index" not in next(run for run in web.json("/v1/runs")["data"] if run["id"] == "old")
+    assert web.json("/v1/trajectories?run_id=old&flag=not-trained")["total"] == 0
+
+
+def test_index_files_are_read_again_only_when_they_change(pulled, monkeypatch):
+    reads = []
+
+    def counting(directory, name):
+        reads.append(name)
+        return read_index_file(directory, name)
+
+    monkeypatch.setattr(catalog_index, "read_index_file", counting)
+    web = InProcess(pulled)
+    assert sorted(reads) == ["index/step-2.json", "index/step-3.json", "index/train/step-1.json",
+                             "index/train/step-2.json"]
+    web.watcher.poll()
+    assert len(reads) == 4
+    path = record_dir(pulled, "new") / "index" / "step-2.json"
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    web.watcher.poll()
+    assert reads[4:] == ["index/step-2.json"]
+
+
+def test_the_run_index_is_bounded_in_rows(pulled, monkeypatch, capsys):
+    monkeypatch.setattr(store, "MAX_ROWS", 15)  # step-2.json (11 rows) fits; step-3.json (9 more) does not
+    web = InProcess(pulled)
+    err = capsys.readouterr().err
+    assert err.count("run index file ignored: the run index would hold more than 15 rows with it") == 3
+    facts = {run["id"]: run.get("run_index") for run in web.json("/v1/runs")["data"]}
+    assert facts["train"]["rows"] == 11 and [d["file"] for d in facts["train"]["damaged"]] == ["index/step-3.json"]
+    assert facts["old"]["rows"] == 0 and facts["old"]["files"] == 0  # 16 and 18 rows: each over 15
+
+
+def test_a_reopened_index_is_kept_and_still_named(pulled, tmp_path, capsys):
+    damage_step_3(pulled)
+    from skycap_viewer.catalog.index import Catalog
+    from skycap_viewer.catalog.persisted import IndexFiles
+    from skycap_viewer.catalog.watcher import Watcher
+
+    def serve():
+        catalog = Catalog([pulled], IndexFiles(tmp_path / "cache"))
+        Watcher(catalog, verify=False).poll()
+        return {snapshot.id: snapshot for snapshot in catalog.snapshots()}
+
+    first = serve()
+    second = serve()
+    assert capsys.readouterr().err.count("step-3.json") == 2, "named once by each process"
+    assert second["train"].run_index == first["train"].run_index
+    assert {row["id"]: row.get("trained") for row in second["old"].rows} == {
+        row["id"]: row.get("trained") for row in first["old"].rows}
+    for snapshot in second.values():
+        with sqlite3.connect(snapshot.database[0]) as db:
+            assert db.execute("SELECT count(*) FROM index_files").fetchone()[0] == 2
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_summary_reports_the_same(pulled, layout):
+    expected = EXPECTED[layout]
+    directory = record_dir(pulled, layout)
+    result = run_cli("summary", "--json", directory)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)[0]
+    listed = [entry for entry in expected["records"].values() if entry["in_index"]]
+    assert summary["run_index"] == {
+        "files": len(expected["index_files"]),
+        "phases": [expected["phase"]],
+        "steps": expected["steps"],
+        "rows": sum(step["rows"] for step in expected["counts_per_step"].values()),
+        "rows_without_record": len(expected["rows_without_record_here"]),
+        "records_listed": len(listed),
+        "records_not_listed": len(expected["records_not_in_index"]),
+        "trained": {name: sum(1 for entry in listed if entry["trained"] is value)
+                    for name, value in (("true", True), ("false", False), ("null", None))},
+        "superseded": sum(1 for entry in listed if entry["superseded"]),
+        "not_trained": sum(1 for entry in listed if not_trained(entry)),
+        "damaged": [],
+    }
+    assert summary["flags"]["not-trained"] == summary["run_index"]["not_trained"]
+    text = run_cli("summary", directory)
+    assert text.returncode == 0 and "run index" in text.stdout and "not-trained" in text.stdout
+    assert f"{len(expected['rows_without_record_here'])} without a record here" in text.stdout
+
+
+def test_summary_names_a_damaged_index_file_and_a_directory_without_one_is_unchanged(pulled):
+    damaged = damage_step_3(pulled)
+    result = run_cli("summary", "--json", record_dir(pulled, "new"))
+    assert result.stderr.count(str(damaged)) == 1
+    facts = json.loads(result.stdout)[0]["run_index"]
+    assert facts["files"] == 1 and facts["damaged"][0]["file"] == "index/step-3.json"
+    assert "run_index" not in json.loads(run_cli("summary", "--json", FIXTURES / "groups").stdout)[0]
