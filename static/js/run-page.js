@@ -16,6 +16,7 @@ import {emptyState, filterParams, format, hasFilters, hasFlags, rolloutParams} f
 import {kindLegend} from "./strip.js";
 import {Lineups} from "./lineup.js";
 import {markPicks, pickBar} from "./pair-picks.js";
+import {MissingRows, runIndexFact} from "./run-missing.js";
 
 const LIMIT = 100;
 
@@ -47,6 +48,7 @@ export class RunPage {
       onSort: (key, order) => this.sort(key, order),
     });
     this.search = new RecordSearch({go, onOpen: openMatch});
+    this.missing = new MissingRows();
   }
 
   /** Draw `state` for `run` (the /runs entry, maybe still indexing). */
@@ -115,6 +117,7 @@ export class RunPage {
       run.created_at ? String(run.created_at).replace("T", " ").slice(0, 19) : null,
       run.upstream?.model || null,
       run.unreadable ? `${run.unreadable} unreadable` : null,
+      runIndexFact(run),
       verifying(run),
     ].filter(Boolean);
     replace(this.headBox,
@@ -218,7 +221,7 @@ export class RunPage {
       view === "groups" && (hasFilters(state) || hasFlags(state)) ? el("span", {className: "muted small"},
         " · matching rollouts emphasised when expanded") : "");
     replace(this.legendBox, rewardLegend(listing.reward_range), view === "rollouts" ? kindLegend() : null);
-    replace(this.noticeBox, view === "groups" ? this.ungroupedNotice(listing) : null);
+    replace(this.noticeBox, view === "groups" ? this.ungroupedNotice(listing) : this.missing.show(this.run, state.step));
     const sort = {key: state.sort || listing.sort?.key, order: state.order || listing.sort?.order};
     const table = view === "groups"
       ? this.groups.render(listing, state, state.traj)

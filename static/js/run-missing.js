@@ -1,0 +1,85 @@
+// The run index's rows whose record is not in this copy (`/trajectories?missing=true`), under the
+// Rollouts table: a notice that says how many, and, opened, a greyed table of them, each with why.
+
+import {get} from "./api.js";
+import {el, replace} from "./dom.js";
+import {num, plural, shortId} from "./format.js";
+
+const LIMIT = 100;
+
+/** "run index: steps 2..3 · 20 rows · 8 without a record here", or null for a run without one. */
+export function runIndexFact(run) {
+  const index = run?.run_index;
+  if (!index) return null;
+  const steps = index.steps || [];
+  const span = steps.length > 1 ? `steps ${steps[0]}..${steps[steps.length - 1]}` : steps.length ? `step ${steps[0]}` : "no step";
+  const damaged = index.damaged?.length ? ` · ${plural(index.damaged.length, "damaged file")} ignored` : "";
+  return `run index: ${span} · ${plural(index.rows, "row")} · ${num(index.rows_without_record)} without a record here${damaged}`;
+}
+
+export class MissingRows {
+  constructor() {
+    this.open = false;
+    this.key = null;
+    this.body = null;
+    this.node = el("div", {className: "missing-rows"});
+  }
+
+  /** Draw for `run` and its step filter: the notice, and the rows when open. */
+  show(run, step) {
+    this.run = run;
+    this.step = step;
+    const count = run?.run_index?.rows_without_record || 0;
+    if (!count) {
+      this.node.replaceChildren();
+      return this.node;
+    }
+    const key = JSON.stringify([run.id, step, count, run.run_index.rows]);
+    if (this.open && key !== this.key) this.fetch(run.id, step, key);
+    this.draw(count);
+    return this.node;
+  }
+
+  async fetch(runId, step, key) {
+    this.key = key;
+    try {
+      this.body = await get("/trajectories", {run_id: runId, missing: "true", step, limit: LIMIT});
+    } catch (error) {
+      this.body = {error: error.message};
+    }
+    if (key === this.key) this.draw(this.count);
+  }
+
+  draw(count) {
+    this.count = count;
+    const toggle = el("a", {href: "#", dataset: {link: "missing"}, onclick: (event) => {
+      event.preventDefault();
+      this.open = !this.open;
+      this.key = null;
+      this.show(this.run, this.step);
+    }}, this.open ? "hide them" : "list them");
+    const notice = el("p", {className: "notice muted missing-notice"},
+      `${plural(count, "row")} of the run index ${count === 1 ? "has" : "have"} no record in this copy: `, toggle);
+    replace(this.node, notice, this.open ? this.table() : null);
+  }
+
+  table() {
+    const body = this.body;
+    if (!body) return el("p", {className: "muted small"}, "loading…");
+    if (body.error) return el("p", {className: "notice error"}, `Cannot list them: ${body.error}`);
+    const head = el("tr", {}, ["trajectory", "step", "instance", "rep", "attempt", "status", "trained", "superseded", "why"]
+      .map((label) => el("th", {scope: "col"}, label)));
+    const rows = body.data.map((row) => el("tr", {className: "missing-row", title: row.why},
+      el("td", {className: "id", title: row.id}, shortId(row.id)),
+      el("td", {className: "num"}, num(row.step)),
+      el("td", {}, row.instance_id ?? "-"),
+      el("td", {className: "num"}, num(row.repetition_id)),
+      el("td", {className: "num"}, num(row.attempt)),
+      el("td", {}, row.status ?? "-"),
+      el("td", {}, row.trained === null || row.trained === undefined ? "not said" : String(row.trained)),
+      el("td", {}, String(row.superseded)),
+      el("td", {className: "why"}, row.why)));
+    const more = body.has_more ? el("p", {className: "muted small"}, `the first ${num(body.data.length)} of ${num(body.total)}`) : null;
+    return [el("table", {className: "rows missing"}, el("thead", {}, head), el("tbody", {}, rows)), more];
+  }
+}
