@@ -1,4 +1,4 @@
-// The run index's rows whose record is not in this copy (`/trajectories?missing=true`), under the
+// The run index's rows whose record is not in this copy (`/trajectories?missing=true`), above the
 // Rollouts table: a notice that says how many, and, opened, a greyed table of them, each with why.
 
 import {get} from "./api.js";

@@ -1,0 +1,44 @@
+"""The run index on the page: the run's header says what it holds, its rows without a record are listed
+greyed above the Rollouts table with why (as text), and the not-trained flag shows as any flag does."""
+
+import json
+import shutil
+
+from playwright.sync_api import expect
+
+from tests.conftest import FIXTURES, PULLED
+
+EXPECTED = json.loads((FIXTURES / "pulled-expected.json").read_text())["layouts"]
+MARKUP = "<img src=x onerror=alert(1)>"
+
+
+def test_index_rows_without_a_record_are_greyed_with_why(page_over, tmp_path):
+    root = tmp_path / "pulled"
+    shutil.copytree(PULLED, root)
+    step_3 = root / "new" / "train" / "index" / "step-3.json"
+    document = json.loads(step_3.read_text())
+    hostile = next(row for row in document["rows"] if row["record"] and row["id"] not in EXPECTED["new"]["records"])
+    hostile["record"]["path"] = f"/scratch/{MARKUP}"
+    step_3.write_text(json.dumps(document))
+    page = page_over(root)
+    tab = page.open("#/run/train/rollouts")
+    expect(tab.locator(".run-head .facts")).to_contain_text("run index: steps 2..3 · 20 rows · 8 without a record here")
+    missing = EXPECTED["new"]["rows_without_record_here"]
+    expect(tab.locator(".missing-notice")).to_contain_text(f"{len(missing)} rows of the run index have no record")
+    tab.locator('a[data-link="missing"]').click()
+    rows = tab.locator("table.missing tr.missing-row")
+    expect(rows).to_have_count(len(missing))
+    expect(rows.first).to_contain_text("on node-2's disk at /scratch/skycap/grpo-demo/train/")
+    expect(tab.locator(f'table.missing tr.missing-row[title*="{MARKUP}"]')).to_have_count(1)
+    expect(tab.locator("table.missing td.why", has_text=MARKUP)).to_have_count(1)  # the characters, as text
+    assert tab.locator("table.missing img").count() == 0
+    page.shot("run-index-missing")
+    tab.locator('a[data-link="missing"]').click()
+    expect(rows).to_have_count(0)
+
+    tab = page.open("#/run/old/rollouts")
+    flagged = sum(1 for entry in EXPECTED["old"]["records"].values()
+                  if entry["in_index"] and entry["trained"] is False and not entry["superseded"])
+    expect(tab.locator('tr.rollout-row .badge[data-flag="not-trained"]')).to_have_count(flagged)
+    assert "did not train" in tab.locator('.band-box [data-flag="not-trained"]').first.get_attribute("title")
+    assert page.errors == [] and page.dialogs == []
