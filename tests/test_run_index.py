@@ -383,3 +383,16 @@ def test_summary_names_a_damaged_index_file_and_a_directory_without_one_is_uncha
     facts = json.loads(result.stdout)[0]["run_index"]
     assert facts["files"] == 1 and facts["damaged"][0]["file"] == "index/step-3.json"
     assert "run_index" not in json.loads(run_cli("summary", "--json", FIXTURES / "groups").stdout)[0]
+
+
+def test_verifying_an_indexed_run_keeps_its_rows(pulled, monkeypatch):
+    web = InProcess(pulled)  # the first poll indexes; the next one reads every record's sidecars
+    before = {layout: rows_of(web, RUN_OF[layout]) for layout in LAYOUTS}
+    stored = []
+    put = store.RunStore.put
+    monkeypatch.setattr(store.RunStore, "put", lambda self, name, *rest, **options: (
+        stored.append(name), put(self, name, *rest, **options))[1])
+    web.watcher.poll()
+    assert all(s.verified == s.row_count for s in web.catalog.snapshots())
+    assert stored == [], "a verified row equal to the stored one (what the index says included) is only marked"
+    assert {layout: rows_of(web, RUN_OF[layout]) for layout in LAYOUTS} == before
