@@ -396,3 +396,55 @@ def test_verifying_an_indexed_run_keeps_its_rows(pulled, monkeypatch):
     assert all(s.verified == s.row_count for s in web.catalog.snapshots())
     assert stored == [], "a verified row equal to the stored one (what the index says included) is only marked"
     assert {layout: rows_of(web, RUN_OF[layout]) for layout in LAYOUTS} == before
+
+
+def test_eval_rollouts_are_never_flagged_not_trained():
+    assert run_index.Overlay(False, False, "train").not_trained
+    assert not run_index.Overlay(False, False, "eval").not_trained
+    assert not run_index.Overlay(False, True, "train").not_trained
+    assert not run_index.Overlay(None, False, None).not_trained
+
+
+def test_a_record_that_comes_and_goes_moves_between_the_rows_and_the_missing(web, pulled):
+    directory = record_dir(pulled, "old")
+    gone = next(r for r, entry in EXPECTED["old"]["records"].items() if not_trained(entry))
+    kept = pulled.parent / "kept"
+    kept.mkdir()
+    for path in directory.glob(f"{gone}.*"):
+        shutil.move(path, kept / path.name)
+    web.watcher.poll()
+    missing = web.json("/v1/trajectories?run_id=old&missing=true&limit=1000")
+    assert gone in [row["id"] for row in missing["data"]]
+    assert missing["total"] == len(EXPECTED["old"]["rows_without_record_here"]) + 1
+    facts = next(run for run in web.json("/v1/runs")["data"] if run["id"] == "old")["run_index"]
+    assert facts["rows_without_record"] == missing["total"]
+    for path in kept.iterdir():
+        shutil.move(path, directory / path.name)
+    web.watcher.poll()
+    assert web.json("/v1/trajectories?run_id=old&missing=true")["total"] == len(
+        EXPECTED["old"]["rows_without_record_here"])
+    assert "not-trained" in rows_of(web, "old")[gone]["flags"]
+
+
+def test_a_record_listed_at_two_steps_takes_the_later_row(pulled):
+    directory = record_dir(pulled, "new")
+    step_2, step_3 = (directory / "index" / f"step-{n}.json" for n in (2, 3))
+    early, late = json.loads(step_2.read_text()), json.loads(step_3.read_text())
+    record_id = next(r for r, entry in EXPECTED["new"]["records"].items() if entry["step"] == 2 and entry["trained"])
+    again = {**next(row for row in early["rows"] if row["id"] == record_id), "trained": False}
+    late["rows"].append(again)
+    step_3.write_text(json.dumps(late))
+    web = InProcess(pulled)
+    row = rows_of(web, "train")[record_id]
+    assert row["trained"] is False and "not-trained" in row["flags"]
+    result = run_cli("summary", "--json", directory)
+    assert json.loads(result.stdout)[0]["run_index"]["not_trained"] == 1, "summary takes the same row"
+
+
+def test_too_many_index_files_are_left_out_and_said_once(pulled, monkeypatch, capsys):
+    monkeypatch.setattr(run_index, "MAX_FILES", 1)
+    web = InProcess(pulled)
+    web.watcher.poll()
+    said = [line for line in capsys.readouterr().err.splitlines() if "run index files; only the first 1" in line]
+    assert len(said) == 2, said  # once per run
+    assert {run["id"]: run["run_index"]["files"] for run in web.json("/v1/runs")["data"]} == {"train": 1, "old": 1}
