@@ -448,3 +448,13 @@ def test_too_many_index_files_are_left_out_and_said_once(pulled, monkeypatch, ca
     said = [line for line in capsys.readouterr().err.splitlines() if "run index files; only the first 1" in line]
     assert len(said) == 2, said  # once per run
     assert {run["id"]: run["run_index"]["files"] for run in web.json("/v1/runs")["data"]} == {"train": 1, "old": 1}
+
+
+def test_a_file_that_does_not_say_its_phase_takes_its_place(tmp_path):
+    for directory, phase in ((tmp_path / "run" / "eval", "eval"), (tmp_path / "records", None)):
+        (directory / "index").mkdir(parents=True)
+        (directory / "index" / "step-1.json").write_text(json.dumps({"format_version": 1, "rows": []}))
+        assert read_index_file(directory, "index/step-1.json").phase == phase
+    (tmp_path / "records" / "index" / "eval").mkdir()
+    (tmp_path / "records" / "index" / "eval" / "step-1.json").write_text(json.dumps({"format_version": 1, "rows": []}))
+    assert read_index_file(tmp_path / "records", "index/eval/step-1.json").phase == "eval"

@@ -38,6 +38,7 @@ MAX_ROWS = 2_000_000  # rows in all: a file that would pass it is named and igno
 ID_LIMIT = 512  # characters of an id (a record's file name is shorter)
 RECORD_JSON_LIMIT = 4096  # bytes of a row's `record` as kept: a longer one is kept as a cut marker
 NOT_TRAINED = "not-trained"
+PHASES = ("train", "eval")
 ROW_FIELDS = ("id", "instance_id", "repetition_id", "attempt", "status", "annotations", "superseded", "trained",
               "record")
 
@@ -126,19 +127,25 @@ def read_index_file(directory, name: str) -> IndexFile:
     except (ValueError, RecursionError) as error:
         raise IndexProblem(f"not JSON ({str(error)[:200]})") from None
     try:
-        return checked_file(document, name, step, folder_phase)
+        return checked_file(document, name, step, folder_phase, phase_directory(directory))
     except RecursionError:  # a value nested too deeply to look at
         raise IndexProblem("holds values nested too deeply") from None
 
 
-def checked_file(document, name: str, step: int, folder_phase: str | None) -> IndexFile:
+def phase_directory(directory) -> str | None:
+    """The phase a record directory of the newer layout is named for (`run/train`, `run/eval`), if any."""
+    name = os.path.basename(os.path.normpath(directory))
+    return name if name in PHASES else None
+
+
+def checked_file(document, name: str, step: int, folder_phase: str | None, named_phase: str | None = None) -> IndexFile:
     if not isinstance(document, dict):
         raise IndexProblem("not a JSON object")
     if document.get("format_version") != 1:
         raise IndexProblem(f"format_version is {short(document.get('format_version'))}, not 1")
     if document.get("step", step) != step or isinstance(document.get("step"), bool):
         raise IndexProblem(f"says step {short(document.get('step'))} but is named step-{step}.json")
-    phase = document.get("phase", folder_phase)
+    phase = document.get("phase", folder_phase or named_phase)  # a file that does not say: where it is
     if phase is not None and not isinstance(phase, str):
         raise IndexProblem(f"phase is {short(phase)}, not a name")
     if folder_phase is not None and phase != folder_phase:
