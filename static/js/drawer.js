@@ -11,6 +11,7 @@ import {FindBar} from "./find-bar.js";
 import {renderJson} from "./tab-json.js";
 import {NotableTokens} from "./notable.js";
 import {pickButtons} from "./pair-picks.js";
+import {trainedText} from "./run-missing.js";
 import {renderPath} from "./tab-path.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
@@ -234,6 +235,7 @@ export class Drawer {
       ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
       ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],
     ];
+    if ("superseded" in t) facts.push(["trained (run index)", trainedText(t)]);
     const notes = [this.gone ? el("p", {className: "notice error gone"},
       "This record is gone from disk: what is shown is the last version read.") : null, textOnlyNotice(bundle.paths)];
     for (const problem of t.unreadable ? [] : t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));

@@ -1,5 +1,6 @@
-// The run index's rows whose record is not in this copy (`/trajectories?missing=true`), above the
-// Rollouts table: a notice that says how many, and, opened, a greyed table of them, each with why.
+// The trainer's run index on the page: what it says of a rollout, and its rows whose record is not in
+// this copy (`/trajectories?missing=true`), above the Rollouts table: a notice that says how many, and,
+// opened, a greyed table of them, each with why.
 
 import {get} from "./api.js";
 import {el, replace} from "./dom.js";
@@ -15,6 +16,13 @@ export function runIndexFact(run) {
   const span = steps.length > 1 ? `steps ${steps[0]}..${steps[steps.length - 1]}` : steps.length ? `step ${steps[0]}` : "no step";
   const damaged = index.damaged?.length ? ` · ${plural(index.damaged.length, "damaged file")} ignored` : "";
   return `run index: ${span} · ${plural(index.rows, "row")} · ${num(index.rows_without_record)} without a record here${damaged}`;
+}
+
+/** What the run index says of a rollout: trained yes / no / not said, and superseded; "-" when it is not listed. */
+export function trainedText(row) {
+  if (!("superseded" in row)) return "-";
+  const trained = {true: "yes", false: "no"}[row.trained] ?? "not said";
+  return row.superseded ? `${trained} · superseded` : trained;
 }
 
 export class MissingRows {

@@ -225,7 +225,8 @@ export class RunPage {
     const sort = {key: state.sort || listing.sort?.key, order: state.order || listing.sort?.order};
     const table = view === "groups"
       ? this.groups.render(listing, state, state.traj)
-      : rolloutsTable(listing, sort, {onSort: (k, o) => this.sort(k, o), onOpen: (id) => this.open(id), openId: state.traj});
+      : rolloutsTable(listing, sort, {onSort: (k, o) => this.sort(k, o), onOpen: (id) => this.open(id), openId: state.traj,
+        indexed: Boolean(this.run?.run_index)});
     const current = this.tableBox.querySelector("tr.current");
     const currentKey = current && (current.dataset.traj || current.dataset.key);
     const pages = Math.max(1, Math.ceil((listing.total ?? 0) / LIMIT));

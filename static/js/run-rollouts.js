@@ -5,8 +5,10 @@ import {age, isoOf, num, pct, shortId} from "./format.js";
 import {rewardCell} from "./reward.js";
 import {strip} from "./strip.js";
 import {flagsCell, sortHeader, statusBadge} from "./run-table.js";
+import {trainedText} from "./run-missing.js";
 
-export function rolloutsTable(listing, sort, {onSort, onOpen, openId}) {
+/** `indexed`: the run has a run index, so a column says what it says of each rollout. */
+export function rolloutsTable(listing, sort, {onSort, onOpen, openId, indexed = false}) {
   const range = listing.reward_range;
   const head = el("tr", {},
     sortHeader("trajectory", null, sort),
@@ -19,16 +21,17 @@ export function rolloutsTable(listing, sort, {onSort, onOpen, openId}) {
     sortHeader("paths", null, sort, null, "num"),
     sortHeader("reward", "reward", sort, onSort),
     sortHeader("flags", "health", sort, onSort),
+    indexed ? sortHeader("trained", "trained", sort, onSort) : null,
     sortHeader("status", null, sort),
     sortHeader("when", "created", sort, onSort));
-  const body = el("tbody", {}, listing.data.map((row) => rolloutRow(row, range, onOpen, openId)));
+  const body = el("tbody", {}, listing.data.map((row) => rolloutRow(row, range, onOpen, openId, indexed)));
   if (!listing.data.length) {
-    body.append(el("tr", {className: "empty"}, el("td", {colSpan: 12}, "No trajectories match.")));
+    body.append(el("tr", {className: "empty"}, el("td", {colSpan: indexed ? 13 : 12}, "No trajectories match.")));
   }
   return el("table", {className: "rows rollouts"}, el("thead", {}, head), body);
 }
 
-function rolloutRow(row, range, onOpen, openId) {
+function rolloutRow(row, range, onOpen, openId, indexed) {
   const summary = row.summary || {};
   const size = row.size || {};
   const unit = size.unit;
@@ -46,6 +49,13 @@ function rolloutRow(row, range, onOpen, openId) {
   el("td", {className: "num"}, num(summary.paths)),
   el("td", {}, rewardCell(row.annotations?.reward, row.reward_value, range)),
   flagsCell(summary.flags),
+  indexed ? trainedCell(row) : null,
   el("td", {}, statusBadge(row)),
   el("td", {className: "when", title: isoOf(row.created_ts) || row.created_at || ""}, age(row.created_ts)));
+}
+
+function trainedCell(row) {
+  const listed = "superseded" in row;
+  return el("td", {className: `trained${listed ? "" : " muted"}`,
+    title: listed ? "as the trainer's run index says" : "the run index does not list this record"}, trainedText(row));
 }

@@ -2,6 +2,7 @@
 greyed above the Rollouts table with why (as text), and the not-trained flag shows as any flag does."""
 
 import json
+import re
 import shutil
 
 from playwright.sync_api import expect
@@ -42,3 +43,41 @@ def test_index_rows_without_a_record_are_greyed_with_why(page_over, tmp_path):
     expect(tab.locator('tr.rollout-row .badge[data-flag="not-trained"]')).to_have_count(flagged)
     assert "did not train" in tab.locator('.band-box [data-flag="not-trained"]').first.get_attribute("title")
     assert page.errors == [] and page.dialogs == []
+
+
+def said(entry) -> str:
+    """The trained column's text for a record, from pulled-expected.json."""
+    if not entry["in_index"]:
+        return "-"
+    trained = {True: "yes", False: "no", None: "not said"}[entry["trained"]]
+    return f"{trained} · superseded" if entry["superseded"] else trained
+
+
+def test_the_trained_column_and_the_drawer_say_what_the_index_says(page_over, tmp_path):
+    page = page_over(shutil.copytree(PULLED, tmp_path / "pulled"))
+    records = EXPECTED["old"]["records"]
+    tab = page.open("#/run/old/rollouts")
+    rows = tab.locator("tr.rollout-row")
+    expect(rows).to_have_count(len(records))
+    shown = dict(zip(rows.evaluate_all("rows => rows.map((row) => row.dataset.traj)"),
+                     tab.locator("tr.rollout-row td.trained").all_inner_texts(), strict=True))
+    assert shown == {record_id: said(entry) for record_id, entry in records.items()}
+    tab.locator('button.sort[data-sort="trained"]').click()
+    expect(tab.locator('th[aria-sort="descending"] button[data-sort="trained"]')).to_have_count(1)
+    assert "sort=trained" in page.hash()
+    expect(rows.first.locator("td.trained")).to_have_text(re.compile("^yes"))
+    rank = [{"yes": 0, "no": 1}.get(text.split(" ")[0], 2) for text in tab.locator("tr.rollout-row td.trained").all_inner_texts()]
+    assert rank == sorted(rank) and set(rank) == {0, 1, 2}  # trained first, then not trained, then not said
+    record_id, entry = next((i, e) for i, e in records.items() if e["in_index"] and e["trained"] is False)
+    tab.locator(f'tr.rollout-row[data-traj="{record_id}"]').click()
+    expect(tab.locator('.drawer-head [data-fact="trained (run index)"] dd')).to_have_text(said(entry))
+    assert page.errors == [] and page.dialogs == []
+
+
+def test_a_run_without_an_index_has_no_trained_column(page_over, tmp_path):
+    page = page_over(shutil.copytree(FIXTURES / "groups", tmp_path / "groups"))
+    tab = page.open("#/run/groups/rollouts")
+    expect(tab.locator("tr.rollout-row").first).to_be_visible()
+    assert tab.locator('button.sort[data-sort="trained"]').count() == 0
+    assert tab.locator("td.trained").count() == 0
+    expect(tab.locator(".run-head .facts")).not_to_contain_text("run index")
