@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 from tests.chain import write_chain
 
 CHAIN = 30_000  # /graph and /paths come in parts of PART_ITEMS (5000) nodes: six each
-WAIT = 60_000  # ms: the server reads 30k nodes for the first parts while the page polls
+WAIT = 120_000  # ms: the server reads 30k nodes for the first parts while the page polls (slow on a loaded machine)
 
 
 def scroll_to_the_end(tab, times=3):
