@@ -66,7 +66,8 @@ def test_the_trained_column_and_the_drawer_say_what_the_index_says(page_over, tm
     expect(tab.locator('th[aria-sort="descending"] button[data-sort="trained"]')).to_have_count(1)
     assert "sort=trained" in page.hash()
     expect(rows.first.locator("td.trained")).to_have_text(re.compile("^yes"))
-    rank = [{"yes": 0, "no": 1}.get(text.split(" ")[0], 2) for text in tab.locator("tr.rollout-row td.trained").all_inner_texts()]
+    texts = tab.locator("tr.rollout-row td.trained").all_inner_texts()
+    rank = [{"yes": 0, "no": 1}.get(text.split(" ")[0], 2) for text in texts]
     assert rank == sorted(rank) and set(rank) == {0, 1, 2}  # trained first, then not trained, then not said
     record_id, entry = next((i, e) for i, e in records.items() if e["in_index"] and e["trained"] is False)
     tab.locator(f'tr.rollout-row[data-traj="{record_id}"]').click()
