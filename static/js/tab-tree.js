@@ -9,6 +9,7 @@
 import {append, el} from "./dom.js";
 import {num, plural, sizeIn, unitShort} from "./format.js";
 import {moreRow} from "./parts.js";
+import {copyBadge} from "./retok-diff.js";
 import {visible} from "./tokens.js";
 import {trainOnce} from "./train-once.js";
 import {flagInfo, forkBadge} from "./viewer.js";
@@ -24,14 +25,15 @@ export function nodeText(bundle, nodeId) {
   return message ? JSON.stringify(message) : "";
 }
 
-function signBadges(node) {
+/** The node's badges; with `go`, a re-tokenized copy's opens it beside its model node. */
+function signBadges(node, go) {
   const badges = [];
   const signs = node.signs || {};
   if (signs.unbridged) badges.push(el("span", {className: `badge level-${flagInfo("unbridged").level}`, title: flagInfo("unbridged").why}, "unbridged"));
   if (signs.inferred_unbridged) badges.push(el("span", {className: `badge level-${flagInfo("unbridged-inferred").level}`, title: flagInfo("unbridged-inferred").why}, "unbridged (inferred)"));
   if (node.shadowed_by) {
-    badges.push(signs.retokenized
-      ? el("span", {className: "badge level-warn", title: "the same reply, tokenized another way"}, `re-tokenized copy of ${node.shadowed_by}`)
+    badges.push(signs.retokenized && go ? copyBadge(node.node_id, node.shadowed_by, go)
+      : signs.retokenized ? el("span", {className: "badge level-warn", title: "the same reply, tokenized another way"}, `re-tokenized copy of ${node.shadowed_by}`)
       : el("span", {className: "badge level-info", title: "later history matched the sibling instead"}, `shadowed by ${node.shadowed_by}`));
   }
   if ((node.calls || []).length > 1) badges.push(el("span", {className: "badge level-info", title: "identical calls answered by this node"}, `×${node.calls.length} calls`));
@@ -92,7 +94,7 @@ function connectors(rows) {
 }
 
 /** The nodes /graph's parts have brought so far, in rows; `more` fetches the next part. */
-export function renderTree(bundle, {openNode, setOpen, more}) {
+export function renderTree(bundle, {openNode, setOpen, more, go}) {
   const nodes = bundle.graph.nodes || [];
   const byId = new Map(nodes.map((node) => [node.node_id, node]));
   const unit = bundle.trajectory.size?.unit;
@@ -125,7 +127,7 @@ export function renderTree(bundle, {openNode, setOpen, more}) {
     el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
     el("span", {className: "muted small"}, node.author),
     forkOf.has(id) ? forkBadge(forkOf.get(id)) : null,
-    ...signBadges(node),
+    ...signBadges(node, go),
     el("span", {className: "muted small"}, `${size(node, unit)}${leaves.has(id) ? " · leaf" : ""}`),
     branching ? el("span", {className: "branches"}, `${kids.length} branches`) : null,
     el("span", {className: "node-id"}, id));
