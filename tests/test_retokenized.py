@@ -68,7 +68,7 @@ def test_an_unbridged_call_past_a_copy_did_not_reproduce_the_model_tokens(corpus
     unbridged = [call for call, bridged in zip(calls, entry["bridged"], strict=True) if bridged is False]
     assert unbridged and [(c["node_id"], c["call_index"]) for c in answer["unbridged_calls"]] == unbridged
     (copy,) = entry["retokenized"]
-    assert all(c["reproduced"] is False and c["copy_node_id"] == wire(copy["copy_node_id"])
+    assert all(c["bridged"] is False and c["reproduced"] is False and c["copy_node_id"] == wire(copy["copy_node_id"])
                and c["model_node_id"] == wire(copy["model_node_id"]) for c in answer["unbridged_calls"])
     assert "format §8" in answer["reproduced_rule"]
 
@@ -77,7 +77,7 @@ def test_an_unbridged_call_with_no_copy_on_its_prompt_reproduced_the_tokens(corp
     answer = corpus_server.get("/v1/trajectories/tr_1ea8573438194800/retokenized?run_id=real-like")
     entry = ORACLE["real-like"]["records"]["tr_1ea8573438194800"]
     assert len(answer["unbridged_calls"]) == entry["unbridged"] == 1
-    assert answer["unbridged_calls"][0] == {"node_id": "n2", "call_index": 0, "reproduced": True,
+    assert answer["unbridged_calls"][0] == {"node_id": "n2", "call_index": 0, "bridged": False, "reproduced": True,
                                             "copy_node_id": None, "model_node_id": None}
 
 
@@ -211,3 +211,26 @@ def test_copies_are_counted_in_nodes_across_the_run(tmp_path):
     assert summary["flags"]["re-tokenized"] == 2
     shown = run_cli("show", run / "tr_one_copy.json.zst").stdout
     assert "re-tokenized (info)" in shown
+
+
+def test_an_old_record_call_inferred_unbridged_is_listed_as_not_reproduced(tmp_path):
+    run = tmp_path / "old"
+    run.mkdir()
+    builder = RecordBuilder("tr_old", "tokens")
+    user = builder.add_client(None, "user", "say hi")
+    reply = builder.add_model(user, "hi there")
+    copy = builder.add_client(user, "assistant", "hi there")
+    builder.nodes[copy]["shadowed_by"] = reply
+    later = builder.add_model(builder.add_client(copy, "user", "again"), "hi again")
+    for node in builder.nodes:  # written before calls said `bridged`
+        for call in node["calls"]:
+            del call["bridged"]
+    builder.write(run)
+    with ServerProcess([run]) as server:
+        server.wait_indexed()
+        answer = server.get("/v1/trajectories/tr_old/retokenized")
+        flags = server.get("/v1/trajectories/tr_old")["flags"]
+    assert {"unbridged-inferred", "re-tokenized"} <= set(flags)
+    assert answer["unbridged_calls"] == [{
+        "node_id": wire(later), "call_index": 0, "bridged": "absent", "reproduced": False,
+        "copy_node_id": wire(copy), "model_node_id": wire(reply)}]

@@ -11,7 +11,7 @@ without it they are said to be unknown, never guessed.
 """
 
 from skycap_viewer.record.fields import wire_id
-from skycap_viewer.record.rollout import Rollout, bridged_value
+from skycap_viewer.record.rollout import ABSENT, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData
 
 AROUND = 8  # tokens shown before and after the first difference, unless asked otherwise
@@ -72,16 +72,20 @@ def copy_entry(rollout: Rollout, model_id: int, copy_id: int, tokens: TokenData 
 
 
 def unbridged_calls(rollout: Rollout) -> list[dict]:
-    """Every call with `bridged` false, in node order: whether its full render reproduced the stored
-    tokens, and when not, the copy its prompt passes and the model node that copy stands for."""
+    """Every call with `bridged` false, and every call of an old record (no `bridged`) inferred unbridged
+    because its prompt passes a copy (`unbridged-inferred`), in node order: whether its full render
+    reproduced the stored tokens, and when not, the copy its prompt passes and the model node it stands for."""
     model_of = {copy: model for model, copy in rollout.retokenized_pairs}
+    inferred = set(rollout.inferred_unbridged_nodes) if rollout.bridged[ABSENT] else set()
     calls = []
-    for node_id in rollout.unbridged_nodes:
+    for node_id in sorted(inferred.union(rollout.unbridged_nodes)):
         copy = rollout.prompt_copy(node_id)
         for index, call in enumerate(rollout.nodes[node_id].get("calls") or []):
-            if bridged_value(call) is False:
-                calls.append({"node_id": wire_id(node_id), "call_index": index, "reproduced": copy is None,
-                              "copy_node_id": wire_id(copy), "model_node_id": wire_id(model_of.get(copy))})
+            bridged = bridged_value(call)
+            if bridged is False or (bridged == ABSENT and node_id in inferred):
+                calls.append({"node_id": wire_id(node_id), "call_index": index, "bridged": bridged,
+                              "reproduced": copy is None, "copy_node_id": wire_id(copy),
+                              "model_node_id": wire_id(model_of.get(copy))})
     return calls
 
 

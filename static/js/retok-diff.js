@@ -69,7 +69,8 @@ function panelParts(answer, copyId, go) {
     el("p", {className: "small retok-facts"}, countsLine(copy)),
     (answer.notes || []).map((note) => el("p", {className: "notice warn"}, note)),
     calls.map((call) => el("p", {className: "small retok-call"},
-      `${call.node_id}'s call ${call.call_index} (unbridged) did not reproduce ${call.model_node_id}'s tokens: its prompt passes this copy.`)),
+      `${call.node_id}'s call ${call.call_index} (${call.bridged === false ? "unbridged" : "no bridged field: inferred unbridged"})`
+      + ` did not reproduce ${call.model_node_id}'s tokens: its prompt passes this copy.`)),
     copy.compared ? streams(copy) : null,
   ];
 }
