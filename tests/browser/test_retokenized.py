@@ -3,10 +3,11 @@ beside the copy's, index by index, the first difference marked where skycap's or
 header counts the copies and filters by them."""
 
 import re
+import shutil
 
 from playwright.sync_api import expect
 
-from tests.conftest import ORACLE
+from tests.conftest import FIXTURES, ORACLE
 
 RETOK = ORACLE["retok"]["records"]
 
@@ -89,9 +90,29 @@ def test_the_run_header_counts_the_copies_and_filters_by_them(page):
     assert "flag=re-tokenized" in page.hash()
     expect(tab.locator("table.rows tbody tr")).to_have_count(copied)
     expect(tab.locator(".band .chip[data-flag=re-tokenized]")).to_have_attribute("data-flag-state", "required")
+    page.shot("retokenized-run-chip")
     tab.locator(".run-head .retok-chip").click()
     assert "flag=re-tokenized" not in page.hash()
     expect(tab.locator("table.rows tbody tr")).to_have_count(len(RETOK))
     tab = page.open("#/run/real-like/rollouts")
     expect(tab.locator(".run-head .facts")).to_be_visible()
     expect(tab.locator(".run-head .retok-chip")).to_have_count(0)
+
+
+def test_a_pasted_link_to_a_copy_without_its_tokens_says_it_cannot_compare(page_over, tmp_path):
+    record = "tr_retok_byte_fallback"
+    pair = oracle_pair(record)
+    run = tmp_path / "mirror"
+    run.mkdir()
+    for item in (FIXTURES / "retok").glob(f"{record}.*"):
+        if not item.name.endswith(".tokens.zst"):  # a mirror that left the tokens out
+            shutil.copy(item, run / item.name)
+    sizes = {f"n{node['id']}": node["tokens"] for node in RETOK[record]["node_summary"]}
+    tab = page_over(run).open(f"#/run/mirror/rollouts/t/{record}?path=1&retok={pair['copy']}")
+    panel = tab.locator(".retok-diff")
+    expect(panel.locator(".retok-facts")).to_have_text(
+        f"model {pair['model']}: {sizes[pair['model']]} tokens · copy {pair['copy']}: {sizes[pair['copy']]} tokens"
+        " · not compared: the token ids are not readable")
+    expect(panel.locator(".notice")).to_contain_text("first_difference is unknown")
+    expect(panel.locator("table")).to_have_count(0)
+    expect(tab.locator(f'section.block[data-node="{pair["copy"]}"] .retok-badge')).to_be_visible()
