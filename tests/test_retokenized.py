@@ -9,7 +9,7 @@ import pytest
 from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.views.retokenized import first_difference
 from tests.conftest import FIXTURES, ORACLE, run_cli
-from tests.server_process import ServerProcess
+from tests.server_process import ServerProcess, wait_for
 
 RETOK = ORACLE["retok"]["records"]
 
@@ -234,3 +234,22 @@ def test_an_old_record_call_inferred_unbridged_is_listed_as_not_reproduced(tmp_p
     assert answer["unbridged_calls"] == [{
         "node_id": wire(later), "call_index": 0, "bridged": "absent", "reproduced": False,
         "copy_node_id": wire(copy), "model_node_id": wire(reply)}]
+
+
+def test_the_run_count_follows_records_that_go_and_come_back(tmp_path):
+    run = written_run(tmp_path)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with ServerProcess([run], cache_home=tmp_path / "cache") as server:
+        server.wait_indexed()
+        for item in run.glob("tr_two_copies.*"):
+            item.rename(kept / item.name)
+        wait_for(lambda: server.get("/v1/runs")["data"][0]["retokenized"] == {"copies": 1, "rollouts": 1},
+                 "the removed record's copies taken out of the run's count")
+        for item in kept.iterdir():
+            item.rename(run / item.name)
+        wait_for(lambda: server.get("/v1/runs")["data"][0]["retokenized"] == {"copies": 3, "rollouts": 2},
+                 "the record's copies counted again")
+    with ServerProcess([run], cache_home=tmp_path / "cache") as reopened:  # kept in the persisted index
+        reopened.wait_indexed()
+        assert reopened.get("/v1/runs")["data"][0]["retokenized"] == {"copies": 3, "rollouts": 2}
