@@ -27,6 +27,8 @@ FLAGS = (
     Flag("no-logprobs", "error", "some trained tokens have no rollout logprobs"),
     Flag("unbridged", "warn", "a call's prompt was re-rendered from messages, not extended from earlier tokens"),
     Flag("unbridged-inferred", "warn", "an old record whose history passes a re-tokenized copy: a re-rendered prompt"),
+    Flag("re-tokenized", "info", "a client copy of a model reply rendered to other tokens: the trained context differs"
+         " from what was sampled"),
     Flag("replayed", "warn", "an assistant message the model did not sample here is in the context"),
     Flag("no-train", "warn", "a sample the trainer gets trains no token, or the record's samples give it none"),
     Flag("empty", "warn", "the trajectory has no nodes"),

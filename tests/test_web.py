@@ -97,6 +97,7 @@ def route_targets(web):
         "exchanges": f"/v1/trajectories/{record}/exchanges",
         "forks": f"/v1/trajectories/{FORKED}/forks?a=0&b=1",
         "notable": f"/v1/trajectories/{FORKED}/notable?path=1",
+        "retokenized": f"/v1/trajectories/{FORKED}/retokenized?around=4",
         "groups": "/v1/groups?run_id=groups",
         "group": f"/v1/groups/{group}?run_id=groups",
         "lineup": f"/v1/groups/{group}/lineup?run_id=groups",

@@ -22,7 +22,7 @@ from skycap_viewer.catalog.run_index import (
     say_ignored,
     say_left_out,
 )
-from skycap_viewer.catalog.store import NEWEST_FIRST, READERS, RunStore, member_row
+from skycap_viewer.catalog.store import NEWEST_FIRST, READERS, RETOKENIZED, RunStore, flag_bits, member_row
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.fields import iso_time, scalar_text
 
@@ -143,6 +143,9 @@ def count_facts(db) -> dict:
     created = db.execute("SELECT created FROM rows ORDER BY (created IS NULL), created, id LIMIT 1").fetchone()
     tokenizer = db.execute("SELECT value FROM tally WHERE kind = 'tokenizer' LIMIT 1").fetchone()
     unreadable = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'unreadable'").fetchone()[0]
+    copies = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = ?", (RETOKENIZED,)).fetchone()[0]
+    copied = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'all' AND flags & ?",
+                        (flag_bits(["re-tokenized"]),)).fetchone()[0]
     return {
         "created_at": iso_time(created[0]) if created and created[0] is not None else None,
         "task_count": len(tasks),
@@ -153,6 +156,7 @@ def count_facts(db) -> dict:
         "annotations": annotations,
         "upstream": {"model": tokenizer[0]} if tokenizer else None,
         "unreadable": unreadable,
+        "retokenized": {"copies": copies, "rollouts": copied},
     }
 
 

@@ -87,7 +87,7 @@ def one_block_segment(block, token_blocked: bool) -> dict:
 
 
 def summary(rollout: Rollout) -> dict:
-    """Sizes, flags and the first path's strip: what a table row shows."""
+    """Sizes, flags, the re-tokenized copies and the first path's strip: what a table row shows."""
     first = rollout.paths[0] if rollout.paths else None
     kinds = {}
     for block in first.blocks if first else []:
@@ -99,6 +99,7 @@ def summary(rollout: Rollout) -> dict:
         "kinds": kinds,
         "flags": rollout.flags,
         "paths": len(rollout.paths),
+        "retokenized": len(rollout.retokenized_nodes),
         "strip": strip,
     }
 
@@ -142,7 +143,8 @@ def unreadable_row(file_id: str, error: str, symlink_to: str | None = None) -> d
         "skycap": None, "size": {"unit": None, "tokens": 0, "trainable": 0, "longest": 0, "samples": 0},
         "samples_rule": None, "reward_value": None,
         "created_ts": None, "unreadable": True, "error": error, "cut": {}, "symlink_to": symlink_to,
-        "summary": {"tokens": 0, "trainable": 0, "kinds": {}, "flags": flags, "paths": 0, "strip": []},
+        "summary": {"tokens": 0, "trainable": 0, "kinds": {}, "flags": flags, "paths": 0, "retokenized": 0,
+                    "strip": []},
     }
     row = slim(with_keys(row))
     row["_verified"] = True  # nothing more to read
@@ -191,7 +193,8 @@ def cut_marker(value, json_bytes: int) -> dict:
 
 
 def with_keys(row: dict) -> dict:
-    """Add the precomputed sort keys, search text and flags as one string (`_keys`, `_text`, `_flagkey`)."""
+    """Add the precomputed sort keys, search text, flags as one string and the count of re-tokenized
+    copies the run's facts add up (`_keys`, `_text`, `_flagkey`, `_retokenized`)."""
     row["_keys"] = {
         "step": row["step"],
         "task": row["task_id"],
@@ -206,6 +209,7 @@ def with_keys(row: dict) -> dict:
         [row["id"], json.dumps(row["meta"], sort_keys=True), json.dumps(row["annotations"], sort_keys=True)]
     ).lower()
     row["_flagkey"] = " ".join(row["summary"]["flags"])  # rows with the same flags are counted together
+    row["_retokenized"] = row["summary"]["retokenized"]
     return row
 
 

@@ -33,13 +33,14 @@ from skycap_viewer.flags import FLAG_ORDER, FLAGS
 from skycap_viewer.record.fields import scalar_text
 from skycap_viewer.wire import encode_json
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SORT_COLUMNS = ("step", "task", "reward", "turns", "tokens", "health", "trained")  # `created`: the index's own order
 KEPT = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
-        "unreadable", "error", "cut", "_keys", "trained", "superseded")
+        "unreadable", "error", "cut", "_keys", "_retokenized", "trained", "superseded")
 WRITER_CACHE_KIB = 32 * 1024  # the watcher's page cache: a big run's indexes stay in memory while it is written
 BUSY_MS = 30_000  # how long a connection waits on another's lock (a checkpoint), at most
 NEWEST_FIRST = "(created IS NULL), created DESC, id"  # the index's own order: newest first, undated last
+RETOKENIZED = "retokenized"  # the `tally` kind whose `n` counts re-tokenized copies (nodes), not rows
 
 SCHEMA = [
     "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value)",
@@ -402,6 +403,9 @@ class RunStore:
                 else:
                     low, high = self.ranges.get(entry, (reward, reward))
                     self.ranges[entry] = (min(low, reward), max(high, reward))
+        copies = row.get("_retokenized")
+        if copies:  # counted in nodes, not rows: the run's facts say how many copies it holds
+            self.tally[(RETOKENIZED, "", bits)] += sign * copies
         if gkey is not None:
             self.touched_groups.add(gkey)
 

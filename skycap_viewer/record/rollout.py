@@ -147,30 +147,48 @@ class Rollout:
         return self.call_signs[2]
 
     @cached_property
-    def retokenized_nodes(self) -> list[int]:
-        """Client nodes shadowed by a model sibling: the same reply, tokenized another way."""
-        copies = []
+    def retokenized_pairs(self) -> list[tuple[int, int]]:
+        """(model node, its re-tokenized copy) per copy, in node order: a client node shadowed by a
+        model-authored sibling in a token record, the model's reply rendered again to other tokens (§8).
+        A model node shadowed by a model node, or any shadowing in text mode, is no copy."""
+        if self.mode != "tokens":
+            return []
+        pairs = []
         for node in self.nodes:
             by = node.get("shadowed_by")  # most nodes shadow nothing: asked first
-            if by is not None and node["author"] == "client" and 0 <= by < len(self.nodes) and self.graph.is_model(by):
-                copies.append(node["id"])
-        return copies
+            if (by is not None and node["author"] == "client" and 0 <= by < len(self.nodes) and self.graph.is_model(by)
+                    and self.nodes[by].get("parent") == node.get("parent")):
+                pairs.append((by, node["id"]))
+        return pairs
+
+    @cached_property
+    def retokenized_nodes(self) -> list[int]:
+        """The re-tokenized copies (`retokenized_pairs`), in node order."""
+        return [copy for _, copy in self.retokenized_pairs]
+
+    @cached_property
+    def copy_set(self) -> frozenset[int]:
+        return frozenset(self.retokenized_nodes)
+
+    def prompt_copy(self, node_id: int) -> int | None:
+        """The re-tokenized copy the prompt of model node `node_id` passes since the previous model node,
+        or None. A full render keeps only the prefix whose stored tokens it reproduces and forks the rest
+        (§8), so such a copy is where this call's render did not give back the model's tokens."""
+        copies = self.copy_set
+        current = self.nodes[node_id].get("parent")
+        while current is not None and not self.graph.is_model(current):
+            if current in copies:
+                return current
+            current = self.nodes[current].get("parent")
+        return None
 
     @cached_property
     def inferred_unbridged_nodes(self) -> list[int]:
         """Model nodes whose prompt passes a re-tokenized copy since the previous model node."""
-        copies = set(self.retokenized_nodes)
-        inferred = []
-        for node in self.nodes:
-            if node["author"] != "model":
-                continue
-            current = node.get("parent")
-            while current is not None and not self.graph.is_model(current):
-                if current in copies:
-                    inferred.append(node["id"])
-                    break
-                current = self.nodes[current].get("parent")
-        return inferred
+        if not self.copy_set:
+            return []
+        return [node["id"] for node in self.nodes
+                if node["author"] == "model" and self.prompt_copy(node["id"]) is not None]
 
     @cached_property
     def flags(self) -> list[str]:
@@ -184,6 +202,7 @@ class Rollout:
             "no-logprobs": any(p.trainable_count > p.logprob_count for p in token_blocked),
             "unbridged": bool(self.unbridged_nodes),
             "unbridged-inferred": self.bridged[ABSENT] > 0 and bool(self.inferred_unbridged_nodes),
+            "re-tokenized": bool(self.retokenized_nodes),
             "replayed": any(b.kind == "replayed" for p in self.paths for b in p.blocks),
             "no-train": any(p.trainable_count == 0 for p in token_blocked if p.info.trains)
             or (self.graph.samples_recorded and bool(self.nodes) and not any(p.info.trains for p in self.paths)),

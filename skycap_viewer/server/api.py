@@ -54,6 +54,7 @@ from skycap_viewer.views.listing import (
     reward_range,
 )
 from skycap_viewer.views.missing import missing_page, missing_where
+from skycap_viewer.views.retokenized import AROUND, AROUND_MAX
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import RawJson, encode_json
@@ -355,6 +356,12 @@ class Api:
         view = self.view(record_id, params)[3]
         return 200, answer_part(view.notable, path)
 
+    def retokenized(self, record_id: str, params):
+        """Each re-tokenized copy beside its model node, and each unbridged call: see `views.retokenized`."""
+        around = bounded_count(params, "around", AROUND, AROUND_MAX)
+        view = self.view(record_id, params)[3]
+        return 200, view.retokenized(around)
+
     # -- comparing ---------------------------------------------------------------------------
 
     def compare(self, params):
@@ -640,6 +647,20 @@ def path_number(params, name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ApiError(400, f"{name} must be a path index, not {value!r}") from None
+
+
+def bounded_count(params, name: str, default: int, most: int) -> int:
+    """A count in 0..`most` (`default` when not given); anything else is the request's fault."""
+    value = one(params, name)
+    if value is None:
+        return default
+    try:
+        count = int(value)
+    except ValueError:
+        count = -1
+    if not 0 <= count <= most:
+        raise ApiError(400, f"{name} must be a count of tokens in 0..{most}, not {value!r}")
+    return count
 
 
 def part_start(params) -> int:

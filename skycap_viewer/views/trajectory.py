@@ -18,6 +18,7 @@ from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData, read_tokens
 from skycap_viewer.views.notable import notable_tokens
+from skycap_viewer.views.retokenized import retokenized_payload
 from skycap_viewer.wire import encode_json
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
@@ -531,6 +532,12 @@ class RecordView:
             why = shown.text_only or error
             self.notables[path] = notable_tokens(shown.paths[path], self.rollout.nodes, tokens, why)
         return self.notables[path]
+
+    def retokenized(self, around: int) -> dict:
+        """The `/retokenized` answer (`views.retokenized`): every re-tokenized copy beside its model node,
+        compared by token ids when the tokens sidecar can be read, and every unbridged call."""
+        tokens, error = self.tokens
+        return retokenized_payload(self.rollout, tokens, self.shown(True).text_only, error, around)
 
     def forks(self, a: int, b: int, limit: PartLimit = SERVED_PARTS) -> dict:
         """The `/forks` answer: where paths `a` and `b` agree, and each one's blocks after that, as

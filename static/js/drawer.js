@@ -4,7 +4,7 @@
 
 import {get} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
-import {button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
+import {append, button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
 import {num, pct, unitShort} from "./format.js";
 import {forkPair, renderForks} from "./tab-forks.js";
 import {FindBar} from "./find-bar.js";
@@ -13,6 +13,7 @@ import {NotableTokens} from "./notable.js";
 import {pickButtons} from "./pair-picks.js";
 import {trainedText} from "./run-missing.js";
 import {renderPath} from "./tab-path.js";
+import {retokPanel} from "./retok-diff.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
 import {fetchNext} from "./parts.js";
@@ -187,7 +188,7 @@ export class Drawer {
     if (!bundle) return;  // still loading: the show() that started the load draws when it lands
     const fork = forkPair(bundle.paths, state);
     const place = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb]);
-    const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs,
+    const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs, state.retok,
       Boolean(fork && bundle.forks?.has(fork.key))]);
     if (this.drawn === drawn && !keepScroll) return;
     keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
@@ -209,7 +210,7 @@ export class Drawer {
     } else {
       this.content.setAttribute("role", "tabpanel");
       this.content.setAttribute("aria-labelledby", `drawer-tab-${state.tab}`);
-      this.content.append(this.tab(bundle, state));
+      append(this.content, [retokPanel(bundle, state, this.go), this.tab(bundle, state)]);
       replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.finder.bar(state.tab), this.content);
       if (keepScroll) this.content.scrollTop = scroll;
       this.finder.drawn(this.content, bundle, state);
@@ -283,7 +284,7 @@ export class Drawer {
     const more = (route, index) => this.more(route, index);
     const context = {go: this.go, lazy: this.lazy, more, notable: this.notable};
     if (state.tab === "tree") {
-      return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }, more});
+      return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }, more, go: this.go});
     }
     if (state.tab === "forks") return renderForks(bundle, state, context);
     if (state.tab === "calls") return renderCalls(bundle, more);

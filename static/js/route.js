@@ -11,20 +11,21 @@
 //             ungrouped=1 (the Rollouts view's "no group key" filter: the rollouts no group holds) sort order page
 //             open (group keys, comma separated) tab path fa fb
 //             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
-//             characters shown, sampled tokens coloured by logprob)
+//             characters shown, sampled tokens coloured by logprob) retok (the re-tokenized copy
+//             shown beside its model node, Path and Tree tabs)
 // The drawer's keys (tab .. lp) are written only while a rollout is open, and only when not
 // the default.
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
   "page", "open", "search", "scase", "sre", "skind", "srole",
-  "tab", "path", "fa", "fb", "given", "controls", "logprobs", "ca", "cra", "cb", "crb", "lu", "la"];
-const DRAWER_KEYS = ["tab", "path", "fa", "fb", "given", "controls", "logprobs"];
+  "tab", "path", "fa", "fb", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb", "lu", "la"];
+const DRAWER_KEYS = ["tab", "path", "fa", "fb", "given", "controls", "logprobs", "retok"];
 export const TABS = ["path", "tree", "forks", "calls", "json"];
 
 export function emptyState() {
   return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
     sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1,
-    given: true, controls: false, logprobs: false, ...clearedPicks(), lu: "", la: "",
+    given: true, controls: false, logprobs: false, retok: "", ...clearedPicks(), lu: "", la: "",
     a: "", b: "", rb: "", pa: 0, pb: 0, vs: null, sa: "", sb: "", by: "", lkey: "", lvalue: ""};
 }
 
@@ -52,7 +53,7 @@ export function parse(hash) {
   const query = new URLSearchParams(queryPart);
   if (state.view === "vs" || state.view === "lineage") return Object.assign(state, comparedParts(query));
   for (const key of ["step", "task", "status", "q", "rmin", "rmax", "sort", "order", "search", "skind", "srole",
-    "ca", "cra", "cb", "crb", "lu", "la", "a", "b", "rb"]) {
+    "ca", "cra", "cb", "crb", "lu", "la", "a", "b", "rb", "retok"]) {
     state[key] = query.get(key) || "";
   }
   state.scase = query.get("scase") === "1";

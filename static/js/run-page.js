@@ -17,6 +17,7 @@ import {kindLegend} from "./strip.js";
 import {Lineups} from "./lineup.js";
 import {markPicks, pickBar} from "./pair-picks.js";
 import {MissingRows, runIndexFact} from "./run-missing.js";
+import {flagInfo} from "./viewer.js";
 
 const LIMIT = 100;
 
@@ -31,6 +32,19 @@ function verifying(run) {
   const total = run.trajectory_count;
   if (done === undefined || done === null || total === undefined || done >= total) return null;
   return `sidecars verified ${num(done)}/${num(total)}`;
+}
+
+/** "3 re-tokenized copies in 2 rollouts" (the index's count, `/v1/runs` `retokenized`) as a chip that
+ *  requires (or lets go of) the `re-tokenized` flag, as the band's chip does; null for a run without one. */
+function copiesChip(run, required, go) {
+  const counted = run.retokenized;
+  if (!counted?.copies) return null;
+  const on = required.includes("re-tokenized");
+  return el("button", {type: "button", className: `chip level-${flagInfo("re-tokenized").level} retok-chip${on ? " active required" : ""}`,
+    dataset: {flag: "re-tokenized"}, "aria-pressed": on ? "true" : "false",
+    title: `${flagInfo("re-tokenized").why}. Click to ${on ? "let go of the filter" : "list those rollouts"}.`,
+    onclick: () => go({flag: on ? required.filter((name) => name !== "re-tokenized") : [...required, "re-tokenized"], page: 1})},
+  `${plural(counted.copies, "re-tokenized copy", "re-tokenized copies")} in ${plural(counted.rollouts, "rollout")}`);
 }
 
 export class RunPage {
@@ -122,7 +136,7 @@ export class RunPage {
     ].filter(Boolean);
     replace(this.headBox,
       el("h1", {}, run.id, run.project ? el("span", {className: "project muted"}, ` · ${run.project}`) : null),
-      el("p", {className: "facts"}, facts.join(" · ")),
+      el("p", {className: "facts"}, facts.join(" · "), copiesChip(run, this.state.flag, this.go)),
       run.path ? el("p", {className: "path muted small", title: "record directory"}, run.path) : null);
     if (!this.run) this.headBox.append(el("p", {className: "notice warn"}, `No run named ${this.state.run} (yet).`));
     this.headBox.prepend(select(this.runs().map((r) => [r.id, `${r.project ? `${r.project} / ` : ""}${r.id}`]), run.id,

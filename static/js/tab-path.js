@@ -5,6 +5,7 @@
 import {append, el} from "./dom.js";
 import {num, pct, sizeIn} from "./format.js";
 import {moreRow} from "./parts.js";
+import {markCopies} from "./retok-diff.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 import {textOnlyNotice} from "./viewer.js";
@@ -50,6 +51,7 @@ export function renderPath(bundle, state, {go, lazy, more, notable}) {
     blocks.append(el("p", {className: "notice"}, path.blocks.length
       ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));
   }
+  markCopies(blocks, bundle, go);
   wireReadout(blocks, readout);
   append(box, [blocks, moreRow(path.part, "nodes", () => more("paths", index))]);  // no row when all is here
   return box;

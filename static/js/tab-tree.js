@@ -9,6 +9,7 @@
 import {append, el} from "./dom.js";
 import {num, plural, sizeIn, unitShort} from "./format.js";
 import {moreRow} from "./parts.js";
+import {copyBadge} from "./retok-diff.js";
 import {visible} from "./tokens.js";
 import {trainOnce} from "./train-once.js";
 import {flagInfo, forkBadge} from "./viewer.js";
@@ -24,14 +25,14 @@ export function nodeText(bundle, nodeId) {
   return message ? JSON.stringify(message) : "";
 }
 
-function signBadges(node) {
+/** The node's badges; a re-tokenized copy's opens it beside its model node (`go`). */
+function signBadges(node, go) {
   const badges = [];
   const signs = node.signs || {};
   if (signs.unbridged) badges.push(el("span", {className: `badge level-${flagInfo("unbridged").level}`, title: flagInfo("unbridged").why}, "unbridged"));
   if (signs.inferred_unbridged) badges.push(el("span", {className: `badge level-${flagInfo("unbridged-inferred").level}`, title: flagInfo("unbridged-inferred").why}, "unbridged (inferred)"));
   if (node.shadowed_by) {
-    badges.push(signs.retokenized
-      ? el("span", {className: "badge level-warn", title: "the same reply, tokenized another way"}, `re-tokenized copy of ${node.shadowed_by}`)
+    badges.push(signs.retokenized ? copyBadge(node.node_id, node.shadowed_by, go)
       : el("span", {className: "badge level-info", title: "later history matched the sibling instead"}, `shadowed by ${node.shadowed_by}`));
   }
   if ((node.calls || []).length > 1) badges.push(el("span", {className: "badge level-info", title: "identical calls answered by this node"}, `×${node.calls.length} calls`));
@@ -92,7 +93,7 @@ function connectors(rows) {
 }
 
 /** The nodes /graph's parts have brought so far, in rows; `more` fetches the next part. */
-export function renderTree(bundle, {openNode, setOpen, more}) {
+export function renderTree(bundle, {openNode, setOpen, more, go}) {
   const nodes = bundle.graph.nodes || [];
   const byId = new Map(nodes.map((node) => [node.node_id, node]));
   const unit = bundle.trajectory.size?.unit;
@@ -125,13 +126,13 @@ export function renderTree(bundle, {openNode, setOpen, more}) {
     el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
     el("span", {className: "muted small"}, node.author),
     forkOf.has(id) ? forkBadge(forkOf.get(id)) : null,
-    ...signBadges(node),
+    ...signBadges(node, go),
     el("span", {className: "muted small"}, `${size(node, unit)}${leaves.has(id) ? " · leaf" : ""}`),
     branching ? el("span", {className: "branches"}, `${kids.length} branches`) : null,
     el("span", {className: "node-id"}, id));
     row.style.setProperty("--rail", String(rail));
     list.append(row);
-    if (open) list.append(panel(bundle, node, byId));
+    if (open) list.append(panel(bundle, node, byId, go));
   });
   append(box, [list, moreRow(graph.part, "nodes", () => more("graph"))]);  // no row when all is here
   return box;
@@ -143,7 +144,7 @@ function callLine(call, i) {
     + ` · finish ${call.finish_reason ?? "-"} · bridged ${String(call.bridged)} · ${usage.prompt_tokens ?? "-"} prompt / ${usage.completion_tokens ?? "-"} completion tokens`);
 }
 
-function panel(bundle, node, byId) {
+function panel(bundle, node, byId, go) {
   const kids = node.child_ids || [];
   const box = el("div", {className: "tree-panel"});
   box.style.setProperty("--rail", "0");
@@ -156,7 +157,7 @@ function panel(bundle, node, byId) {
   } else if (kids.length === 1) {
     box.append(el("p", {className: "muted"}, `then ${kids[0]} (${byId.get(kids[0]).role ?? "-"}, ${byId.get(kids[0]).author})`));
   } else {
-    box.append(branches(bundle, kids, byId));
+    box.append(branches(bundle, kids, byId, go));
   }
   return box;
 }
@@ -168,7 +169,7 @@ function commonPrefix(texts) {
   return length;
 }
 
-function branches(bundle, kids, byId) {
+function branches(bundle, kids, byId, go) {
   const texts = kids.map((id) => nodeText(bundle, id));
   const shared = commonPrefix(texts);
   const same = texts.every((t) => t === texts[0]);
@@ -177,7 +178,7 @@ function branches(bundle, kids, byId) {
   return el("div", {className: "branch-box"},
     el("p", {}, `branches into ${kids.length}. ${sentence}`),
     el("div", {className: "side-by-side"}, kids.map((id, i) => el("div", {className: "branch", dataset: {node: id}},
-      el("p", {className: "small"}, el("span", {className: "node-id"}, id), ` ${byId.get(id).role ?? "-"} · ${byId.get(id).author}`, ...signBadges(byId.get(id))),
+      el("p", {className: "small"}, el("span", {className: "node-id"}, id), ` ${byId.get(id).role ?? "-"} · ${byId.get(id).author}`, ...signBadges(byId.get(id), go)),
       el("pre", {className: "text"}, el("span", {className: "shared", title: "the text every branch shares"}, texts[i].slice(0, shared)),
         texts[i].slice(shared))))));
 }
