@@ -9,14 +9,14 @@ import {num, plural} from "./format.js";
 import {moreRow} from "./parts.js";
 
 /** A length of time for a label: ms under a second, else seconds, else minutes and seconds. */
-export function duration(ms) {
+function duration(ms) {
   if (ms === null || ms === undefined) return "-";
   if (ms < 1000) return `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
-/** Place `node` from `fromMs` to `toMs` on a track `spanMs` long (at least a hair wide). */
+/** Place `node` from `fromMs` to `toMs` on a track `spanMs` long (the stylesheet keeps it visible when short). */
 function place(node, fromMs, toMs, spanMs) {
   node.style.left = `${(100 * fromMs) / spanMs}%`;
   node.style.width = `${(100 * Math.max(toMs - fromMs, 0)) / spanMs}%`;
@@ -52,8 +52,8 @@ function bar(item, span, selected, select) {
 
 function gap(item, span) {
   const text = `idle ${duration(item.idle_ms)}`;
-  return place(el("span", {className: "tl-gap", title: `${text}: no call ran (derived by the viewer)`, dataset: {sequence: item.sequence}},
-    el("span", {className: "tl-gap-label"}, text)), item.idle_from_ms, item.idle_from_ms + item.idle_ms, span);
+  const title = `${text}: no call ran (derived by the viewer)`;
+  return place(el("span", {className: "tl-gap", title, dataset: {sequence: item.sequence}}, text), item.idle_from_ms, item.start_ms, span);
 }
 
 function laneLabel(lane) {
