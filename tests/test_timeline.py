@@ -31,8 +31,9 @@ def root_of(nodes: list[dict], node_id: int) -> int:
 
 def calls_in_time(document: dict) -> list[tuple]:
     """(start, end, node id) of every call the record times, by start, ties by node id."""
-    return sorted((call["t_start"], call["t_end"], node["id"]) for node in document["nodes"]
-                  for call in node.get("calls") or [])
+    calls = [(call["t_start"], call["t_end"], node["id"]) for node in document["nodes"]
+             for call in node.get("calls") or []]
+    return sorted(calls, key=lambda call: (call[0], call[2]))
 
 
 def idle_spans(intervals: list[tuple]) -> list[tuple]:
