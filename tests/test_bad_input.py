@@ -35,7 +35,7 @@ from tests.badrecords import (
 from tests.conftest import run_cli
 from tests.server_process import ServerProcess, served
 
-RECORD_ROUTES = ("", "/paths", "/paths?text=false", "/graph", "/exchanges")
+RECORD_ROUTES = ("", "/paths", "/paths?text=false", "/graph", "/exchanges", "/timeline")
 
 
 def strict_json(body: bytes):

@@ -107,9 +107,38 @@ def test_exchanges_parts_concatenated_are_every_call(chain):
     assert first["call_count"] == len(calls) and first["failure_count"] == 0
 
 
+def test_timeline_parts_concatenated_are_every_call_placed(chain):
+    api, document = chain
+    first, items = walk(api, "timeline", lambda a: a.get("data"))
+    calls = [n for n in document["nodes"] if n.get("calls")]
+    assert [i["node_id"] for i in items] == [f"n{n['id']}" for n in calls]
+    origin = calls[0]["calls"][0]["t_start"]
+    assert [(i["start_ms"], i["end_ms"]) for i in items] == [
+        ((n["calls"][0]["t_start"] - origin) * 1000, (n["calls"][0]["t_end"] - origin) * 1000) for n in calls]
+    assert all(i["idle_ms"] == 1500.0 for i in items[1:])  # each call 0.5 s, one every 2 s
+    assert first["lanes"] == [{"lane": 0, "root_node_id": "n0", "sub_lanes": 1, "call_count": len(calls),
+                               "failure_count": 0, "from_ms": 0.0, "to_ms": items[-1]["end_ms"]}]
+    assert first["gap_count"] == len(calls) - 1 and "lanes" not in ask(api, "timeline", **{"from": 400})[0]
+
+
+def test_a_timeline_of_more_roots_than_a_part_holds_lists_a_part_of_lanes(tmp_path):
+    roots = SMALL.items * 2
+    nodes = [{"id": i, "parent": None, "author": "model", "role": "assistant",
+              "message": {"role": "assistant", "content": f"root {i}"},
+              "calls": [{"t_start": 1_700_000_000 + i, "t_end": 1_700_000_000.5 + i}]} for i in range(roots)]
+    (tmp_path / "run").mkdir()
+    document = {"format_version": 1, "id": "chain", "status": "finished", "nodes": nodes}
+    (tmp_path / "run" / "chain.json.zst").write_bytes(compress(json.dumps(document).encode()))
+    first, size = ask(api_over(tmp_path), "timeline")
+    assert size <= SMALL.bytes + ENVELOPE + len(encode_json(first["lanes"]))
+    assert first["lane_count"] == roots and len(first["lanes"]) == SMALL.items
+    assert [lane["root_node_id"] for lane in first["lanes"]] == [f"n{i}" for i in range(SMALL.items)]
+
+
 @pytest.mark.parametrize("route,params", [
     ("graph", {"from": -1}), ("graph", {"from": CHAIN}), ("graph", {"from": "x"}),
-    ("exchanges", {"from": CHAIN}), ("paths", {"path": 0, "from": CHAIN}), ("paths", {"path": 0, "from": "2.5"}),
+    ("exchanges", {"from": CHAIN}), ("timeline", {"from": CHAIN}), ("paths", {"path": 0, "from": CHAIN}),
+    ("paths", {"path": 0, "from": "2.5"}),
 ])
 def test_a_part_the_record_does_not_have_is_a_bad_request(chain, route, params):
     with pytest.raises(ApiError) as raised:
@@ -166,3 +195,4 @@ def test_every_corpus_record_comes_in_one_part_equal_to_the_whole(tmp_path):
             assert all("next" not in path["part"] for path in served["paths"])
             assert api.graph(record_id, params)[1] == view.graph_part(limit=WHOLE)
             assert api.exchanges(record_id, params)[1] == view.exchanges_part(limit=WHOLE)
+            assert api.timeline(record_id, params)[1] == view.timeline_part(limit=WHOLE)

@@ -95,6 +95,7 @@ def route_targets(web):
         "paths": f"/v1/trajectories/{record}/paths",
         "graph": f"/v1/trajectories/{record}/graph",
         "exchanges": f"/v1/trajectories/{record}/exchanges",
+        "timeline": f"/v1/trajectories/{record}/timeline",
         "forks": f"/v1/trajectories/{FORKED}/forks?a=0&b=1",
         "notable": f"/v1/trajectories/{FORKED}/notable?path=1",
         "retokenized": f"/v1/trajectories/{FORKED}/retokenized?around=4",

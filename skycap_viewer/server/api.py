@@ -73,7 +73,7 @@ class Api:
         self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions and the part
         # RecordViews by the record's files' versions
         self.views = ViewCache(RECORD_VIEW_CACHE_SIZE, RECORD_VIEW_CACHE_NODES, RecordView.node_count)
-        self.part_limit = part_limit  # how much one part of /paths, /graph, /exchanges holds
+        self.part_limit = part_limit  # how much one part of /paths, /graph, /exchanges, /timeline holds
         self.group_by = tuple(group_by)
         self.searches = Searches()  # its worker processes start with the first search
         self.runs_answer = (None, None)  # (the published snapshots it was encoded from, `/v1/runs` encoded)
@@ -339,6 +339,12 @@ class Api:
         start = part_start(params)
         view = self.view(record_id, params)[3]
         return 200, answer_part(view.exchanges_part, start, self.part_limit)
+
+    def timeline(self, record_id: str, params):
+        """Every call and failure placed in time: lanes, sub-lanes, idle spans (`views.timeline`)."""
+        start = part_start(params)
+        view = self.view(record_id, params)[3]
+        return 200, answer_part(view.timeline_part, start, self.part_limit)
 
     def forks(self, record_id: str, params):
         a, b = path_number(params, "a", 0), path_number(params, "b", 1)

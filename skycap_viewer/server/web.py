@@ -97,6 +97,7 @@ ROUTES = (
     Route(("v1", "trajectories", CAPTURE, "paths"), "paths"),
     Route(("v1", "trajectories", CAPTURE, "graph"), "graph"),
     Route(("v1", "trajectories", CAPTURE, "exchanges"), "exchanges"),
+    Route(("v1", "trajectories", CAPTURE, "timeline"), "timeline"),
     Route(("v1", "trajectories", CAPTURE, "forks"), "forks"),
     Route(("v1", "trajectories", CAPTURE, "notable"), "notable"),
     Route(("v1", "trajectories", CAPTURE, "retokenized"), "retokenized"),

@@ -19,6 +19,7 @@ from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_valu
 from skycap_viewer.record.sidecars import TokenData, read_tokens
 from skycap_viewer.views.notable import notable_tokens
 from skycap_viewer.views.retokenized import retokenized_payload
+from skycap_viewer.views.timeline import Layout, lay_out
 from skycap_viewer.wire import encode_json
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
@@ -518,6 +519,63 @@ class RecordView:
         if not start:
             failures = len(self.document.get("failures") or [])
             answer.update(call_count=total - failures, failure_count=failures)
+        return answer
+
+    @cached_property
+    def timeline(self) -> Layout:
+        return lay_out(self.document, self.exchange_order)
+
+    @cached_property
+    def node_paths(self) -> dict[int, int]:
+        """The path to show a node in: the one that trains it, else the first that holds it."""
+        shown: dict[int, int] = {}
+        for path in self.rollout.graph.paths:
+            for node_id in path.nodes:
+                shown.setdefault(node_id, path.index)
+        return {**shown, **self.rollout.graph.trained_in}
+
+    def timeline_item(self, sequence: int) -> dict:
+        """One `/timeline` item: the `/exchanges` row's call or failure, where it is drawn, and the
+        node (and path) a click on it selects."""
+        row = self.exchange_row(sequence)
+        placed = self.timeline.placed[sequence]
+        node_index, at = self.exchange_order[sequence]
+        node = node_index if node_index is not None else self.document["failures"][at].get("input_leaf")
+        item = {
+            "sequence": sequence,
+            "kind": row["kind"],
+            "node_id": row["node_id"],
+            "path": self.node_paths.get(node) if row["node_id"] else None,
+            "lane": placed.lane,
+            "sub_lane": placed.sub_lane,
+            "start_ms": placed.start_ms,
+            "end_ms": placed.end_ms,
+            "idle_from_ms": placed.idle_from_ms,
+            "idle_ms": placed.idle_ms,
+            "no_time": placed.no_time,
+            "started_at": row["started_at"],
+        }
+        if row["kind"] == "failure":
+            return {**item, "http_status": row["http_status"], "error": row["error"]}
+        return {**item, "duration_ms": row["duration_ms"], "model": row["model"],
+                "finish_reason": row["completion_reason"], "bridged": row["bridged"]}
+
+    def timeline_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
+        """A part of the `/timeline` answer: the items from `start` in time order (`/exchanges`'
+        sequence); the first part also the lanes (at most a part's items of them), the span, the
+        idle total and the counts."""
+        total = len(self.exchange_order)
+        check_start(start, total)
+        items, end, _ = window(self.timeline_item, start, total, limit)
+        answer = {"data": items, "part": part_of(start, end, total)}
+        if not start:
+            layout = self.timeline
+            failures = len(self.document.get("failures") or [])
+            answer.update(
+                origin_at=iso_time(layout.origin), span_ms=layout.span_ms, idle_ms=layout.idle_ms,
+                gap_count=layout.gap_count, lanes=layout.lanes[:limit.items], lane_count=len(layout.lanes),
+                call_count=total - failures, failure_count=failures,
+                no_time_count=sum(placed.no_time is not None for placed in layout.placed))
         return answer
 
     def notable(self, path: int) -> dict:

@@ -30,7 +30,7 @@ function runOf(id) {
 /** Move to a new state: a new history entry, or `replace` the current one. */
 function go(patch, {replace: replacing = false} = {}) {
   const next = {...state, ...patch};
-  if ("traj" in patch && patch.traj !== state.traj) Object.assign(next, {path: 0, fa: 0, fb: 1, retok: ""});
+  if ("traj" in patch && patch.traj !== state.traj) Object.assign(next, {path: 0, fa: 0, fb: 1, retok: "", node: ""});
   const hash = format(next);
   if (hash !== location.hash) history[replacing ? "replaceState" : "pushState"](null, "", hash);
   state = next;

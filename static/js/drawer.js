@@ -1,5 +1,5 @@
-// The drawer: one rollout, with its header and the Path / Tree / Forks / Calls / JSON tabs.
-// Its trajectory, tab, selected paths and the Path tab's options live in the URL; it is re-read
+// The drawer: one rollout, with its header and the Path / Tree / Forks / Calls / Timeline / JSON tabs.
+// Its trajectory, tab, selected paths and node and the Path tab's options live in the URL; it is re-read
 // on every poll and redrawn only when the record changed, keeping the scroll position.
 
 import {get} from "./api.js";
@@ -14,6 +14,7 @@ import {pickButtons} from "./pair-picks.js";
 import {trainedText} from "./run-missing.js";
 import {renderPath} from "./tab-path.js";
 import {retokPanel} from "./retok-diff.js";
+import {renderTimeline} from "./tab-timeline.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
 import {fetchNext} from "./parts.js";
@@ -130,6 +131,7 @@ export class Drawer {
       if (key !== this.key) return;
     }
     await this.loadFork(state);
+    await this.loadTimeline(state);
     if (key === this.key) this.draw(false);
   }
 
@@ -173,6 +175,32 @@ export class Drawer {
     bundle.forks.set(pair.key, fork);
   }
 
+  /** On the Timeline tab, its first /timeline part, fetched once into the bundle. */
+  async loadTimeline(state) {
+    const bundle = this.bundle;
+    if (state.tab !== "timeline" || !bundle || bundle.trajectory.unreadable || bundle.timeline) return;
+    try {
+      bundle.timeline = await get(`/trajectories/${encodeURIComponent(state.traj)}/timeline`, {run_id: state.run});
+    } catch (error) {
+      bundle.timeline = {error: error.message};
+    }
+  }
+
+  /** Select node `id` (a Timeline bar's): shown in path `path` on the Path tab, opened in the Tree. */
+  select(id, path) {
+    this.treeOpen = id;
+    this.go({node: id, ...(path === null || path === undefined ? {} : {path})}, {replace: true});
+  }
+
+  /** Mark the selected node's blocks, rows or bars in the drawn tab; bring the first into sight
+   *  when the tab was just opened. */
+  markNode(scroll) {
+    if (!this.state.node) return;
+    const marked = this.content.querySelectorAll(`[data-node="${CSS.escape(this.state.node)}"]`);
+    for (const node of marked) node.classList.add("node-selected");
+    if (scroll && marked.length) marked[0].scrollIntoView({block: "center"});
+  }
+
   get bundle() {
     return this.cache.get(this.key);
   }
@@ -187,9 +215,9 @@ export class Drawer {
     const bundle = this.bundle;
     if (!bundle) return;  // still loading: the show() that started the load draws when it lands
     const fork = forkPair(bundle.paths, state);
-    const place = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb]);
+    const place = JSON.stringify([this.key, state.tab, state.tab === "timeline" ? null : state.path, state.fa, state.fb]);
     const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs, state.retok,
-      Boolean(fork && bundle.forks?.has(fork.key))]);
+      Boolean(fork && bundle.forks?.has(fork.key)), state.node, Boolean(bundle.timeline)]);
     if (this.drawn === drawn && !keepScroll) return;
     keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
     this.drawn = drawn;
@@ -215,7 +243,8 @@ export class Drawer {
       if (keepScroll) this.content.scrollTop = scroll;
       this.finder.drawn(this.content, bundle, state);
       if (this.hit && state.tab === "path") this.showHit();
-      for (const row of this.content.querySelectorAll("button.more")) this.nearEnd.observe(row);
+      this.markNode(!keepScroll);
+      for (const row of this.content.querySelectorAll("button.more:not(.manual)")) this.nearEnd.observe(row);
     }
     if (this.wantFocus) {
       this.wantFocus = false;
@@ -258,7 +287,7 @@ export class Drawer {
     const pathCount = (bundle.paths.paths || []).length;
     const calls = bundle.exchanges?.part?.total ?? 0;
     const labels = {path: "Path", tree: pathCount > 1 ? `Tree ${pathCount}` : "Tree",
-      forks: pathCount > 1 ? `Forks ${pathCount}` : "Forks", calls: `Calls ${calls}`, json: "JSON"};
+      forks: pathCount > 1 ? `Forks ${pathCount}` : "Forks", calls: `Calls ${calls}`, timeline: "Timeline", json: "JSON"};
     return el("div", {className: "tabs", role: "tablist", "aria-label": "rollout views", onkeydown: (event) => this.tabKey(event, active)},
       TABS.map((tab, i) => el("button", {
         type: "button", role: "tab", id: `drawer-tab-${tab}`, "aria-controls": "drawer-panel",
@@ -288,6 +317,9 @@ export class Drawer {
     }
     if (state.tab === "forks") return renderForks(bundle, state, context);
     if (state.tab === "calls") return renderCalls(bundle, more);
+    if (state.tab === "timeline") {
+      return renderTimeline(bundle, state, {go: this.go, select: (id, path) => this.select(id, path), more: () => more("timeline")});
+    }
     if (state.tab === "json") return renderJson(bundle);
     return renderPath(bundle, state, context);
   }
@@ -357,6 +389,7 @@ export class Drawer {
         return;
       }
       await this.loadFork(this.state);
+      await this.loadTimeline(this.state);
       if (key === this.key) this.draw(false);
       return;
     }
@@ -374,6 +407,7 @@ export class Drawer {
     if (key !== this.key || signature(fresh) === signature(old)) return;
     await this.load(run, id);
     await this.loadFork(this.state);
+    await this.loadTimeline(this.state);
     if (key === this.key) this.draw(true);
   }
 

@@ -1,5 +1,5 @@
 // Keyboard: j/k move through rows, Enter opens, Esc closes, [ ] step through rollouts in the
-// drawer, 1–5 switch tabs, f finds in the rollout, n / N step through its notable tokens,
+// drawer, 1–6 switch tabs, f finds in the rollout, n / N step through its notable tokens,
 // a / b pick the current rollout as A / B and c compares them, / focuses search, ? shows this list. Ignored while typing. The match list of the record text
 // search walks with its own j / k and arrows while it has the focus (search.js).
 
@@ -10,7 +10,7 @@ const KEYS = [
   ["Enter", "open the row (a group expands, a rollout opens)"],
   ["Esc", "close the drawer (or this help)"],
   ["[ / ]", "previous / next rollout in the drawer"],
-  ["1 – 5", "Path, Tree, Forks, Calls, JSON"],
+  ["1 – 6", "Path, Tree, Forks, Calls, Timeline, JSON"],
   ["f", "find in the rollout (Path, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
   ["n / N", "next / previous notable token (Path tab)"],
   ["a / b", "pick the current rollout (row, or the one open) as A / B to compare"],
@@ -96,7 +96,7 @@ export function setupKeys({main, help, helpButton, drawer, open, close, pick, co
       if (id) pick(key, id);
     } else if (key === "c") {
       compare();
-    } else if (/^[1-5]$/.test(key)) {
+    } else if (/^[1-6]$/.test(key)) {
       drawer.selectTab(Number(key) - 1);
     } else if (key === "/") {
       search()?.focus();

@@ -34,9 +34,10 @@ export async function fetchNext(base, params, route, answer, index) {
 }
 
 /** The row after what is drawn, "n of N nodes shown", while more parts are left: `more` asks for
- *  the next one (the drawer also clicks it when it comes into sight). */
-export function moreRow(part, noun, more) {
+ *  the next one (the drawer also clicks it when it comes into sight, unless not `watched`: a
+ *  drawing that does not grow downwards would stay in sight and fetch every part). */
+export function moreRow(part, noun, more, {watched = true} = {}) {
   if (part?.next === undefined) return null;
-  return el("button", {type: "button", className: "more ghost", dataset: {more: noun}, onclick: more},
+  return el("button", {type: "button", className: `more${watched ? "" : " manual"} ghost`, dataset: {more: noun}, onclick: more},
     `${num(part.to)} of ${num(part.total)} ${noun} shown · show more`);
 }

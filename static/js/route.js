@@ -9,7 +9,8 @@
 //             search scase=1 sre=1 skind srole (the record text search: its text, match case, regex,
 //             block kind and role; it runs inside the filters)
 //             ungrouped=1 (the Rollouts view's "no group key" filter: the rollouts no group holds) sort order page
-//             open (group keys, comma separated) tab path fa fb
+//             open (group keys, comma separated) tab path fa fb node (the selected node, e.g. n12:
+//             a Timeline bar's, marked in Path, Tree and Timeline)
 //             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
 //             characters shown, sampled tokens coloured by logprob) retok (the re-tokenized copy
 //             shown beside its model node, Path and Tree tabs)
@@ -18,13 +19,13 @@
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
   "page", "open", "search", "scase", "sre", "skind", "srole",
-  "tab", "path", "fa", "fb", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb", "lu", "la"];
-const DRAWER_KEYS = ["tab", "path", "fa", "fb", "given", "controls", "logprobs", "retok"];
-export const TABS = ["path", "tree", "forks", "calls", "json"];
+  "tab", "path", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb", "lu", "la"];
+const DRAWER_KEYS = ["tab", "path", "fa", "fb", "node", "given", "controls", "logprobs", "retok"];
+export const TABS = ["path", "tree", "forks", "calls", "timeline", "json"];
 
 export function emptyState() {
   return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
-    sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1,
+    sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1, node: "",
     given: true, controls: false, logprobs: false, retok: "", ...clearedPicks(), lu: "", la: "",
     a: "", b: "", rb: "", pa: 0, pb: 0, vs: null, sa: "", sb: "", by: "", lkey: "", lvalue: ""};
 }
@@ -67,6 +68,7 @@ export function parse(hash) {
   state.path = Math.max(0, parseInt(query.get("path"), 10) || 0);
   state.fa = Math.max(0, parseInt(query.get("fa"), 10) || 0);
   state.fb = Math.max(0, parseInt(query.get("fb") ?? "1", 10) || 0);
+  state.node = query.get("node") || "";
   state.given = !(query.get("hide") || "").split(",").includes("given");
   state.controls = query.get("controls") === "1";
   state.logprobs = query.get("lp") === "1";

@@ -337,7 +337,7 @@ STRAY_NULLS = """() => {
 
 
 def test_a_record_in_one_part_has_no_more_row_and_no_stray_text(page, corpus_server):
-    for tab_name, drawn in (("path", ".block"), ("tree", ".tree-row")):
+    for tab_name, drawn in (("path", ".block"), ("tree", ".tree-row"), ("timeline", ".tl-bar")):
         tab = page.open(f"#/run/groups/rollouts/t/tr_fea17a04aa9905d5?tab={tab_name}")
         expect(tab.locator(drawn).first).to_be_visible()
         expect(tab.locator("button.more")).to_have_count(0)

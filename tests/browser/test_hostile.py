@@ -9,6 +9,8 @@ all of it as text: no element is created from it, no script runs (each payload w
 plain markup in text-mode messages.)
 """
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -67,7 +69,7 @@ def assert_inert(page, tab):
 
 
 @pytest.mark.parametrize("record", ["tr_hostile_tokens", "tr_hostile_text"])
-def test_hostile_rollout_text_is_inert_in_every_tab(page_on, temp_server, hostile_root, record):
+def test_hostile_rollout_text_is_inert_in_every_tab(temp_server, page_on, hostile_root, record):
     server = temp_server(hostile_root)
     server.wait_indexed()
     page = page_on(server)
@@ -75,6 +77,10 @@ def test_hostile_rollout_text_is_inert_in_every_tab(page_on, temp_server, hostil
     drawer = tab.locator("#drawer")
     for payload in PAYLOADS:
         expect(drawer).to_contain_text(payload)
+    assert_inert(page, tab)
+    tab.click("#drawer .tab[data-tab=timeline]")  # the call's model and the failure's error, in the bars' titles
+    expect(drawer.locator(".tl-bar.call").first).to_have_attribute("title", re.compile(re.escape(PAYLOADS[0])))
+    expect(drawer.locator(".tl-bar.failure").first).to_have_attribute("title", re.compile(re.escape(PAYLOADS[1])))
     assert_inert(page, tab)
     for name in ("tree", "calls", "json", "path"):
         tab.click(f"#drawer .tab[data-tab={name}]")
