@@ -65,7 +65,7 @@ def skyrl_capture_version(path) -> str | None:
     except OSError:
         return None
     found = RECORD_VERSION.search(head)
-    return found.group(1).decode("ascii") if found else None
+    return found.group(1).strip(b"\"").decode("ascii") if found else None
 
 
 def skipped_directory(path: Path) -> Skipped | None:
