@@ -44,7 +44,7 @@ class Skipped:
 SKYRL_MANIFEST = "manifest.json"
 SKYRL_SHARDS = "committed"
 SKYRL_MANIFEST_READ = 64 * 1024  # bytes of manifest.json looked at: a huge one costs no more
-RECORD_VERSION = re.compile(rb'"record_version"\s*:\s*(-?\d{1,20}|"[\w.+-]{0,40}")')  # said as is: no escapes needed
+RECORD_VERSION = re.compile(rb'"record_version"\s*:\s*(-?\d{1,20}|"[\w.+-]{0,40}")')  # digits or a plain word
 
 
 def skyrl_capture_version(path) -> str | None:
