@@ -408,6 +408,14 @@ BAD_CASES = [
     BadCase("tr_gen_huge_int", "valid", "", _edited(_huge_numbers)),
     BadCase("tr_gen_times_strings", "listed", "", _edited(lambda d: d.update(created_at="now", finished_at=[]))),
     *(BadCase(f"tr_gen_{case}", "listed", "", _field(where, key, value)) for case, where, key, value in HOSTILE_VALUES),
+    BadCase("tr_gen_media_past_node", "malformed", r"node 0 media item 1: tokens \[2, 40\) run past the node.s 3",
+            _field(_tokens(0), "media", [{"modality": "image", "offset": 0, "length": 1, "hash": "cat"},
+                                         {"modality": "image", "offset": 2, "length": 38, "hash": "dog"}])),
+    BadCase("tr_gen_media_not_list", "malformed", r"node 0 tokens\.media is 'cat', not a list",
+            _field(_tokens(0), "media", "cat")),
+    BadCase("tr_gen_media_junk", "malformed", r"node 0 media item 0: is None.*\(and 2 more with problems\)",
+            _field(_tokens(0), "media", [None, {"modality": "image", "offset": "2", "length": 1, "hash": "x"},
+                                         {"modality": ["image"], "offset": 0, "length": 1, "hash": "x"}])),
 ]
 BAD_IDS = [case.record_id for case in BAD_CASES]
 

@@ -3,6 +3,8 @@
 A root is a run if it holds a record; otherwise its children, and failing that their
 children, are looked at (two levels, no further, so a symlink loop cannot trap the scan).
 Anything inside a record directory (a pulled run's `index/` folder) is neither run nor record.
+A directory skyrl-capture wrote (`manifest.json` naming its `record_version`, and `committed/`
+shards) is another tool's format: it is skipped whole, shards included, and said (`Skipped`).
 
 Symlinks are followed, wherever they lead: a folder of links to runs on other disks is a common
 way to gather them. A run whose real directory is outside its root says so (`symlink_to`), and a
@@ -11,6 +13,9 @@ in name order.
 """
 
 import os
+import re
+import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +28,59 @@ class RunLocation:
     project: str
     path: Path
     symlink_to: Path | None = None  # the real directory, when a symlink takes the run out of its root
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A directory under a root that holds another tool's records, not skycap v1 ones."""
+
+    path: Path
+    why: str
+
+    def line(self) -> str:
+        return f"skycap-viewer: {self.path}: {self.why}: skipped"
+
+
+SKYRL_MANIFEST = "manifest.json"
+SKYRL_SHARDS = "committed"
+SKYRL_MANIFEST_READ = 64 * 1024  # bytes of manifest.json looked at: a huge one costs no more
+RECORD_VERSION = re.compile(rb'"record_version"\s*:\s*(-?\d{1,20}|"[\w.+-]{0,40}")')  # digits or a plain word
+
+
+def skyrl_capture_version(path) -> str | None:
+    """`record_version` of the skyrl-capture directory `path` (a `committed/` folder beside a
+    `manifest.json` that names it in its first 64 KiB), or None when `path` is not one.
+
+    The manifest is opened without blocking, read only if it is a regular file, and never past its
+    first 64 KiB: a FIFO or a folder named so, or a file (huge, not JSON) that does not name
+    `record_version` there, does not make the directory skyrl-capture's."""
+    if not os.path.isdir(os.path.join(path, SKYRL_SHARDS)):
+        return None
+    manifest = os.path.join(path, SKYRL_MANIFEST)
+    try:
+        with open(os.open(manifest, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            head = handle.read(SKYRL_MANIFEST_READ)
+    except OSError:
+        return None
+    found = RECORD_VERSION.search(head)
+    return found.group(1).strip(b"\"").decode("ascii") if found else None
+
+
+def skipped_directory(path: Path) -> Skipped | None:
+    version = skyrl_capture_version(path)
+    if version is None:
+        return None
+    return Skipped(path, f"written by skyrl-capture (record_version {version}), not a skycap v1 record directory")
+
+
+def say_skipped(skipped: list[Skipped], said: set[Path]) -> None:
+    """One line on stderr for each skipped directory not in `said` (then added to it)."""
+    for entry in skipped:
+        if entry.path not in said:
+            said.add(entry.path)
+            print(entry.line(), file=sys.stderr, flush=True)
 
 
 def is_record_directory(path) -> bool:
@@ -54,26 +112,30 @@ def project_name(path: Path) -> str:
     return named.parent.name or named.name
 
 
-def record_directories(root: Path) -> list[tuple[Path, str]]:
-    """(record directory, project name) pairs under one root."""
-    if is_record_directory(root):
-        return [(root, project_name(root))]
-    found = []
-    for child in _subdirectories(root):
-        if is_record_directory(child):
-            found.append((child, project_name(child)))
-        else:
-            grandchildren = _subdirectories(child)
-            found.extend((path, project_name(path)) for path in grandchildren if is_record_directory(path))
-    return found
+def record_directories(root: Path, skipped: list[Skipped] | None = None) -> list[tuple[Path, str]]:
+    """(record directory, project name) pairs under one root; a skyrl-capture directory met on the
+    way is not looked into, and is added to `skipped` when given."""
+
+    def look(path: Path, levels: int) -> list[tuple[Path, str]]:
+        if (foreign := skipped_directory(path)) is not None:
+            if skipped is not None:
+                skipped.append(foreign)
+            return []
+        if is_record_directory(path):
+            return [(path, project_name(path))]
+        return [found for child in _subdirectories(path) for found in look(child, levels - 1)] if levels else []
+
+    return look(root, 2)
 
 
-def discover_runs(roots, known: dict[Path, str] | None = None) -> list[RunLocation]:
-    """Every run under `roots`, with unique ids; a directory in `known` keeps its id."""
+def discover_runs(roots, known: dict[Path, str] | None = None,
+                  skipped: list[Skipped] | None = None) -> list[RunLocation]:
+    """Every run under `roots`, with unique ids; a directory in `known` keeps its id. Skyrl-capture
+    directories are left out, and listed in `skipped` when given."""
     known = known or {}
     runs, taken, seen = [], set(known.values()), set()
     for root in roots:
-        for path, project in record_directories(Path(root).absolute()):
+        for path, project in record_directories(Path(root).absolute(), skipped):
             real = os.path.realpath(path)
             if real in seen:
                 continue

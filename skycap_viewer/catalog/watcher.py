@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from skycap_viewer.catalog.discovery import discover_runs
+from skycap_viewer.catalog.discovery import discover_runs, say_skipped
 from skycap_viewer.catalog.index import (
     Catalog,
     Changes,
@@ -40,6 +40,7 @@ class Watcher(threading.Thread):
         self.prepare = prepare  # prepare(snapshot): what every request asks of a new snapshot, computed here
         self.stopped = threading.Event()
         self.missing_roots: set = set()  # roots found gone (said once)
+        self.said_skipped: set = set()  # skyrl-capture directories found (said once)
         self.discovered = threading.Event()  # set once the first poll has published the runs it found
 
     def run(self):
@@ -59,7 +60,9 @@ class Watcher(threading.Thread):
         """One pass: rediscover runs, list each, read what changed, publish."""
         catalog = self.catalog
         self.report_roots()
-        locations = discover_runs(catalog.roots, catalog.known_ids())
+        skipped = []
+        locations = discover_runs(catalog.roots, catalog.known_ids(), skipped)
+        say_skipped(skipped, self.said_skipped)
         previous = set(catalog.runs)
         fresh = catalog.set_runs(locations)
         if fresh:  # listed at once, before their directories are even listed: as indexing, unless reopened

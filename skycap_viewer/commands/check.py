@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skycap_viewer.catalog.discovery import record_directories
+from skycap_viewer.catalog.discovery import record_directories, say_skipped
 from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document
@@ -90,10 +90,13 @@ def check_directory(directory: Path, forks: bool = False, symlink_to: str | None
 
 def resolve_directories(dirs) -> list[tuple[Path, str | None]]:
     """(record directory, its real path when a symlink took it out of its root) under each argument,
-    found the way runs are discovered: a directory reached twice (a link, a loop) is checked once."""
-    found, seen = [], set()
+    found the way runs are discovered: a directory reached twice (a link, a loop) is checked once, a
+    skyrl-capture directory is said once on stderr and not checked."""
+    found, seen, said = [], set(), set()
     for root in dirs:
-        directories = [path for path, _project in record_directories(Path(root))]
+        skipped = []
+        directories = [path for path, _project in record_directories(Path(root), skipped)]
+        say_skipped(skipped, said)
         if not directories:
             raise UsageError(f"no skycap records (*.json.zst) in {root}")
         for directory in directories:

@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 from skycap_viewer.commands.show import block_text, document_file
-from skycap_viewer.commands.terminal import Painter, json_text, plural, print_out, safe, wants_colour
+from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.trajectory import WHOLE, RecordView
 
 SIDE_STYLES = {"a": ("red",), "b": ("green",)}
-MARKS = ("⟦", "⟧")  # around differing units when there is no colour
 
 
 def record_files(args: list[str]) -> tuple[Path, Path]:

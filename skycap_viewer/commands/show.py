@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from skycap_viewer.commands.terminal import Painter, json_text, plural, print_out, safe, wants_colour
+from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
 from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
@@ -60,6 +60,41 @@ def block_text(block: dict, node: dict | None, token_blocked: bool) -> str:
         ids = (node["token_ids"] or [])[block["node_start"] : block["node_end"]]
         return "⟨ids " + " ".join(map(str, ids)) + "⟩"
     return utf16_slice(node["text"], offsets[block["node_start"]], offsets[block["node_end"]])
+
+
+def marked_text(block: dict, node: dict | None, token_blocked: bool) -> str:
+    """The block's text, escaped, with each media item's placeholder tokens in it between `⟦ ⟧`."""
+    if node is None or not token_blocked or not node["media"]:
+        return safe(block_text(block, node, token_blocked))
+    pieces, at, end = [], block["node_start"], block["node_end"]
+    for item in node["media"]:
+        if item["offset"] is None:
+            continue
+        start, stop = max(item["offset"], at), min(item["offset"] + item["length"], end)
+        if start >= stop:
+            continue
+        placeholder = safe(block_text({"node_start": start, "node_end": stop}, node, True))
+        pieces += [safe(block_text({"node_start": at, "node_end": start}, node, True)), MARKS[0], placeholder, MARKS[1]]
+        at = stop
+    pieces.append(safe(block_text({"node_start": at, "node_end": end}, node, True)))
+    return "".join(pieces)
+
+
+def media_lines(block: dict, node: dict | None, token_blocked: bool) -> list[str]:
+    """A `media` line per item of the node, under its first block: its label, where its tokens are."""
+    if node is None or block["node_start"] != 0:
+        return []
+    lines = []
+    for item in node["media"]:
+        if item["offset"] is None:
+            where = "no token range"
+        elif token_blocked:
+            where = f"[{block['start'] + item['offset']}:{block['start'] + item['offset'] + item['length']}]"
+        else:
+            where = f"tokens {item['offset']}–{item['offset'] + item['length']} of the node (not shown: no tokens)"
+        problem = f"  problem: {item['problem']}" if item["problem"] else ""
+        lines.append(safe(f"    media {item['label']}  {where}{problem}"))
+    return lines
 
 
 def compact(value) -> str:
@@ -132,9 +167,11 @@ def path_lines(path: dict, nodes: dict, paint: Painter) -> list[str]:
         if "trained_in" in block:
             label += f"  trained in path {block['trained_in']}"
         lines.append("  " + paint(safe(label), *KIND_STYLES[block["kind"]], "bold"))
-        text = block_text(block, nodes.get(block["node_id"]), token_blocked)
+        node = nodes.get(block["node_id"])
+        lines += media_lines(block, node, token_blocked)
+        text = marked_text(block, node, token_blocked)
         if text:
-            body = "\n".join(f"    {line}" if line else "" for line in safe(text).split("\n"))
+            body = "\n".join(f"    {line}" if line else "" for line in text.split("\n"))
             lines.append(paint(body, *KIND_STYLES[block["kind"]]))
     if not path["blocks"]:
         lines.append("  (no blocks)")

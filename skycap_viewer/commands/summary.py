@@ -10,7 +10,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from skycap_viewer.catalog.discovery import RunLocation, discover_runs
+from skycap_viewer.catalog.discovery import RunLocation, discover_runs, say_skipped
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, build_grouping
 from skycap_viewer.catalog.run_index import NOT_TRAINED, summarise_run_index
 from skycap_viewer.commands.counts import BRIDGED_KEYS, RunStats
@@ -153,7 +153,9 @@ def run_index_rows(index: dict) -> list[tuple[str, str]]:
 
 def run_summary(dirs, as_json: bool = False, group_by: tuple[str, ...] = DEFAULT_GROUP_BY) -> int:
     """Print every run's summary; exit 0 (unreadable records are reported, not fatal)."""
-    runs = discover_runs([Path(d) for d in dirs])
+    skipped = []
+    runs = discover_runs([Path(d) for d in dirs], skipped=skipped)
+    say_skipped(skipped, set())
     if not runs:
         raise UsageError(f"no skycap records (*.json.zst) under {' '.join(map(str, dirs))}")
     summaries = []

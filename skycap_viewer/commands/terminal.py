@@ -23,6 +23,7 @@ STYLES = {
     "cyan": "36",
     "grey": "90",
 }
+MARKS = ("⟦", "⟧")  # around marked text in plain output: `diff`'s differing units, `show`'s media items
 UNSAFE_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 

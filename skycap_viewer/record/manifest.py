@@ -4,6 +4,7 @@ These problems leave the graph readable, so the viewer still shows the record, m
 `malformed-record`; none of them needs a sidecar opened, so the index can find them too.
 """
 
+from skycap_viewer.record.media import media_problems
 from skycap_viewer.record.schema import is_int
 
 DTYPE_SIZES = {"uint8": 1, "uint16": 2, "int16": 2, "int32": 4, "int64": 8, "float64": 8}
@@ -39,7 +40,7 @@ def layout_problems(document: dict, file_id: str | None = None) -> list[str]:
             problems.append(f"{kind} sidecar is named {manifest['file']!r}, not {expected_name!r}")
     sliced = token_nodes(document)
     problems += _token_slice_problems(sliced, sidecars) + _side_channel_problems(document, sliced, sidecars)
-    return problems
+    return problems + [problem for node in sliced for problem in media_problems(node)]
 
 
 def _depth_problems(nodes: list[dict]) -> list[str]:

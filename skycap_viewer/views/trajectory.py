@@ -15,6 +15,7 @@ from skycap_viewer.record.blocks import Block, message_text, sampled_tokens, utf
 from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
 from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.header import trajectory_header
+from skycap_viewer.record.media import node_media
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData, read_tokens
 from skycap_viewer.views.notable import notable_tokens
@@ -26,7 +27,8 @@ BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on n
 
 
 def node_payload(node: dict, tokens: TokenData | None) -> dict:
-    """One node's text, and its token ids/logprobs/offsets when the tokens sidecar is read."""
+    """One node's text, and its token ids/logprobs/offsets when the tokens sidecar is read; its media
+    items (`record.media.node_media`) either way, from the document."""
     slices = node.get("tokens")
     entry = {
         "node_id": wire_id(node["id"]),
@@ -38,6 +40,7 @@ def node_payload(node: dict, tokens: TokenData | None) -> dict:
         "token_ids": None,
         "logprobs": None,
         "token_offsets": None,
+        "media": node_media(node),
     }
     if tokens is None or slices is None:
         entry["text"] = message_text(node.get("message"))

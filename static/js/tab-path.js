@@ -4,6 +4,7 @@
 
 import {append, el} from "./dom.js";
 import {num, pct, sizeIn} from "./format.js";
+import {drawMedia} from "./media.js";
 import {moreRow} from "./parts.js";
 import {markCopies} from "./retok-diff.js";
 import {strip} from "./strip.js";
@@ -46,7 +47,12 @@ export function renderPath(bundle, state, {go, lazy, more, notable}) {
   box.append(readout);
   const blocks = el("div", {className: "blocks"});
   const shown = path.blocks.filter((block) => options.given || block.kind !== "given");
-  for (const block of shown) blocks.append(blockElement(block, data.nodes?.[block.node_id], lazy, {...options, unit}));
+  for (const block of shown) {
+    const node = data.nodes?.[block.node_id];
+    const section = blockElement(block, node, lazy, {...options, unit});
+    drawMedia(section, block, node, unit);
+    blocks.append(section);
+  }
   if (!shown.length && path.part?.next === undefined) {
     blocks.append(el("p", {className: "notice"}, path.blocks.length
       ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));

@@ -138,6 +138,8 @@ function describeToken(span) {
     : block.kind === "sampled-untrained" ? "masked (the record trains it on no path)" : "masked";
   const parts = [hasText ? JSON.stringify(piece) : "(no text)", `#${position}`, `id ${node.token_ids[i]}`, loss];
   if (hasText && piece === "") parts.push("owns no whole character: it shares one with the next token");
+  const media = (node.media ?? []).find((item) => item.offset !== null && item.offset <= i && i < item.offset + item.length);
+  if (media) parts.push(`placeholder of ${media.label}`);
   if (i >= (node.sampled_start ?? Infinity)) {
     const logprob = node.logprobs ? node.logprobs[i] : null;
     parts.push(logprob === null || logprob === undefined ? "logprob unknown"

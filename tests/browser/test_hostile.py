@@ -97,7 +97,7 @@ def test_hostile_rollout_text_is_inert_in_every_tab(temp_server, page_on, hostil
     page.shot(f"hostile-{record}")
 
 
-def test_hostile_fields_in_tables_and_names_are_inert(page_on, temp_server, hostile_root):
+def test_hostile_fields_in_tables_and_names_are_inert(temp_server, page_on, hostile_root):
     server = temp_server(hostile_root)
     server.wait_indexed()
     page = page_on(server)
@@ -110,7 +110,7 @@ def test_hostile_fields_in_tables_and_names_are_inert(page_on, temp_server, host
     page.shot("hostile-tables")
 
 
-def test_hostile_text_side_by_side_is_inert(page_on, temp_server, hostile_root):
+def test_hostile_text_side_by_side_is_inert(temp_server, page_on, hostile_root):
     """The pair view draws both records' text, differing ranges wrapped in marks, as text."""
     server = temp_server(hostile_root)
     server.wait_indexed()

@@ -105,7 +105,7 @@ def test_a_huge_rollout_opens_and_renders_its_tokens_as_they_come_into_view(page
     page.shot("huge")
 
 
-def test_no_records_yet_says_where_they_will_appear(page_on, temp_server, tmp_path):
+def test_no_records_yet_says_where_they_will_appear(temp_server, page_on, tmp_path):
     empty = tmp_path / "nothing-here"
     empty.mkdir()
     page = page_on(temp_server(empty))
