@@ -187,7 +187,7 @@ export class Drawer {
     const fork = forkPair(bundle.paths, state);
     const place = JSON.stringify([this.key, state.tab, state.path, state.fa, state.fb]);
     const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs,
-      Boolean(fork && bundle.forks?.has(fork.key))]);
+      Boolean(fork && bundle.forks?.has(fork.key)), state.experts]);
     if (this.drawn === drawn && !keepScroll) return;
     keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
     this.drawn = drawn;
