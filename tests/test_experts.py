@@ -48,6 +48,9 @@ def server(tmp_path_factory):
     write(run, "tr_damaged")
     damaged = run / "tr_damaged.experts.zst"
     damaged.write_bytes(damaged.read_bytes()[:-20])
+    write(run, "tr_cut_tail", "int32", reply="y" * 6000)  # ~290 KB of rows: zstd blocks of 128 KB
+    cut = run / "tr_cut_tail.experts.zst"
+    cut.write_bytes(cut.read_bytes()[:-20])
     builder = RecordBuilder("tr_no_experts")
     builder.add_model(builder.add_client(None, "user", "hi"), "hello")
     builder.write(run)
@@ -117,6 +120,19 @@ def test_an_absent_or_damaged_sidecar_is_a_note_not_an_error(server, record_id, 
     assert answer["unavailable"] == reason
     assert note in answer["note"]
     assert answer["experts"] == [] and answer["repeats"] == []
+
+
+def test_only_the_rows_asked_are_decompressed(server):
+    """The sidecar's last block is cut off: the first node's rows, before it, still read; the last ones do not."""
+    route = routing("int32")
+    first = experts(server, "tr_cut_tail", node="n0", layer=2)
+    assert first["unavailable"] is None
+    assert first["experts"] == [route(row, 2) for row in range(first["rows"])]
+    reply = experts(server, "tr_cut_tail", node="n1", layer=2)
+    assert reply["unavailable"] is None and reply["part"]["next"] == EXPERT_ROWS
+    last = experts(server, "tr_cut_tail", node="n1", layer=2, **{"from": reply["rows"] - 10})
+    assert last["unavailable"] == "damaged"
+    assert "tr_cut_tail.experts.zst" in last["note"]
 
 
 def test_the_fixture_routing_repeats_where_the_last_row_is_a_copy(corpus_server):
