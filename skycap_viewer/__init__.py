@@ -6,16 +6,17 @@ The layers, in the order the data flows (each imports only the ones before it, a
 - base: `errors` (every error type), `flags` (the flag and text-only catalogues), `wire` (JSON
   as sent). They import nothing of the package.
 - `record/`: one record read from its files: zstd frames, the document and its schema, the sidecar
-  manifest and arrays, the graph, its forks named as skycap's `check` names them, paths and blocks
+  manifest and arrays, what the sampling mask says of the sampled tokens (`support`), a node's routed
+  experts (`experts`), the graph, its forks named as skycap's `check` names them, paths and blocks
   (`rollout`), the fields rules and the header, a node's searchable text and matching (`search`).
 - `catalog/`: the runs being served: discovery, the index row of a record, GRPO groups, each run's
   rows in SQLite (`store`) with the run index and its snapshots, where the databases live
   (`persisted`), the worker pools (indexing, `searcher`) and the watcher.
 - `views/`: answers computed from the catalog and records: listings (filters, sorts, pages, health),
   the groups listing (`group_listing`), the picker's values (`values`), the answers about one record (paths, graph,
-  calls, calls placed in time in `timeline`, forks; its re-tokenized copies in `retokenized`), two records' paths
-  compared (`compare`), a group lined up against one member (`lineup`), and two runs or steps group by group and
-  one prompt across steps (`runs_compare`).
+  calls, calls placed in time in `timeline`, forks; its re-tokenized copies in `retokenized`), one node's routed
+  experts (`experts`), two records' paths compared (`compare`), a group lined up against one member (`lineup`),
+  and two runs or steps group by group and one prompt across steps (`runs_compare`).
 - `server/` (HTTP: the API, its caches, running searches in `searches`, routes and request policy
   in `web`, what one connection may hold in `connections`, `serve`) and
   `commands/` (`check`, `show`, `summary`, `diff`, `grep` in a terminal) sit side by side on top; neither imports

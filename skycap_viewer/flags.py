@@ -15,6 +15,8 @@ class Flag:
     unit: str = "rollout"  # rollout | group
 
 
+FORCED_RUN_TOKENS = 4  # sampled tokens in a row, each with a support of one id, that make a `forced-run`
+
 FLAGS = (
     Flag("no-signal", "warn", "every counting rollout of the group got the same reward: no learning signal", "group"),
     Flag("masked", "warn", "a counting rollout ended with stop_reason agent_timeout or error", "group"),
@@ -25,6 +27,8 @@ FLAGS = (
     Flag("failed-calls", "error", "some model calls failed and produced no node"),
     Flag("incomplete", "error", "the trajectory never ended (written at shutdown, or still open)"),
     Flag("no-logprobs", "error", "some trained tokens have no rollout logprobs"),
+    Flag("out-of-support", "error",
+         "a sampled token is not among the ids its sampling mask allowed: a sampler or logprobs_mode bug"),
     Flag("unbridged", "warn", "a call's prompt was re-rendered from messages, not extended from earlier tokens"),
     Flag("unbridged-inferred", "warn", "an old record whose history passes a re-tokenized copy: a re-rendered prompt"),
     Flag("re-tokenized", "info", "a client copy of a model reply rendered to other tokens: the trained context differs"
@@ -37,6 +41,8 @@ FLAGS = (
     Flag("not-trained", "info", "the run index says the trainer did not train it, and no later attempt replaced it"
          " (dropped by dynamic sampling, or its group masked)"),
     Flag("forked", "info", "the history forked: more than one path"),
+    Flag("forced-run", "info", f"{FORCED_RUN_TOKENS} or more sampled tokens in a row each had a support of one id:"
+         " forced tokens (constrained decoding, or a top-p that left one id)"),
     Flag("bridged-unknown", "info", "calls without a `bridged` field: the record predates it"),
 )
 FLAG_BY_NAME = {flag.name: flag for flag in FLAGS}

@@ -99,6 +99,7 @@ def route_targets(web):
         "forks": f"/v1/trajectories/{FORKED}/forks?a=0&b=1",
         "notable": f"/v1/trajectories/{FORKED}/notable?path=1",
         "retokenized": f"/v1/trajectories/{FORKED}/retokenized?around=4",
+        "experts": f"/v1/trajectories/{record}/experts?node=n1&layer=0",
         "groups": "/v1/groups?run_id=groups",
         "group": f"/v1/groups/{group}?run_id=groups",
         "lineup": f"/v1/groups/{group}/lineup?run_id=groups",

@@ -17,10 +17,13 @@ import random
 import re
 import sys
 from array import array
+from itertools import repeat
 from pathlib import Path
 
 from skycap_viewer.record import frames
 from skycap_viewer.record.graph import Graph
+from skycap_viewer.record.manifest import EXPECTED_ARRAYS
+from skycap_viewer.record.sidecars import TYPECODES
 
 FORMAT_VERSION = 1
 MODEL = "policy"
@@ -155,17 +158,24 @@ class RecordBuilder:
 
     def __init__(self, record_id: str, mode: str = "tokens", *, meta=None, annotations=None,
                  status: str = "finished", ended: bool = True, created_at: float = 1_790_000_000.0,
-                 tools: list | None = None, experts: tuple[int, int] | None = None, sampling_mask: bool = False):
+                 tools: list | None = None, experts: tuple[int, int] | None = None, experts_dtype: str = "uint8",
+                 routing=None, sampling_mask: bool = False, support=None):
+        """`experts` is `(layers, k)` of a `routed_experts` sidecar in `experts_dtype`; `routing(position,
+        layer)` gives a token's k ids (by default every id of a row is its position mod 256). With
+        `sampling_mask`, `support(node, row, token id)` gives a sampled token's support (by default
+        `[t, t + 1]`, as skycap's mock engine)."""
         if mode not in ("tokens", "text"):
             raise ValueError(f"mode must be 'tokens' or 'text', not {mode!r}")
+        if experts_dtype not in EXPECTED_ARRAYS["experts"]["routed_experts"]:
+            raise ValueError(f"routed_experts cannot be {experts_dtype!r}")
         self.id, self.mode, self.status, self.ended = record_id, mode, status, ended
         self.meta, self.annotations = dict(meta or {}), dict(annotations or {})
         self.capture = TOKEN_CAPTURE if mode == "tokens" else {"mode": "text"}
         self.created_at = self.clock = created_at
         self.tools_hash = digest(tools) if tools else None
         self.tools = {self.tools_hash: tools} if tools else {}
-        self.experts_shape = experts
-        self.with_mask = sampling_mask
+        self.experts_shape, self.experts_dtype, self.routing = experts, experts_dtype, routing
+        self.with_mask, self.support = sampling_mask, support
         self.retries = {"replayed": 0, "coalesced": 0}
         self.nodes: list[dict] = []
         self.failures: list[dict] = []
@@ -175,7 +185,7 @@ class RecordBuilder:
         self._answered: set[int | None] = set()  # parents that already have a model child
         self._ids, self._logprobs, self._text_offsets = array("i"), array("d"), array("i")
         self._text = bytearray()
-        self._experts = bytearray()
+        self._experts = array(TYPECODES[experts_dtype])
         self._mask_ids, self._mask_offsets = array("i"), array("q", [0])
 
     # -- nodes -----------------------------------------------------------------------------
@@ -313,15 +323,28 @@ class RecordBuilder:
         self._text_offsets.extend(offsets)
         self._text += raw
         if self.experts_shape:
-            layers, k = self.experts_shape
             tokens["experts_offset"], tokens["experts_rows"] = offset, length
-            self._experts += b"".join(bytes([(offset + row) % 256]) * (layers * k) for row in range(length))
+            self._route(offset, length)
         if self.with_mask and sampled_start is not None:
             tokens["mask_offset"], tokens["mask_rows"] = len(self._mask_offsets) - 1, length - sampled_start
-            for token_id in ids[sampled_start:]:
-                self._mask_ids.extend((token_id, token_id + 1))
+            for row, token_id in enumerate(ids[sampled_start:]):
+                self._mask_ids.extend((token_id, token_id + 1) if self.support is None
+                                      else self.support(len(self.nodes), row, token_id))
                 self._mask_offsets.append(len(self._mask_ids))
         return tokens
+
+    def _route(self, offset: int, length: int):
+        """Append the routed experts of token positions `[offset, offset + length)`."""
+        layers, k = self.experts_shape
+        for position in range(offset, offset + length):
+            if self.routing is None:
+                self._experts.extend(repeat(position % 256, layers * k))
+                continue
+            for layer in range(layers):
+                ids = self.routing(position, layer)
+                if len(ids) != k:
+                    raise ValueError(f"routing gave {len(ids)} ids for position {position}, layer {layer}: k is {k}")
+                self._experts.extend(ids)
 
     @staticmethod
     def _node_logprobs(ids: array, sampled_start: int | None, logprobs) -> array:
@@ -351,7 +374,7 @@ class RecordBuilder:
             ("text", "uint8", [len(self._text)], bytes(self._text)),
         ])]
         if self.experts_shape:
-            routed = ("routed_experts", "uint8", [n, *self.experts_shape], bytes(self._experts))
+            routed = ("routed_experts", self.experts_dtype, [n, *self.experts_shape], _little_endian(self._experts))
             kinds.append(("experts", [routed]))
         if len(self._mask_offsets) > 1:
             kinds.append(("sampling_mask", [

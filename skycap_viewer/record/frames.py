@@ -86,6 +86,22 @@ def decompress_one_frame(data: bytes, limit: int | None = None, what: str = "the
     return payload
 
 
+def decompress_prefix(data: bytes, length: int) -> bytes:
+    """The first `length` bytes of the payload of the zstd frame `data` (all of it when shorter),
+    decompressing no further: a few rows of a big sidecar cost what comes before them, not the file.
+    Whether the whole file is one sound frame is the verification's question (`decompress_one_frame`)."""
+    if not data:
+        raise FrameError("empty file (0 bytes), not a zstd frame")
+    decompressor = zstd.ZstdDecompressor()
+    try:
+        payload = decompressor.decompress(data, max_length=length)
+        while len(payload) < length and not decompressor.eof and not decompressor.needs_input:
+            payload += decompressor.decompress(b"", max_length=length - len(payload))
+    except ZstdError as error:
+        raise FrameError(f"not a zstd frame ({error})") from None
+    return payload
+
+
 def compress(payload: bytes, level: int = 3) -> bytes:
     """One zstd frame holding `payload`, as skycap writes it."""
     return zstd.compress(payload, level=level)

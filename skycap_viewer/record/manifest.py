@@ -34,7 +34,7 @@ def layout_problems(document: dict, file_id: str | None = None) -> list[str]:
     problems += _depth_problems(document["nodes"])
     sidecars = document.get("sidecars") or {}
     for kind, manifest in sidecars.items():
-        problems += _manifest_problems(kind, manifest)
+        problems += manifest_problems(kind, manifest)
         expected_name = f"{file_id or document['id']}.{kind}.zst"
         if manifest["file"] != expected_name:
             problems.append(f"{kind} sidecar is named {manifest['file']!r}, not {expected_name!r}")
@@ -59,7 +59,7 @@ def _depth_problems(nodes: list[dict]) -> list[str]:
     return problems
 
 
-def _manifest_problems(kind: str, manifest: dict) -> list[str]:
+def manifest_problems(kind: str, manifest: dict) -> list[str]:
     if kind not in EXPECTED_ARRAYS:
         return [f"unknown sidecar kind {kind!r}"]
     problems = []
@@ -91,7 +91,7 @@ def array_rows(sidecars: dict, kind: str, name: str) -> int | None:
 def token_layout_problems(document: dict) -> list[str]:
     """The problems that make the tokens sidecar unsafe to show: its manifest and the token slices."""
     sidecars = document.get("sidecars") or {}
-    problems = _manifest_problems("tokens", sidecars["tokens"]) if "tokens" in sidecars else []
+    problems = manifest_problems("tokens", sidecars["tokens"]) if "tokens" in sidecars else []
     return problems + _token_slice_problems(token_nodes(document), sidecars)
 
 

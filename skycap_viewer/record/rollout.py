@@ -84,6 +84,7 @@ class Rollout:
             if present is not None and (kind not in self.sidecars or self.sidecars[kind]["file"] not in present)
         )
         self.damaged_sidecars = sidecars.damaged if sidecars is not None else set()
+        self.sidecar_flags = sidecars.flags if sidecars is not None else []  # what only the sidecars tell
         self.record_problems = layout_problems(document, file_id) + self.graph.problems + (
             sidecars.problems if sidecars is not None else [])
 
@@ -212,7 +213,7 @@ class Rollout:
             "forked": len(self.paths) > 1,
             "bridged-unknown": self.bridged[ABSENT] > 0,
         }
-        return ordered(name for name, on in found.items() if on)
+        return ordered([*(name for name, on in found.items() if on), *self.sidecar_flags])
 
     @property
     def unit(self) -> str:

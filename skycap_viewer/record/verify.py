@@ -3,7 +3,8 @@
 Beyond the document's own consistency (the manifest, the samples rows), each present sidecar must
 be one whole zstd frame whose arrays fit the payload and the nodes' slices (text cut on character
 boundaries, sampling-mask offsets in order). A listed sidecar whose file is absent is not a
-problem (a mirror may leave it out): it is returned as absent.
+problem (a mirror may leave it out): it is returned as absent. With the tokens and the sampling mask
+both read whole, what the mask says of the sampled tokens raises its flags (`record.support`).
 """
 
 from dataclasses import dataclass, field
@@ -12,7 +13,8 @@ from pathlib import Path
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.graph import Graph
 from skycap_viewer.record.manifest import EXPECTED_ARRAYS, layout_problems, listed_kinds
-from skycap_viewer.record.sidecars import TokenData, decode_arrays, mask_problems, read_payload
+from skycap_viewer.record.sidecars import TokenData, decode_arrays, read_payload
+from skycap_viewer.record.support import SamplingMask, support_by_node, support_flags
 
 
 def document_problems(document: dict, file_id: str | None) -> list[str]:
@@ -25,37 +27,52 @@ class SidecarReport:
     problems: list[str] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)  # listed kinds whose files are not in the directory
     damaged: set[str] = field(default_factory=set)  # kinds with a problem (a damaged `tokens` hides the text)
+    flags: list[str] = field(default_factory=list)  # flags only the sidecars can raise (`support_flags`)
 
 
 def sidecar_problems(directory, document: dict, present, consistent: bool) -> SidecarReport:
     """What is wrong with the record's sidecars: every present one is opened and read.
 
     Arrays are checked against the nodes only when the document agrees with itself (`consistent`),
-    so a problem the document already shows is not reported twice."""
+    so a problem the document already shows is not reported twice; a damaged tokens or mask
+    sidecar raises no support flag."""
     sidecars = document.get("sidecars") or {}
     report = SidecarReport(absent=sorted(listed_kinds(document) - set(sidecars)))  # a mirror's `omitted_sidecars`
+    sound = {}  # kind -> what was read of it without a problem (`TokenData`, `SamplingMask`)
     for kind, manifest in sidecars.items():
         if manifest["file"] not in present:
             report.absent.append(kind)
             continue
-        found = one_sidecar_problems(Path(directory) / manifest["file"], document, kind, manifest, consistent)
+        path = Path(directory) / manifest["file"]
+        found, read = one_sidecar_problems(path, document, kind, manifest, consistent)
         report.problems += found
         if found:
             report.damaged.add(kind)
+        elif read is not None:
+            sound[kind] = read
+    if "tokens" in sound and "sampling_mask" in sound:
+        report.flags = support_flags(support_by_node(document, sound["tokens"], sound["sampling_mask"]))
     return report
 
 
-def one_sidecar_problems(path: Path, document: dict, kind: str, manifest: dict, consistent: bool) -> list[str]:
-    """Open one present sidecar: one whole frame, then its arrays against the payload and the nodes."""
+def one_sidecar_problems(path: Path, document: dict, kind: str, manifest: dict,
+                         consistent: bool) -> tuple[list[str], TokenData | SamplingMask | None]:
+    """Open one present sidecar: one whole frame, then its arrays against the payload and the nodes.
+    Returns its problems, and the tokens or the mask read when they have none."""
     try:
         payload = read_payload(path, manifest)
         if not consistent or kind not in EXPECTED_ARRAYS:
-            return []
+            return [], None
         arrays = decode_arrays(payload, manifest, path)
     except RecordError as error:
-        return [f"{kind} sidecar {path.name}: {error.problem}"]
+        return [f"{kind} sidecar {path.name}: {error.problem}"], None
     if kind == "tokens":
-        return TokenData(arrays, path).problems(document)
+        tokens = TokenData(arrays, path)
+        problems = tokens.problems(document)
+        return problems, None if problems else tokens
     if kind == "sampling_mask":
-        return mask_problems(arrays)
-    return []
+        try:
+            return [], SamplingMask(arrays, path)
+        except RecordError as error:
+            return [error.problem], None
+    return [], None

@@ -20,7 +20,9 @@ from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
 from skycap_viewer.record.document import document_path
+from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.search import Query, query_problem
+from skycap_viewer.record.support import support_flags
 from skycap_viewer.server.caches import (
     DOCUMENT_CACHE_BYTES,
     PATHS_CACHE_BYTES,
@@ -35,6 +37,7 @@ from skycap_viewer.server.searches import Search, Searches
 from skycap_viewer.views import group_listing, runs_compare
 from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
 from skycap_viewer.views.compare import Comparison
+from skycap_viewer.views.experts import experts_part
 from skycap_viewer.views.lineup import lineup
 from skycap_viewer.views.listing import (
     SPARSE_SHARE,
@@ -291,21 +294,48 @@ class Api:
         text = one(params, "text") != "false"
         path = None if one(params, "path") is None else path_number(params, "path", 0)
         start = part_start(params)
+
+        def answer(snapshot, row, view):
+            payload = answer_part(view.paths_part, text, path, start, self.part_limit)
+            found = support_flags(view.support[0]) if text else []
+            if ("tokens_error" in payload or "mask_error" in payload) and "malformed-record" not in row["flags"] \
+                    or any(flag not in row["flags"] for flag in found):
+                self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
+            return payload
+
+        return self.settled_answer(record_id, params, (text, path, start), answer, reads_sidecars=text)
+
+    def experts(self, record_id: str, params):
+        """One node's routed experts at one layer (`views.experts`): `node`, `layer` (0), `from` (0)."""
+        node, layer, start = node_param(params), layer_param(params), part_start(params)
+
+        def answer(snapshot, row, view):
+            nodes = view.document["nodes"]
+            if node >= len(nodes):
+                raise ApiError(404, f"no node {wire_id(node)}: the trajectory has {len(nodes)} nodes")
+            payload = answer_part(experts_part, view.directory, view.document, view.present, node, layer, start)
+            if payload["unavailable"] == "damaged" and "malformed-record" not in row["flags"]:
+                self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
+            return payload
+
+        return self.settled_answer(record_id, params, ("experts", node, layer, start), answer)
+
+    def settled_answer(self, record_id: str, params, key: tuple, answer, reads_sidecars: bool = True):
+        """`answer(snapshot, row, view)` about one record, kept encoded by its files' versions and `key`.
+        An answer that read sidecars is read again while a rewrite of the record is landing, so it
+        never mixes two versions' files (409 when they keep changing)."""
         for attempt in range(1, SETTLE_TRIES + 1):
             snapshot, row, version, view = self.view(record_id, params)
-            key = (version, text, path, start)
-            cached = self.encoded_paths.get(key) if version else None
+            cached = self.encoded_paths.get((version, *key)) if version else None
             if cached is not None:
                 return 200, cached
-            payload = answer_part(view.paths_part, text, path, start, self.part_limit)
-            if "tokens_error" in payload and "malformed-record" not in row["flags"]:
-                self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
-            if not text or self.settled(view.directory, record_id, view.document):
-                encoded = RawJson(encode_json(payload))  # kept encoded: opening the rollout again costs nothing
+            payload = answer(snapshot, row, view)
+            if not reads_sidecars or self.settled(view.directory, record_id, view.document):
+                encoded = RawJson(encode_json(payload))  # kept encoded: asking again costs nothing
                 if version and version[0] == files_version(view.directory, record_id, view.present):
-                    self.encoded_paths.put(key, encoded)
+                    self.encoded_paths.put((version, *key), encoded)
                 return 200, encoded
-            self.views.drop(version)  # its tokens may be a rewrite's: read them again
+            self.views.drop(version)  # its sidecars may be a rewrite's: read them again
             time.sleep(min(SETTLE_PAUSE * attempt, 0.05))  # a rewrite is under way: read it once it lands
         raise ApiError(409, f"trajectory {record_id} is being rewritten; its files keep changing, try again")
 
@@ -667,6 +697,26 @@ def bounded_count(params, name: str, default: int, most: int) -> int:
     if not 0 <= count <= most:
         raise ApiError(400, f"{name} must be a count of tokens in 0..{most}, not {value!r}")
     return count
+
+
+def node_param(params) -> int:
+    """The node a per-node answer is about (`node=n<id>`, or the bare number)."""
+    value = one(params, "node")
+    if value is None:
+        raise ApiError(400, "name the node: pass node=n<id>")
+    digits = value[1:] if value.startswith("n") else value
+    if not digits.isdecimal() or not digits.isascii():
+        raise ApiError(400, f"node must be a node id like n3, not {value!r}")
+    return int(digits)
+
+
+def layer_param(params) -> int:
+    value = one(params, "layer")
+    if value is None:
+        return 0
+    if not value.isdecimal() or not value.isascii():
+        raise ApiError(400, f"layer must be a layer number (0, 1, ...), not {value!r}")
+    return int(value)
 
 
 def part_start(params) -> int:

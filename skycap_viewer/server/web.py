@@ -101,6 +101,7 @@ ROUTES = (
     Route(("v1", "trajectories", CAPTURE, "forks"), "forks"),
     Route(("v1", "trajectories", CAPTURE, "notable"), "notable"),
     Route(("v1", "trajectories", CAPTURE, "retokenized"), "retokenized"),
+    Route(("v1", "trajectories", CAPTURE, "experts"), "experts"),
     Route(("v1", "values"), "values", per_generation=True),
     Route(("v1", "search"), "search"),
     Route(("v1", "groups"), "groups", per_generation=True),

@@ -100,7 +100,10 @@ class Side:
 
     def text(self, position: int) -> dict:
         """The node's `/paths` text entry (its tokens in token mode)."""
-        return node_payload(self.node(position), self.view.tokens[0] if self.by_tokens else None)
+        node = self.node(position)
+        if not self.by_tokens:
+            return node_payload(node, None)
+        return node_payload(node, self.view.tokens[0], self.view.support[0].get(node["id"]))
 
     def turn(self, position: int, shared: int) -> dict:
         """The node at `position` as a turn: its range in the path and its `/paths` blocks (measured

@@ -18,6 +18,7 @@ from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.media import node_media
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData, read_tokens
+from skycap_viewer.record.support import NodeSupport, read_mask, support_by_node
 from skycap_viewer.views.notable import notable_tokens
 from skycap_viewer.views.retokenized import retokenized_payload
 from skycap_viewer.views.timeline import Layout, lay_out
@@ -26,8 +27,9 @@ from skycap_viewer.wire import encode_json
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
 
 
-def node_payload(node: dict, tokens: TokenData | None) -> dict:
-    """One node's text, and its token ids/logprobs/offsets when the tokens sidecar is read; its media
+def node_payload(node: dict, tokens: TokenData | None, support: NodeSupport | None = None) -> dict:
+    """One node's text, and its token ids/logprobs/offsets when the tokens sidecar is read, with what
+    its sampling mask says of its sampled tokens (`support`; null when it records none); its media
     items (`record.media.node_media`) either way, from the document."""
     slices = node.get("tokens")
     entry = {
@@ -41,12 +43,16 @@ def node_payload(node: dict, tokens: TokenData | None) -> dict:
         "logprobs": None,
         "token_offsets": None,
         "media": node_media(node),
+        "support_sizes": None,
+        "outside_support": None,
     }
     if tokens is None or slices is None:
         entry["text"] = message_text(node.get("message"))
         return entry
     entry["token_ids"] = tokens.ids(slices)
     entry["logprobs"] = tokens.logprobs_of(slices)
+    if support is not None:
+        entry["support_sizes"], entry["outside_support"] = support.sizes, support.outside
     raw = tokens.text_bytes(slices)
     if raw is not None:
         starts = tokens.text_offsets[slices["offset"] : slices["offset"] + slices["length"]].tolist()
@@ -335,6 +341,20 @@ class RecordView:
             return None, str(error)
 
     @cached_property
+    def support(self) -> tuple[dict[int, NodeSupport], str | None]:
+        """(each node's support facts, by node id; the error that kept the sampling mask from being
+        read). Read only with the tokens, and only from a document that agrees with itself, as the
+        background verification does: the page and the flags say the same."""
+        tokens = self.tokens[0]
+        if tokens is None or self.rollout.record_problems:
+            return {}, None
+        try:
+            mask = read_mask(self.directory, self.document)
+        except RecordError as error:
+            return {}, str(error)
+        return ({} if mask is None else support_by_node(self.document, tokens, mask)), None
+
+    @cached_property
     def unreadable(self) -> Rollout:
         """The rollout shown from message text because its tokens sidecar cannot be read."""
         return self.from_text("tokens-unreadable")
@@ -399,7 +419,9 @@ class RecordView:
         node = self.rollout.nodes[node_id]
         key = wire_id(node_id)
         message = {"role": node.get("role"), "author": node["author"], "chars": node_chars(node)}
-        text = None if sent is None or key in sent else node_payload(node, tokens)
+        text = None
+        if sent is not None and key not in sent:
+            text = node_payload(node, tokens, self.support[0].get(node_id) if tokens is not None else None)
         return key, message, self.node_blocks(path, position), node_id in targets, text
 
     def path_window(self, path: PathView, start: int, limit: PartLimit, sent, tokens, least: int = 1):
@@ -434,6 +456,8 @@ class RecordView:
         }
         if error is not None:
             payload["tokens_error"] = error
+        if text and tokens is not None and self.support[1] is not None:
+            payload["mask_error"] = self.support[1]
         nodes = {} if text else None
         if text:
             payload["nodes"] = nodes

@@ -217,7 +217,7 @@ export class Drawer {
     const fork = forkPair(bundle.paths, state);
     const place = JSON.stringify([this.key, state.tab, state.tab === "timeline" ? null : state.path, state.fa, state.fb]);
     const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs, state.retok,
-      Boolean(fork && bundle.forks?.has(fork.key)), state.node, Boolean(bundle.timeline)]);
+      Boolean(fork && bundle.forks?.has(fork.key)), state.node, Boolean(bundle.timeline), state.experts]);
     if (this.drawn === drawn && !keepScroll) return;
     keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
     this.drawn = drawn;

@@ -13,20 +13,22 @@
 //             a Timeline bar's, marked in Path, Tree and Timeline)
 //             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
 //             characters shown, sampled tokens coloured by logprob) retok (the re-tokenized copy
-//             shown beside its model node, Path and Tree tabs)
+//             shown beside its model node, Path and Tree tabs) experts=1 (the Path tab's experts lane shown)
 // The drawer's keys (tab .. lp) are written only while a rollout is open, and only when not
 // the default.
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
   "page", "open", "search", "scase", "sre", "skind", "srole",
-  "tab", "path", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb", "lu", "la"];
-const DRAWER_KEYS = ["tab", "path", "fa", "fb", "node", "given", "controls", "logprobs", "retok"];
+  "tab", "path", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb", "lu", "la",
+  "experts"];
+const DRAWER_KEYS = ["tab", "path", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "experts"];
 export const TABS = ["path", "tree", "forks", "calls", "timeline", "json"];
 
 export function emptyState() {
   return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
     sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1, node: "",
     given: true, controls: false, logprobs: false, retok: "", ...clearedPicks(), lu: "", la: "",
+    experts: false,
     a: "", b: "", rb: "", pa: 0, pb: 0, vs: null, sa: "", sb: "", by: "", lkey: "", lvalue: ""};
 }
 
@@ -72,6 +74,7 @@ export function parse(hash) {
   state.given = !(query.get("hide") || "").split(",").includes("given");
   state.controls = query.get("controls") === "1";
   state.logprobs = query.get("lp") === "1";
+  state.experts = query.get("experts") === "1";
   state.pa = Math.max(0, parseInt(query.get("pa"), 10) || 0);
   state.pb = Math.max(0, parseInt(query.get("pb"), 10) || 0);
   return state;
@@ -120,6 +123,7 @@ export function format(state) {
       if (key === "given") add("hide", "given");
       else if (key === "controls") add("controls", 1);
       else if (key === "logprobs") add("lp", 1);
+      else if (key === "experts") add("experts", 1);
       else add(key, value);
     } else if (value) add(key, value);
   }

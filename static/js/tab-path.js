@@ -1,8 +1,10 @@
 // The Path tab: one path of the rollout as the trainer sees it, cut into blocks, with the
 // mask strip, token hover and the options to colour by logprob, hide given blocks and show
-// control characters. The options are state in the URL (route.js: given, controls, logprobs).
+// control characters, and the experts lane. The options are state in the URL (route.js: given,
+// controls, logprobs, experts).
 
 import {append, el} from "./dom.js";
+import {expertsLane} from "./experts-lane.js";
 import {num, pct, sizeIn} from "./format.js";
 import {drawMedia} from "./media.js";
 import {moreRow} from "./parts.js";
@@ -13,7 +15,7 @@ import {textOnlyNotice} from "./viewer.js";
 
 /** The path's blocks as far as its /paths parts have come; `more` fetches its next part. */
 export function renderPath(bundle, state, {go, lazy, more, notable}) {
-  const options = {given: state.given, controls: state.controls, logprobs: state.logprobs};
+  const options = {given: state.given, controls: state.controls, logprobs: state.logprobs, experts: state.experts};
   const data = bundle.paths;
   const paths = data.paths || [];
   if (!paths.length) return el("p", {className: "notice"}, "This trajectory has no path to show.");
@@ -36,7 +38,8 @@ export function renderPath(bundle, state, {go, lazy, more, notable}) {
     el("span", {}, `stop: ${path.stop_reason ?? "-"}`),
     toggle("given", "given", "show the given blocks (system, user, tool messages)"),
     toggle("controls", "control chars", "show line breaks and tabs as ↵ and →"),
-    hasLogprobs ? toggle("logprobs", "colour by logprob", "shade sampled tokens by how unlikely they were") : null));
+    hasLogprobs ? toggle("logprobs", "colour by logprob", "shade sampled tokens by how unlikely they were") : null,
+    tokenMode ? toggle("experts", "experts", "show each token's routed experts, one node and layer at a time") : null));
   if (state.path > index) {
     box.append(el("p", {className: "notice warn past-last"},
       `path ${state.path} does not exist: showing path ${index} of 0–${paths.length - 1}.`));
@@ -44,6 +47,7 @@ export function renderPath(bundle, state, {go, lazy, more, notable}) {
   box.append(...notices(data, path, paths));
   const readout = el("p", {className: "readout", id: "readout", "aria-live": "polite", hidden: !tokenMode}, "hover a token");
   if (notable) box.append(notable.panel(bundle, index));
+  if (tokenMode && options.experts) box.append(expertsLane(bundle, path, state.run));
   box.append(readout);
   const blocks = el("div", {className: "blocks"});
   const shown = path.blocks.filter((block) => options.given || block.kind !== "given");
@@ -85,6 +89,7 @@ function notices(data, path, paths) {
   } else if (data.mode === "text") {
     note("info", "Text mode: no token ids were captured, so there is no mask, no ranges and nothing to re-feed. Blocks are the messages, and their widths are characters.");
   }
+  if (data.mask_error) note("warn mask-error", `The sampling mask cannot be read, so no token shows its support: ${data.mask_error}`);
   if (path.trains === false) {
     note("warn no-train-path", "The record's samples do not train this path: its replies are sampled-untrained, in no loss.");
   }

@@ -107,11 +107,13 @@ export function upgrade(chunk) {
   const {node, from, to, options} = info;
   const hasText = node.text !== null && node.text !== undefined && node.token_offsets;
   const colour = options.logprobs && node.logprobs && node.sampled_start !== null && node.sampled_start !== undefined;
+  const outside = new Set(node.outside_support || []);  // sampled ids their mask did not allow: marked
   const spans = [];
   for (let i = from; i < to; i += 1) {
     const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : `${node.token_ids[i]} `;
     const span = document.createElement("span");
     span.className = `t${piece ? "" : " sliver"}${colour && i >= node.sampled_start ? probabilityClass(node.logprobs[i]) : ""}`;
+    if (outside.has(i)) span.classList.add("out-of-support");
     span.dataset.i = i;
     span.textContent = visible(piece, options.controls);
     spans.push(span);
@@ -144,8 +146,18 @@ function describeToken(span) {
     const logprob = node.logprobs ? node.logprobs[i] : null;
     parts.push(logprob === null || logprob === undefined ? "logprob unknown"
       : `logprob ${logprob.toFixed(4)} · p ${Math.exp(logprob).toFixed(3)}`);
+    parts.push(supportFact(node, i));
   }
   return parts.join(" · ");
+}
+
+/** What the server read of sampled token `i`'s sampling mask: its support size and whether the id
+ *  sampled is in it, or that the node records none. */
+function supportFact(node, i) {
+  const size = node.support_sizes?.[i - node.sampled_start];
+  if (size === undefined || size === null) return "no support recorded";
+  const inside = !(node.outside_support || []).includes(i);
+  return `support ${size} id${size === 1 ? "" : "s"}, ${inside ? "sampled id in it" : "sampled id NOT in it (a sampler or logprobs_mode bug)"}`;
 }
 
 /** Hovering any token inside `root` writes its description into `readout`. */
