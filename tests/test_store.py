@@ -4,14 +4,16 @@ groups it keeps as rows come and go are the ones counted from scratch."""
 
 import random
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from skycap_viewer.catalog.groups import ordered_by
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.rows import SORT_KEYS, compute_row
-from skycap_viewer.catalog.store import RunStore
+from skycap_viewer.catalog.store import READERS, RunStore
 from skycap_viewer.catalog.watcher import Watcher
+from skycap_viewer.errors import ApiError
 from skycap_viewer.record.fields import scalar_text
 from skycap_viewer.views.listing import Cursor, Filters, counted, kept_counts, listed_rows
 from tests.conftest import FIXTURES
@@ -165,3 +167,26 @@ def store_rows(store: RunStore):
         text = store.db.execute("SELECT text FROM rowtexts WHERE rid = (SELECT rid FROM rows WHERE name = ?)",
                                 (name,)).fetchone()[0]
         yield name, {**row, "_json_z": json_z, "_verified": bool(verified), "_text": text}
+
+
+def test_a_reader_never_takes_a_rebuilt_file_for_the_snapshots_database(tmp_path):
+    """Deleted under the server and made again by the watcher, the file at a snapshot's path is not the
+    snapshot's database: a reader with no connection yet says 503 (rebuilding), never reads the new,
+    maybe still empty, file as the old one; the new file's own snapshot reads it."""
+    path = tmp_path / "run.sqlite"
+    old = RunStore(path, {"test": 1}, ("step", "instance_id"))
+    snapshot_database = (path, old.identity)
+    old.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    with pytest.raises(ApiError) as gone:
+        READERS.connection(snapshot_database)
+    assert gone.value.status == 503
+    rebuilt = RunStore(path, {"test": 1}, ("step", "instance_id"))
+    assert rebuilt.identity != snapshot_database[1]  # the file may even have the old one's inode
+    with pytest.raises(ApiError) as rebuilding:
+        READERS.connection(snapshot_database)
+    assert rebuilding.value.status == 503
+    with READERS.reading((path, rebuilt.identity)) as db:
+        assert db.execute("SELECT value FROM facts WHERE key = 'test'").fetchone() == (1,)
+    rebuilt.close()

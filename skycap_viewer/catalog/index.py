@@ -80,7 +80,7 @@ class Snapshot:
     """One run at one moment: its facts, and the database a request queries for its rows."""
 
     location: RunLocation
-    database: tuple  # (path, identity) of the run's database file
+    database: tuple  # (path, identity) of the run's database file: `RunStore.identity`, its token
     generation: int
     indexing: bool
     file_count: int

@@ -19,6 +19,7 @@ generation, whatever the watcher commits meanwhile.
 """
 
 import marshal
+import os
 import sqlite3
 import threading
 import zlib
@@ -38,6 +39,7 @@ SORT_COLUMNS = ("step", "task", "reward", "turns", "tokens", "health", "trained"
 KEPT = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
         "unreadable", "error", "cut", "_keys", "_retokenized", "trained", "superseded")
 WRITER_CACHE_KIB = 32 * 1024  # the watcher's page cache: a big run's indexes stay in memory while it is written
+MADE = "made"  # the facts' token of one database file: how a reader tells it from one made again at its path
 BUSY_MS = 30_000  # how long a connection waits on another's lock (a checkpoint), at most
 NEWEST_FIRST = "(created IS NULL), created DESC, id"  # the index's own order: newest first, undated last
 RETOKENIZED = "retokenized"  # the `tally` kind whose `n` counts re-tokenized copies (nodes), not rows
@@ -162,17 +164,22 @@ class RunStore:
         self.path = Path(path)
         self.group_by = tuple(group_by)
         self.reused = False
+        made = None
         try:
             self.db = self.connect()
-            self.reused = self.stored_facts() == facts
+            stored = self.stored_facts()
+            made = stored.pop(MADE, None)
+            self.reused = made is not None and stored == facts
         except sqlite3.DatabaseError:
             self.db = None
         if not self.reused:
             self.recreate()
+            made = os.urandom(8).hex()
             with self.db:
-                self.db.executemany("INSERT INTO facts VALUES (?, ?)", facts.items())
+                self.db.executemany("INSERT INTO facts VALUES (?, ?)", [*facts.items(), (MADE, made)])
+        self.identity = made  # what readers know this file by
         stat = self.path.stat()
-        self.identity = (stat.st_dev, stat.st_ino)  # what readers know this file by
+        self.inode = (stat.st_dev, stat.st_ino)  # the file opened (a deleted file's inode may be given again)
         self.listing_indexes = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
                                                (LAST_LISTING_INDEX,)).fetchone() is not None
         self.in_transaction = False
@@ -219,7 +226,7 @@ class RunStore:
             stat = self.path.stat()
         except OSError:
             return False
-        return (stat.st_dev, stat.st_ino) == self.identity
+        return (stat.st_dev, stat.st_ino) == self.inode
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -542,8 +549,9 @@ class Readers:
         self.local = threading.local()
 
     def connection(self, database: tuple) -> sqlite3.Connection:
-        """This thread's connection to `database` ((path, identity): a database rebuilt in a new file
-        gets a new connection, and the one to the file it replaced is closed)."""
+        """This thread's connection to `database` ((path, identity): the token its file was made with,
+        so a database made again at the path, even in a reused inode, is never read as the snapshot's;
+        it gets a new connection, and the one to the file it replaced is closed)."""
         connections = self.local.__dict__.setdefault("connections", {})
         path, identity = database
         found = connections.get(path)
@@ -552,11 +560,16 @@ class Readers:
         if found is not None:
             found[1].close()
             del connections[path]
+        rebuilding = ApiError(503, "this run's index is being rebuilt (its database was deleted); try again")
         try:
             db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
             db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+            made = db.execute("SELECT value FROM facts WHERE key = ?", (MADE,)).fetchone()
         except sqlite3.OperationalError:  # deleted under the viewer: the watcher builds it again
-            raise ApiError(503, "this run's index is being rebuilt (its database was deleted); try again") from None
+            raise rebuilding from None
+        if made is None or made[0] != identity:  # the file the watcher is building anew: not this snapshot's
+            db.close()
+            raise rebuilding
         connections[path] = (identity, db)
         return db
 
