@@ -77,8 +77,21 @@ def given_directories(args, check=readable_directories) -> list[Path]:
 
 
 def shown_record(args) -> Path:
-    """`show`'s record: a document file, or with `--demo` an id of the example run."""
-    return demo_directory() / args.record if args.demo else Path(args.record)
+    """`show`'s record: a document file, `DIR ID`, or with `--demo` an id of the example run (its
+    forked rollout when none is given)."""
+    from skycap_viewer.commands.show import document_in
+
+    if args.demo:
+        if len(args.record) > 1:
+            raise UsageError("with --demo, give one id of the example run, or none for its forked rollout")
+        from skycap_viewer.demo.make import FORKED_ID
+
+        return document_in(demo_directory(), args.record[0] if args.record else FORKED_ID)
+    if len(args.record) == 1:
+        return Path(args.record[0])
+    if len(args.record) == 2:
+        return document_in(Path(args.record[0]), args.record[1])
+    raise UsageError("give a record file ({id}.json.zst), or DIR ID (or --demo [ID] for the example run)")
 
 
 def file_limit_mib(text: str) -> int:
@@ -135,9 +148,13 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
                        help="also name every fork the way skycap's check does (the exit status does not change)")
 
     show = argparse.ArgumentParser(prog="skycap-viewer show", description="Show one rollout in the terminal.")
-    show.add_argument("record", metavar="RECORD", help="a record's document file ({id}.json.zst), or with --demo an id")
-    show.add_argument("--demo", action="store_true", help="RECORD is an id of the example run shipped with the viewer")
+    show.add_argument("record", nargs="*", metavar="RECORD",
+                      help="a record's document file ({id}.json.zst), or DIR ID; with --demo an id (or none)")
+    show.add_argument("--demo", action="store_true",
+                      help="RECORD is an id of the example run shipped with the viewer (default: its forked rollout)")
     show.add_argument("--path", type=int, default=None, metavar="N", help="only path N")
+    show.add_argument("--full", action="store_true",
+                      help="print every path whole (default: a forked rollout's shared prefix once)")
     show.add_argument("--json", action="store_true", help="print the rollout's paths as JSON")
     diff = argparse.ArgumentParser(prog="skycap-viewer diff", description="Compare two rollouts: what they share, "
                                    "where they part, then both sides turn by turn.")
@@ -180,7 +197,7 @@ def main(argv=None) -> int:
         if command == "show":
             from skycap_viewer.commands.show import run_show
 
-            return run_show(shown_record(args), path_index=args.path, as_json=args.json)
+            return run_show(shown_record(args), path_index=args.path, as_json=args.json, full=args.full)
         if command == "diff":
             from skycap_viewer.commands.diff import run_diff
 

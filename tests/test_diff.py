@@ -50,3 +50,8 @@ def test_paths_are_chosen_and_a_path_there_is_not_is_refused():
 def test_bad_arguments_exit_2_with_one_line(args):
     result = run_cli("diff", *args)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_an_id_not_in_the_directory_is_named_with_it():
+    result = run_cli("diff", GROUPS, PASSED, "tr_nothing")
+    assert result.returncode == 2 and f"no record tr_nothing in {GROUPS}" in result.stderr

@@ -9,10 +9,10 @@ import os
 import sys
 from pathlib import Path
 
-from skycap_viewer.commands.show import block_text, document_file
+from skycap_viewer.commands.show import block_text, document_file, document_in
 from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
-from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
+from skycap_viewer.record.document import read_document, record_id_of
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.trajectory import WHOLE, RecordView
 
@@ -24,11 +24,9 @@ def record_files(args: list[str]) -> tuple[Path, Path]:
     if len(args) == 2:
         return document_file(Path(args[0])), document_file(Path(args[1]))
     if len(args) == 3:
-        folder = Path(args[0])
-        return tuple(document_file(folder / f"{record}{DOCUMENT_SUFFIX}") for record in args[1:])
+        return document_in(Path(args[0]), args[1]), document_in(Path(args[0]), args[2])
     if len(args) == 4:
-        return (document_file(Path(args[0]) / f"{args[1]}{DOCUMENT_SUFFIX}"),
-                document_file(Path(args[2]) / f"{args[3]}{DOCUMENT_SUFFIX}"))
+        return document_in(Path(args[0]), args[1]), document_in(Path(args[2]), args[3])
     raise UsageError("give two record files, DIR ID_A ID_B, or DIR_A ID_A DIR_B ID_B")
 
 

@@ -2,13 +2,16 @@
 
 The text view is printed from the same payload the server sends for `/paths` (`--json` prints
 it as is), so what the terminal shows is what the page shows; its `fork` lines are `/graph`'s
-forks. Record text is untrusted: control characters other than newline and tab are printed
-escaped, never sent to the terminal raw.
+forks. A forked rollout's shared prefix is printed once: each later path from where it leaves
+the paths printed before it, with the kinds its shared blocks take on it where they differ from
+those printed (`--full` prints every path whole). Record text is untrusted: control characters
+other than newline and tab are printed escaped, never sent to the terminal raw.
 """
 
 import json
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
@@ -39,9 +42,25 @@ def document_file(record: Path) -> Path:
     with_suffix = record.with_name(record.name + DOCUMENT_SUFFIX)
     if with_suffix.exists():
         return with_suffix
+    if record.is_dir():
+        raise UsageError(f"{record} is a directory: give a record file, or DIR ID")
     if record.exists():
         raise UsageError(f"not a record document (*{DOCUMENT_SUFFIX}): {record}")
     raise UsageError(f"no such record: {record}")
+
+
+def document_in(directory: Path, record_id: str) -> Path:
+    """`DIR ID`'s document, `{DIR}/{ID}.json.zst` (ID may carry the suffix); an id that names no
+    record of DIR, or names a file elsewhere, is said so in one line naming both."""
+    if not directory.is_dir():
+        raise UsageError(f"not a directory: {directory}")
+    name = record_id if record_id.endswith(DOCUMENT_SUFFIX) else record_id + DOCUMENT_SUFFIX
+    if Path(name).name != name or name == DOCUMENT_SUFFIX:
+        raise UsageError(f"not a record id: {record_id} (a record of {directory} is named by its id alone)")
+    file = directory / name
+    if not file.exists():
+        raise UsageError(f"no record {record_id} in {directory}")
+    return file
 
 
 def utf16_slice(text: str, start: int, end: int) -> str:
@@ -148,38 +167,113 @@ def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dic
     return lines
 
 
-def path_lines(path: dict, nodes: dict, paint: Painter) -> list[str]:
+def size_text(count: int, token_blocked: bool) -> str:
+    return f"{count} tok" if token_blocked else plural(count, "char")
+
+
+def path_title(path: dict, source: int | None) -> str:
+    """`path 2  leaf n7  70 tok, 5 trainable  stop: stop`, then where it leaves the paths before it:
+    `leaves path 0 after n1` when `source` (the path that printed its fork point) is given."""
     token_blocked = path["blocking"] is not None
-    size = f"{path['token_count']} tok" if token_blocked else plural(path["char_count"], "char")
+    size = size_text(path["token_count"] if token_blocked else path["char_count"], token_blocked)
     title = f"path {path['index']}  leaf {path['leaf_node_id']}  {size}"
     if token_blocked:
         title += f", {path['trainable_count']} trainable"
     if path["stop_reason"]:
         title += f"  stop: {path['stop_reason']}"
-    if path["diverges_at"]:
+    if source is not None:
+        title += f"  leaves path {source} after {path['fork_from']}"
+    elif path["diverges_at"]:
         title += f"  first new node {path['diverges_at']}"
         title += f" after {path['fork_from']}" if path["fork_from"] else " (a new root)"
-    lines = ["", paint(safe(title), "bold")]
-    for block in path["blocks"]:
-        size = f"{block['token_count']} tok" if token_blocked else plural(block["char_count"], "char")
-        label = f"{block['kind']:<17} {block['node_id']:<5} {block['role'] or '-':<10}"
-        label += f" [{block['start']}:{block['end']}] {size}"
-        if "trained_in" in block:
-            label += f"  trained in path {block['trained_in']}"
-        lines.append("  " + paint(safe(label), *KIND_STYLES[block["kind"]], "bold"))
-        node = nodes.get(block["node_id"])
-        lines += media_lines(block, node, token_blocked)
-        text = marked_text(block, node, token_blocked)
-        if text:
-            body = "\n".join(f"    {line}" if line else "" for line in text.split("\n"))
-            lines.append(paint(body, *KIND_STYLES[block["kind"]]))
+    return title
+
+
+def block_lines(block: dict, nodes: dict, token_blocked: bool, paint: Painter) -> list[str]:
+    """A block's label (kind, node, role, range, size), its node's images under its first block, and
+    its text, indented."""
+    size = size_text(block["token_count" if token_blocked else "char_count"], token_blocked)
+    label = f"{block['kind']:<17} {block['node_id']:<5} {block['role'] or '-':<10}"
+    label += f" [{block['start']}:{block['end']}] {size}"
+    if "trained_in" in block:
+        label += f"  trained in path {block['trained_in']}"
+    lines = ["  " + paint(safe(label), *KIND_STYLES[block["kind"]], "bold")]
+    node = nodes.get(block["node_id"])
+    lines += media_lines(block, node, token_blocked)
+    text = marked_text(block, node, token_blocked)
+    if text:
+        body = "\n".join(f"    {line}" if line else "" for line in text.split("\n"))
+        lines.append(paint(body, *KIND_STYLES[block["kind"]]))
+    return lines
+
+
+def block_fact(block: dict) -> tuple:
+    """What a block says about training: its kind, and the path that trains it when elsewhere."""
+    return block["kind"], block.get("trained_in")
+
+
+def block_place(block: dict, token_blocked: bool) -> str:
+    """`n1 [30:35] 5 tok`: a block's node, range in the path and size."""
+    size = size_text(block["end"] - block["start"], token_blocked)
+    return f"{block['node_id']} [{block['start']}:{block['end']}] {size}"
+
+
+@dataclass
+class Printed:
+    """What the paths printed so far showed, so a later path prints only what is new."""
+
+    path_of: dict[str, int] = field(default_factory=dict)  # node id -> the path that printed it
+    facts: dict[tuple[str, int], tuple] = field(default_factory=dict)  # (node id, offset in it) -> block_fact
+
+    def add(self, path: dict, blocks: list[dict]) -> None:
+        self.path_of.update((node_id, path["index"]) for node_id in path["node_ids"][path["shared_nodes"]:])
+        self.facts.update(((block["node_id"], block["node_start"]), block_fact(block)) for block in blocks)
+
+
+def shared_lines(path: dict, shared: list[dict], printed: Printed, paint: Painter) -> list[str]:
+    """The path's shared prefix in one line, then an `on this path` line per kind its blocks take here
+    that is not the one they were printed with (a reply trained on path 0 is `sampled-elsewhere` on
+    path 2): the facts are the payload's blocks, compared, never worked out again."""
+    token_blocked = path["blocking"] is not None
+    count = path["shared_nodes"]
+    size = size_text(sum(block["end"] - block["start"] for block in shared), token_blocked)
+    span = f"{path['node_ids'][0]} to {path['fork_from']}" if count > 1 else path["fork_from"]
+    lines = ["  " + safe(f"{'shared':<17} {span}: {plural(count, 'node')}, {size}, printed above")]
+    changed: dict[tuple, list[str]] = {}
+    for block in shared:
+        if printed.facts.get((block["node_id"], block["node_start"])) != block_fact(block):
+            changed.setdefault(block_fact(block), []).append(block_place(block, token_blocked))
+    for (kind, trained_in), where in changed.items():
+        text = f"{'on this path':<17} {kind} {', '.join(where)}"
+        if trained_in is not None:
+            text += f" (trained in path {trained_in})"
+        lines.append("  " + paint(safe(text), *KIND_STYLES[kind]))
+    return lines
+
+
+def path_lines(path: dict, nodes: dict, paint: Painter, printed: Printed | None = None) -> list[str]:
+    """A path's title and blocks; with `printed` (what the paths before it printed), only the nodes
+    after its fork point, the shared prefix said in one line, and `printed` takes them."""
+    token_blocked = path["blocking"] is not None
+    blocks = path["blocks"]
+    source = printed.path_of[path["fork_from"]] if printed is not None and path["shared_nodes"] else None
+    lines = ["", paint(safe(path_title(path, source)), "bold")]
+    if printed is not None:
+        prefix = set(path["node_ids"][: path["shared_nodes"]])
+        if source is not None:
+            lines += shared_lines(path, [b for b in blocks if b["node_id"] in prefix], printed, paint)
+        blocks = [b for b in blocks if b["node_id"] not in prefix]
+        printed.add(path, blocks)
+    for block in blocks:
+        lines += block_lines(block, nodes, token_blocked, paint)
     if not path["blocks"]:
         lines.append("  (no blocks)")
     return lines
 
 
-def run_show(record: Path, path_index: int | None = None, as_json: bool = False) -> int:
-    """Print one record's rollout; an unreadable record or a bad `--path` exits 2."""
+def run_show(record: Path, path_index: int | None = None, as_json: bool = False, full: bool = False) -> int:
+    """Print one record's rollout, each path from where it leaves those printed before it (`full`:
+    every path whole, as `--path N` prints one); an unreadable record or a bad `--path` exits 2."""
     file = document_file(Path(record))
     try:
         document = read_document(file)
@@ -202,8 +296,9 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False)
     paint = Painter(wants_colour(sys.stdout))
     forks = [fork_payload(fork) for fork in trajectory_forks(document)]
     lines = header_lines(payload, path_count, paint, forks)
+    printed = None if full or path_index is not None else Printed()
     for path in payload["paths"]:
-        lines += path_lines(path, payload["nodes"], paint)
+        lines += path_lines(path, payload["nodes"], paint, printed)
     if not payload["paths"]:
         lines += ["", "This trajectory has no path to show (no nodes)."]
     print_out("\n".join(lines))

@@ -31,6 +31,9 @@ def record_id(name: str) -> str:
     return "tr_" + hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
 
 
+FORKED_ID = record_id("search-3-1")  # `search(1, fork=True)`: what `show --demo` prints without an id
+
+
 def grouped(name: str, step: int, instance: str, repetition: int, reward, *, attempt: int = 0,
             stop_reason: str = "complete", mode: str = "tokens", **options) -> RecordBuilder:
     """A rollout of the GRPO group (step, instance), at a fixed time."""
