@@ -54,6 +54,7 @@ from skycap_viewer.views.listing import (
     reward_range,
 )
 from skycap_viewer.views.missing import missing_page, missing_where
+from skycap_viewer.views.row import path_messages, trainer_row
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import RawJson, encode_json
@@ -290,19 +291,42 @@ class Api:
         text = one(params, "text") != "false"
         path = None if one(params, "path") is None else path_number(params, "path", 0)
         start = part_start(params)
+        return self.settled_answer(record_id, params, ("paths", text, path, start), reads_tokens=text,
+                                   make=lambda view: answer_part(view.paths_part, text, path, start, self.part_limit))
+
+    def path_row(self, record_id: str, path: str, params):
+        """The trainer's row of one path (`views.row.trainer_row`), read from the tokens sidecar."""
+        number = path_segment(path)
+        return self.settled_answer(record_id, params, ("row", number), make=lambda view: trainer_row(view, number))
+
+    def path_messages(self, record_id: str, path: str, params):
+        """One path's messages in chat format (`views.row.path_messages`), from the document alone."""
+        number = path_segment(path)
+        return 200, path_messages(self.view(record_id, params)[3], number)
+
+    def settled_answer(self, record_id: str, params, key: tuple, make, reads_tokens: bool = True):
+        """`make(view)` for the record, encoded and kept by its files' versions and `key`.
+
+        An answer read from the tokens sidecar is sent only once the record's files are settled
+        (`settled`); while a rewrite is under way the record is read again, then 409. A refusal
+        (`ApiError` from `make`) waits for the files the same way: it may be the rewrite's."""
         for attempt in range(1, SETTLE_TRIES + 1):
             snapshot, row, version, view = self.view(record_id, params)
-            key = (version, text, path, start)
-            cached = self.encoded_paths.get(key) if version else None
+            cached = self.encoded_paths.get((version, *key)) if version else None
             if cached is not None:
                 return 200, cached
-            payload = answer_part(view.paths_part, text, path, start, self.part_limit)
-            if "tokens_error" in payload and "malformed-record" not in row["flags"]:
+            try:
+                payload, refused = make(view), None
+            except ApiError as error:
+                payload, refused = None, error
+            if view.tokens_refused and "malformed-record" not in row["flags"]:
                 self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
-            if not text or self.settled(view.directory, record_id, view.document):
+            if not reads_tokens or self.settled(view.directory, record_id, view.document):
+                if refused is not None:
+                    raise refused
                 encoded = RawJson(encode_json(payload))  # kept encoded: opening the rollout again costs nothing
                 if version and version[0] == files_version(view.directory, record_id, view.present):
-                    self.encoded_paths.put(key, encoded)
+                    self.encoded_paths.put((version, *key), encoded)
                 return 200, encoded
             self.views.drop(version)  # its tokens may be a rewrite's: read them again
             time.sleep(min(SETTLE_PAUSE * attempt, 0.05))  # a rewrite is under way: read it once it lands
@@ -640,6 +664,14 @@ def path_number(params, name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ApiError(400, f"{name} must be a path index, not {value!r}") from None
+
+
+def path_segment(text: str) -> int:
+    """A path number given in the route (`/paths/{n}/row`)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ApiError(400, f"the path must be a path index, not {text!r}") from None
 
 
 def part_start(params) -> int:

@@ -329,6 +329,11 @@ class RecordView:
         except RecordError as error:
             return None, str(error)
 
+    @property
+    def tokens_refused(self) -> bool:
+        """Whether the tokens sidecar was read and found damaged (never reads it itself)."""
+        return "tokens" in self.__dict__ and self.tokens[1] is not None
+
     @cached_property
     def unreadable(self) -> Rollout:
         """The rollout shown from message text because its tokens sidecar cannot be read."""
