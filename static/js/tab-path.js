@@ -5,6 +5,7 @@
 import {append, el} from "./dom.js";
 import {num, pct, sizeIn} from "./format.js";
 import {moreRow} from "./parts.js";
+import {takeawayButtons} from "./path-takeaway.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 import {textOnlyNotice} from "./viewer.js";
@@ -34,7 +35,8 @@ export function renderPath(bundle, state, {go, lazy, more, notable}) {
     el("span", {}, `stop: ${path.stop_reason ?? "-"}`),
     toggle("given", "given", "show the given blocks (system, user, tool messages)"),
     toggle("controls", "control chars", "show line breaks and tabs as ↵ and →"),
-    hasLogprobs ? toggle("logprobs", "colour by logprob", "shade sampled tokens by how unlikely they were") : null));
+    hasLogprobs ? toggle("logprobs", "colour by logprob", "shade sampled tokens by how unlikely they were") : null,
+    ...takeawayButtons(state, path)));
   if (state.path > index) {
     box.append(el("p", {className: "notice warn past-last"},
       `path ${state.path} does not exist: showing path ${index} of 0–${paths.length - 1}.`));
