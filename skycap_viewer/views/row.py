@@ -107,8 +107,8 @@ def path_messages(view: RecordView, path_index: int, limit: int = MESSAGES_BYTES
     ids = path.info.nodes
     messages, end, _ = window(lambda p: nodes[ids[p]].get("message"), 0, len(ids), PartLimit(sys.maxsize, limit))
     if end < len(ids):
-        raise ApiError(413, f"trajectory {view.record_id} path {path_index}: its messages pass "
-                            f"{limit // 2**20} MiB of JSON, what one messages answer holds (the messages limit)")
+        raise ApiError(413, f"trajectory {view.record_id} path {path_index}: its messages pass the {limit:,} "
+                            "bytes of JSON one messages answer holds (the messages limit)")
     return {
         **path_facts(view, path),
         "tools": last_tools(view, ids),
