@@ -14,7 +14,7 @@ from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.rollout import PathView
 from skycap_viewer.views.trajectory import PartLimit, RecordView, window
 
-ROW_TOKENS = 2**20  # tokens in one row: about 40 MB of JSON, a 1M-token context's whole path
+ROW_TOKENS = 2**20  # tokens in one row: up to about 30 MB of JSON, a 1M-token context's whole path
 MESSAGES_BYTES = 32 * 2**20  # of encoded messages in one chat answer
 TEXT_ONLY_WHY = {
     "tokens-missing": "its tokens sidecar is listed but not in this directory (a mirror that left it out?)",
