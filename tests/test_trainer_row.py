@@ -14,7 +14,7 @@ import pytest
 
 from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.errors import ApiError
-from skycap_viewer.record.frames import decompress_one_frame
+from skycap_viewer.record.frames import compress, decompress_one_frame
 from tests.conftest import FIXTURES, ORACLE, oracle_records, run_cli
 from tests.server_process import served
 
@@ -91,6 +91,10 @@ def test_every_paths_row_is_skycaps_sample(corpus_server, directory, record_id, 
         assert {key: row[key] for key in ("input_ids", "logprobs", "loss_mask")} == expected_row(
             directory, document, path["path"], targets)
         assert row["trains"] == (sample is not None)
+        rows = (entry.get("samples_field") or {}).get("rows")
+        assert row["samples_rows"] == (None if rows is None else [
+            {"row": k, "leaf_node_id": f"n{r['leaf']}", "targets": [f"n{t}" for t in r["targets"]],
+             "end": path["tokens"]} for k, r in enumerate(rows) if r["leaf"] == path["leaf"]])
         assert row["rule"] == (entry.get("samples_field") or {}).get("paths", "all")
         assert (row["path"], row["path_count"], row["leaf_node_id"]) == (index, len(entry["paths"]), f"n{path['leaf']}")
         ends = [(block["start"], block["end"]) for block in row["blocks"]]
@@ -195,6 +199,13 @@ def big_server(tmp_path_factory):
     huge = RecordBuilder("tr_huge")
     huge.add_model(huge.add_client(None, "user", "w" * PAST_THE_LIMIT), "ok")
     huge.write(directory)
+    per_turn = RecordBuilder("tr_per_turn")
+    first = per_turn.add_model(per_turn.add_client(None, "user", "one"), "a reply")
+    per_turn.add_model(per_turn.add_client(first, "user", "two"), "another")
+    per_turn.write(directory)
+    document = json.loads(decompress_one_frame((directory / "tr_per_turn.json.zst").read_bytes()))
+    document["samples"] = {"paths": "per_turn", "rows": [{"leaf": 1, "targets": [1]}, {"leaf": 3, "targets": [3]}]}
+    (directory / "tr_per_turn.json.zst").write_bytes(compress(json.dumps(document).encode()))
     yield from served([directory])
 
 
@@ -225,3 +236,13 @@ def test_messages_past_their_limit_are_refused_naming_it():
     assert refused.value.status == 413
     assert refused.value.detail == (f"trajectory {FORKED} path 3: its messages pass the 64 bytes of JSON one "
                                     "messages answer holds (the messages limit)")
+
+
+def test_a_path_carrying_two_samples_says_where_each_ends(big_server):
+    """A custom rule training each turn as its own sample: two rows on one path, the first ending at n1."""
+    row = big_server.get("/v1/trajectories/tr_per_turn/paths/0/row")
+    first_end = 8 + len("one") + 11 + len("a reply") + 1  # the user turn, then the reply and its </s>
+    assert row["samples_rows"] == [{"row": 0, "leaf_node_id": "n1", "targets": ["n1"], "end": first_end},
+                                   {"row": 1, "leaf_node_id": "n3", "targets": ["n3"], "end": row["token_count"]}]
+    assert row["loss_mask"][:first_end] == [0] * (first_end - len("a reply") - 1) + [1] * (len("a reply") + 1)
+    assert sum(row["loss_mask"]) == len("a reply") + 1 + len("another") + 1  # the path trains both rows' targets

@@ -87,6 +87,7 @@ def trainer_row(view: RecordView, path_index: int, limit: int = ROW_TOKENS) -> d
         "rule": graph.rule or "all",
         "rule_recorded": graph.samples_recorded,
         "trains": path.info.trains,
+        "samples_rows": samples_rows(view, path),
         "token_count": path.size,
         "trained_count": path.trainable_count,
         "input_ids": input_ids,
@@ -95,6 +96,22 @@ def trainer_row(view: RecordView, path_index: int, limit: int = ROW_TOKENS) -> d
         "blocks": blocks,
         "not_included": [field for kind, field in EXPERTS_FIELDS.items() if kind in view.rollout.listed_kinds],
     }
+
+
+def samples_rows(view: RecordView, path: PathView) -> list[dict] | None:
+    """The record's `samples` rows this path carries, each with where its leaf ends in `input_ids`;
+    None without samples (the viewer's `all` rule: the path is one sample). Usually one row ending at
+    the path's leaf; a custom rule's row may end before it, or several rows share one path: the
+    trainer got one sample per row, `input_ids[:end]` with the loss on that row's targets."""
+    graph = view.rollout.graph
+    if not graph.samples_recorded:
+        return None
+    ends, at = {}, 0
+    for node_id in path.info.nodes:
+        at += graph.nodes[node_id]["tokens"]["length"]
+        ends[node_id] = at
+    return [{"row": row.number, "leaf_node_id": wire_id(row.leaf), "targets": [wire_id(t) for t in row.targets],
+             "end": ends[row.leaf]} for row in graph.sample_rows if row.path == path.info.index]
 
 
 def path_messages(view: RecordView, path_index: int, limit: int = MESSAGES_BYTES) -> dict:
