@@ -115,6 +115,8 @@ def test_final_and_custom_rules_train_only_their_rows(corpus_server):
     untrained = {block["node_id"] for block in custom["blocks"] if block["kind"] == "sampled-untrained"}
     assert untrained == {"n1", "n3", "n5"}
     assert custom["not_included"] == ["routed_experts", "sampling_mask"]
+    assert row_of(corpus_server, "spec", "tr_media", 0)["not_included"] == ["routed_experts", "sampling_mask", "media"]
+    assert row_of(corpus_server, "real-like", "tr_5f0c53ea430e32db", 0)["not_included"] == []  # tokens only
 
 
 def test_a_path_without_a_token_row_is_refused_with_the_reason(corpus_server):

@@ -21,7 +21,7 @@ TEXT_ONLY_WHY = {
     "tokens-unlisted": "its nodes slice a tokens sidecar the manifest does not list",
     "tokens-unreadable": "its tokens sidecar is damaged",
 }
-EXPERTS_FIELDS = {"experts": "routed_experts", "sampling_mask": "sampling_mask"}  # sidecar kind -> sample field
+SIDECAR_FIELDS = {"experts": "routed_experts", "sampling_mask": "sampling_mask"}  # sidecar kind -> sample field
 
 
 def chosen_path(view: RecordView, path: int) -> PathView:
@@ -94,8 +94,16 @@ def trainer_row(view: RecordView, path_index: int, limit: int = ROW_TOKENS) -> d
         "loss_mask": loss_mask,
         "logprobs": logprobs,
         "blocks": blocks,
-        "not_included": [field for kind, field in EXPERTS_FIELDS.items() if kind in view.rollout.listed_kinds],
+        "not_included": not_included(view, path),
     }
+
+
+def not_included(view: RecordView, path: PathView) -> list[str]:
+    """The fields of skycap's sample (format §7) the record has for this path and the row leaves out."""
+    fields = [field for kind, field in SIDECAR_FIELDS.items() if kind in view.rollout.listed_kinds]
+    if any(view.rollout.nodes[n]["tokens"].get("media") for n in path.info.nodes):
+        fields.append("media")
+    return fields
 
 
 def samples_rows(view: RecordView, path: PathView) -> list[dict] | None:
