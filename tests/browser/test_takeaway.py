@@ -4,6 +4,9 @@ import json
 
 from playwright.sync_api import expect
 
+from tests.browser.conftest import copy_record
+from tests.conftest import FIXTURES
+
 CLIPBOARD = ["clipboard-read", "clipboard-write"]
 
 
@@ -47,3 +50,20 @@ def test_a_text_mode_path_offers_its_chat_but_no_row(page_on, corpus_server):
     expect(tab.locator("#drawer [data-takeaway=copy-messages]")).to_have_text("copied")
     messages = corpus_server.get(f"/v1/trajectories/{record}/paths/1/messages?run_id={run}")["messages"]
     assert json.loads(tab.evaluate("navigator.clipboard.readText()")) == messages
+
+
+def test_a_refused_row_says_why_beside_the_buttons(page_over, tmp_path):
+    """The tokens sidecar goes away after the rollout was drawn: the row the button asks for is refused."""
+    run = tmp_path / "run"
+    run.mkdir()
+    copy_record(FIXTURES / "rules", "tr_rule_two_rows", run)
+    page = page_over(run)
+    tab = page.open("#/run/run/rollouts/t/tr_rule_two_rows?tab=path")
+    button = tab.locator("#drawer [data-takeaway=row]")
+    expect(button).to_be_enabled()
+    (run / "tr_rule_two_rows.tokens.zst").unlink()
+    button.click()
+    expect(tab.locator("#drawer .takeaway-status")).to_have_text(
+        "row: trajectory tr_rule_two_rows path 0 has no token row: "
+        "its tokens sidecar is listed but not in this directory (a mirror that left it out?)")
+    page.errors[:] = [e for e in page.errors if "status of 400" not in e]  # the browser logs the refusal it asked for
