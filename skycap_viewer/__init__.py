@@ -16,6 +16,7 @@ The layers, in the order the data flows (each imports only the ones before it, a
   the groups listing (`group_listing`), the picker's values (`values`), the answers about one record (paths, graph,
   calls, calls placed in time in `timeline`, forks; its re-tokenized copies in `retokenized`), one node's routed
   experts (`experts`), two records' paths compared (`compare`), a group lined up against one member (`lineup`),
+  one path taken away whole, as the trainer's row and as the chat the model saw (`row`),
   and two runs or steps group by group and one prompt across steps (`runs_compare`).
 - `server/` (HTTP: the API, its caches, running searches in `searches`, routes and request policy
   in `web`, what one connection may hold in `connections`, `serve`) and

@@ -156,6 +156,11 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     show.add_argument("--full", action="store_true",
                       help="print every path whole (default: a forked rollout's shared prefix once)")
     show.add_argument("--json", action="store_true", help="print the rollout's paths as JSON")
+    take = show.add_mutually_exclusive_group()
+    take.add_argument("--row", dest="path_answer", action="store_const", const="row",
+                      help="print path N's trainer row as JSON (input_ids, loss_mask, logprobs, blocks)")
+    take.add_argument("--messages", dest="path_answer", action="store_const", const="messages",
+                      help="print path N's messages in chat format as JSON")
     diff = argparse.ArgumentParser(prog="skycap-viewer diff", description="Compare two rollouts: what they share, "
                                    "where they part, then both sides turn by turn.")
     diff.add_argument("records", nargs="+", metavar="RECORD",
@@ -195,8 +200,10 @@ def main(argv=None) -> int:
 
             return run_check(given_directories(args, existing_directories), as_json=args.json, forks=args.forks)
         if command == "show":
-            from skycap_viewer.commands.show import run_show
+            from skycap_viewer.commands.show import run_show, run_show_path
 
+            if args.path_answer:
+                return run_show_path(shown_record(args), args.path, args.path_answer)
             return run_show(shown_record(args), path_index=args.path, as_json=args.json, full=args.full)
         if command == "diff":
             from skycap_viewer.commands.diff import run_diff

@@ -132,6 +132,16 @@ def test_the_good_run_stays_fully_viewable(server, bad_tree):
 
 
 @pytest.mark.parametrize("case", BAD_CASES, ids=BAD_IDS)
+def test_a_bad_records_row_and_messages_are_sent_or_refused_in_one_line(case, server):
+    for answer in ("row", "messages"):
+        status, _, body = server.request(record_url(case.record_id, "bad", f"/paths/0/{answer}"))
+        payload = strict_json(body)
+        assert status in (200, 400, 404), f"{answer}: {status} {body[:500]!r}"
+        if status != 200:
+            assert payload["detail"] and "\n" not in payload["detail"], payload
+
+
+@pytest.mark.parametrize("case", BAD_CASES, ids=BAD_IDS)
 def test_the_server_names_the_problem(case, server, bad_rows):
     row = bad_rows[case.record_id]
     answers = {}

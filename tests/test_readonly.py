@@ -65,7 +65,8 @@ def use_everything(server) -> int:
             server.get(f"/v1/groups/{quote(group['key'], safe='')}?run_id={run_id}")
         for row in server.get(f"/v1/trajectories?run_id={run_id}&limit=1000")["data"]:
             base = f"/v1/trajectories/{quote(row['id'], safe='')}"
-            for view in ("", "/paths", "/paths?text=false", "/graph", "/exchanges", "/forks?a=0&b=1"):
+            for view in ("", "/paths", "/paths?text=false", "/graph", "/exchanges", "/forks?a=0&b=1",
+                         "/paths/0/row", "/paths/0/messages"):
                 separator = "&" if "?" in view else "?"
                 status, _, body = server.request(f"{base}{view}{separator}run_id={run_id}")
                 assert status < 500, body[:300]

@@ -94,6 +94,8 @@ def route_targets(web):
         "trajectories": "/v1/trajectories?run_id=groups",
         "trajectory": f"/v1/trajectories/{record}",
         "paths": f"/v1/trajectories/{record}/paths",
+        "path_row": f"/v1/trajectories/{FORKED}/paths/1/row",
+        "path_messages": f"/v1/trajectories/{FORKED}/paths/1/messages",
         "graph": f"/v1/trajectories/{record}/graph",
         "exchanges": f"/v1/trajectories/{record}/exchanges",
         "timeline": f"/v1/trajectories/{record}/timeline",

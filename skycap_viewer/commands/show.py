@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
-from skycap_viewer.errors import RecordError, UsageError
+from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
 from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
 from skycap_viewer.record.forks import trajectory_forks
-from skycap_viewer.views.trajectory import fork_payload, paths_payload
+from skycap_viewer.views.row import path_messages, trainer_row
+from skycap_viewer.views.trajectory import RecordView, fork_payload, paths_payload
 
 KIND_STYLES = {
     "given": ("grey",),
@@ -271,9 +272,8 @@ def path_lines(path: dict, nodes: dict, paint: Painter, printed: Printed | None 
     return lines
 
 
-def run_show(record: Path, path_index: int | None = None, as_json: bool = False, full: bool = False) -> int:
-    """Print one record's rollout, each path from where it leaves those printed before it (`full`:
-    every path whole, as `--path N` prints one); an unreadable record or a bad `--path` exits 2."""
+def opened_record(record: Path) -> tuple[Path, dict, set[str], str]:
+    """(its directory, its document, the file names beside it, its file id) of `show`'s RECORD."""
     file = document_file(Path(record))
     try:
         document = read_document(file)
@@ -284,7 +284,14 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False,
         present = set(os.listdir(directory))
     except OSError as error:
         raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
-    payload = paths_payload(directory, document, present, record_id_of(file.name))
+    return directory, document, present, record_id_of(file.name)
+
+
+def run_show(record: Path, path_index: int | None = None, as_json: bool = False, full: bool = False) -> int:
+    """Print one record's rollout, each path from where it leaves those printed before it (`full`:
+    every path whole, as `--path N` prints one); an unreadable record or a bad `--path` exits 2."""
+    directory, document, present, file_id = opened_record(record)
+    payload = paths_payload(directory, document, present, file_id)
     path_count = len(payload["paths"])
     if path_index is not None:
         if not 0 <= path_index < len(payload["paths"]):
@@ -302,4 +309,22 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False,
     if not payload["paths"]:
         lines += ["", "This trajectory has no path to show (no nodes)."]
     print_out("\n".join(lines))
+    return 0
+
+
+PATH_ANSWERS = {"row": trainer_row, "messages": path_messages}  # `--row`, `--messages`: the API's answers
+
+
+def run_show_path(record: Path, path_index: int | None, answer: str) -> int:
+    """Print one path's trainer row or chat (`--row`, `--messages`) exactly as the API sends it;
+    a path without one (text mode, no tokens) exits 2 with the API's reason."""
+    if path_index is None:
+        raise UsageError(f"--{answer} prints one path: give --path N")
+    directory, document, present, file_id = opened_record(record)
+    view = RecordView(directory, document, present, file_id, {})
+    try:
+        payload = PATH_ANSWERS[answer](view, path_index)
+    except ApiError as error:
+        raise UsageError(f"--path {path_index} --{answer}: {error.detail}") from None
+    print_out(json_text(payload, indent=None if answer == "row" else 1))  # a row's arrays on one line
     return 0

@@ -32,6 +32,18 @@ class PathInfo:
         return frozenset(self.targets)
 
 
+@dataclass(frozen=True)
+class SampleRow:
+    """One row of the document's `samples` as it lands on the graph: the path that carries it (the
+    first holding its leaf), its leaf and the targets kept. A path can carry several rows, and a row
+    can end before the path's leaf (a custom rule's); the trainer got one sample per row."""
+
+    number: int  # its index in `samples.rows`
+    path: int
+    leaf: int
+    targets: list[int]
+
+
 @dataclass
 class Graph:
     nodes: list[dict]
@@ -42,6 +54,7 @@ class Graph:
     paths: list[PathInfo] = field(init=False)
     trained_in: dict[int, int] = field(init=False)  # model node -> index of the path that trains it
     rule: str | None = field(init=False)  # the rule the record's samples name; None: no samples, `all` applied
+    sample_rows: list[SampleRow] = field(init=False)  # the record's samples rows placed ([] without samples)
     problems: list[str] = field(init=False)  # samples rows that do not fit the graph
 
     def __post_init__(self):
@@ -52,9 +65,12 @@ class Graph:
             (self.roots if parent is None else self.children[parent]).append(node["id"])
         self.leaves = [n["id"] for n in self.nodes if not self.children[n["id"]]]
         leaf_paths = [self.path_to(leaf) for leaf in self.leaves]
-        rows, self.rule, self.problems = recorded_rows(self, leaf_paths)
-        if rows is None:
+        recorded, self.rule, self.problems = recorded_rows(self, leaf_paths)
+        self.sample_rows = recorded or []
+        if recorded is None:
             rows = all_rule_rows(self, leaf_paths)
+        else:
+            rows = [(row.path, row.targets) for row in recorded]
         self.trained_in = {}
         targets_of: dict[int, set[int]] = {}
         for path_index, targets in rows:
@@ -119,7 +135,7 @@ def all_rule_rows(graph: Graph, leaf_paths: list[list[int]]) -> list[tuple[int, 
 
 
 def recorded_rows(graph: Graph, leaf_paths: list[list[int]]):
-    """(rows as (path index, targets), rule name, problems) from the document's `samples`.
+    """(rows as `SampleRow`s, rule name, problems) from the document's `samples`.
 
     Rows are None when there is no `samples` to follow (the `all` rule applies). A row whose leaf
     is inside the graph (a custom rule may end a sample before a leaf) trains on the first path
@@ -158,5 +174,5 @@ def recorded_rows(graph: Graph, leaf_paths: list[list[int]]):
             else:
                 kept.append(target)
                 trained.add(target)
-        rows.append((first_path[leaf], kept))
+        rows.append(SampleRow(number, first_path[leaf], leaf, kept))
     return rows, rule, problems

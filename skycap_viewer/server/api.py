@@ -58,6 +58,7 @@ from skycap_viewer.views.listing import (
 )
 from skycap_viewer.views.missing import missing_page, missing_where
 from skycap_viewer.views.retokenized import AROUND, AROUND_MAX
+from skycap_viewer.views.row import path_messages, trainer_row
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import RawJson, encode_json
@@ -298,12 +299,12 @@ class Api:
         def answer(snapshot, row, view):
             payload = answer_part(view.paths_part, text, path, start, self.part_limit)
             found = support_flags(view.support[0]) if text else []
-            if ("tokens_error" in payload or "mask_error" in payload) and "malformed-record" not in row["flags"] \
-                    or any(flag not in row["flags"] for flag in found):
+            if "mask_error" in payload and "malformed-record" not in row["flags"] \
+                    or any(flag not in row["flags"] for flag in found):  # a damaged tokens sidecar: `settled_answer`
                 self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
             return payload
 
-        return self.settled_answer(record_id, params, (text, path, start), answer, reads_sidecars=text)
+        return self.settled_answer(record_id, params, ("paths", text, path, start), answer, reads_sidecars=text)
 
     def experts(self, record_id: str, params):
         """One node's routed experts at one layer (`views.experts`): `node`, `layer` (0), `from` (0)."""
@@ -320,17 +321,36 @@ class Api:
 
         return self.settled_answer(record_id, params, ("experts", node, layer, start), answer)
 
+    def path_row(self, record_id: str, path: str, params):
+        """The trainer's row of one path (`views.row.trainer_row`), read from the tokens sidecar."""
+        number = path_segment(path)
+        return self.settled_answer(record_id, params, ("row", number),
+                                   lambda snapshot, row, view: trainer_row(view, number))
+
+    def path_messages(self, record_id: str, path: str, params):
+        """One path's messages in chat format (`views.row.path_messages`), from the document alone."""
+        number = path_segment(path)
+        return 200, path_messages(self.view(record_id, params)[3], number)
+
     def settled_answer(self, record_id: str, params, key: tuple, answer, reads_sidecars: bool = True):
         """`answer(snapshot, row, view)` about one record, kept encoded by its files' versions and `key`.
         An answer that read sidecars is read again while a rewrite of the record is landing, so it
-        never mixes two versions' files (409 when they keep changing)."""
+        never mixes two versions' files (409 when they keep changing); a refusal (`ApiError` from
+        `answer`) waits for the files the same way: it may be the rewrite's."""
         for attempt in range(1, SETTLE_TRIES + 1):
             snapshot, row, version, view = self.view(record_id, params)
             cached = self.encoded_paths.get((version, *key)) if version else None
             if cached is not None:
                 return 200, cached
-            payload = answer(snapshot, row, view)
+            try:
+                payload, refused = answer(snapshot, row, view), None
+            except ApiError as error:
+                payload, refused = None, error
+            if view.tokens_refused and "malformed-record" not in row["flags"]:
+                self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
             if not reads_sidecars or self.settled(view.directory, record_id, view.document):
+                if refused is not None:
+                    raise refused
                 encoded = RawJson(encode_json(payload))  # kept encoded: asking again costs nothing
                 if version and version[0] == files_version(view.directory, record_id, view.present):
                     self.encoded_paths.put((version, *key), encoded)
@@ -717,6 +737,14 @@ def layer_param(params) -> int:
     if not value.isdecimal() or not value.isascii():
         raise ApiError(400, f"layer must be a layer number (0, 1, ...), not {value!r}")
     return int(value)
+
+
+def path_segment(text: str) -> int:
+    """A path number given in the route (`/paths/{n}/row`)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ApiError(400, f"the path must be a path index, not {text!r}") from None
 
 
 def part_start(params) -> int:

@@ -95,6 +95,8 @@ ROUTES = (
     Route(("v1", "trajectories"), "trajectories", per_generation=True),
     Route(("v1", "trajectories", CAPTURE), "trajectory"),
     Route(("v1", "trajectories", CAPTURE, "paths"), "paths"),
+    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "row"), "path_row"),
+    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "messages"), "path_messages"),
     Route(("v1", "trajectories", CAPTURE, "graph"), "graph"),
     Route(("v1", "trajectories", CAPTURE, "exchanges"), "exchanges"),
     Route(("v1", "trajectories", CAPTURE, "timeline"), "timeline"),

@@ -340,6 +340,11 @@ class RecordView:
         except RecordError as error:
             return None, str(error)
 
+    @property
+    def tokens_refused(self) -> bool:
+        """Whether the tokens sidecar was read and found damaged (never reads it itself)."""
+        return "tokens" in self.__dict__ and self.tokens[1] is not None
+
     @cached_property
     def support(self) -> tuple[dict[int, NodeSupport], str | None]:
         """(each node's support facts, by node id; the error that kept the sampling mask from being

@@ -46,6 +46,13 @@ export async function copyText(text, trigger) {
   }
 }
 
+/** Save `text` as a file called `name` (a Blob behind an object URL, freed once the download has it). */
+export function downloadText(text, name, type = "application/json") {
+  const link = el("a", {href: URL.createObjectURL(new Blob([text], {type})), download: name});
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+}
+
 function flash(trigger, label) {
   if (!trigger) return;
   const before = trigger.textContent;

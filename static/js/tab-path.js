@@ -9,6 +9,7 @@ import {num, pct, sizeIn} from "./format.js";
 import {drawMedia} from "./media.js";
 import {moreRow} from "./parts.js";
 import {markCopies} from "./retok-diff.js";
+import {takeawayButtons} from "./path-takeaway.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 import {textOnlyNotice} from "./viewer.js";
@@ -39,7 +40,8 @@ export function renderPath(bundle, state, {go, lazy, more, notable}) {
     toggle("given", "given", "show the given blocks (system, user, tool messages)"),
     toggle("controls", "control chars", "show line breaks and tabs as ↵ and →"),
     hasLogprobs ? toggle("logprobs", "colour by logprob", "shade sampled tokens by how unlikely they were") : null,
-    tokenMode ? toggle("experts", "experts", "show each token's routed experts, one node and layer at a time") : null));
+    tokenMode ? toggle("experts", "experts", "show each token's routed experts, one node and layer at a time") : null,
+    ...takeawayButtons(state, path)));
   if (state.path > index) {
     box.append(el("p", {className: "notice warn past-last"},
       `path ${state.path} does not exist: showing path ${index} of 0–${paths.length - 1}.`));
