@@ -34,7 +34,7 @@ from skycap_viewer.server.connections import (
     read_head,
     refuse_busy,
 )
-from skycap_viewer.wire import RawJson, encode_json, gzipped
+from skycap_viewer.wire import Download, RawJson, encode_json, gzipped
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -59,6 +59,7 @@ STATIC_TYPES = {
 }
 JSON_TYPE = "application/json; charset=utf-8"
 GZIP_MIN_BYTES = 1024
+CHUNK_BYTES = 64 * 2**10  # what a chunk of a `Download` holds at least (its last one excepted)
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 API_ROOTS = (["v1"], ["healthz"], ["__viewer"])  # first segment of an API path; `/api/` may precede v1 and healthz
 CAPTURE = None  # a route segment that matches any one segment and is passed to the answer
@@ -76,13 +77,15 @@ class Route:
     per_generation: bool = False
 
     def match(self, segments: list[str]) -> list[str] | None:
-        """The captured segments when `segments` is this route's path, else None."""
+        """The captured segments, percent-decoded, when `segments` (as written) is this route's path, else
+        None. A literal segment matches only as written: `/v1/trajectories/export` is the export, and a
+        record whose id is `export` is `/v1/trajectories/%65xport` (any encoding of it is an id)."""
         if len(segments) != len(self.segments):
             return None
         captured = []
         for wanted, given in zip(self.segments, segments, strict=True):
             if wanted is CAPTURE:
-                captured.append(given)
+                captured.append(unquote(given))
             elif wanted != given:
                 return None
         return captured
@@ -93,6 +96,7 @@ ROUTES = (
     Route(("__viewer",), "viewer"),
     Route(("v1", "runs"), "runs", per_generation=True),
     Route(("v1", "trajectories"), "trajectories", per_generation=True),
+    Route(("v1", "trajectories", "export"), "export"),  # before the record of an id: see `Route.match`
     Route(("v1", "trajectories", CAPTURE), "trajectory"),
     Route(("v1", "trajectories", CAPTURE, "paths"), "paths"),
     Route(("v1", "trajectories", CAPTURE, "graph"), "graph"),
@@ -112,8 +116,8 @@ ROUTES = (
 
 
 def api_segments(raw_path: str) -> list[str] | None:
-    """The decoded segments of an API path (without a leading `api`), or None for a page file."""
-    segments = [unquote(s) for s in raw_path.split("/")[1:]]
+    """The segments of an API path as written (without a leading `api`), or None for a page file."""
+    segments = raw_path.split("/")[1:]
     if segments[:1] == ["api"] and segments[1:2] in (["v1"], ["healthz"]):
         segments = segments[1:]
     return segments if segments[:1] in API_ROOTS else None
@@ -373,6 +377,9 @@ class ViewerHandler(BaseHTTPRequestHandler):
                         self.server.answers.put(key, payload)
             else:
                 status, payload = compute(*args, params)
+            if type(payload) is Download:
+                self.reply_download(payload, send_body)
+                return
         except ApiError as error:
             status, payload = error.status, {"detail": error.detail}
         except Exception as error:  # a bug: say so, keep serving
@@ -430,6 +437,44 @@ class ViewerHandler(BaseHTTPRequestHandler):
         except (ConnectionError, TimeoutError):
             self.close_connection = True
         self.log_access(status)
+
+    def reply_download(self, download: Download, send_body: bool):
+        """Send an answer as it is made, in chunks, never whole; cut short (no last chunk) if making it fails."""
+        status = 200
+        try:
+            self.send_response(status)
+            for name, value in SECURITY_HEADERS.items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", download.content_type)
+            self.send_header("Content-Disposition", f'attachment; filename="{download.file_name}"')
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("Transfer-Encoding", "chunked")
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if send_body:
+                waiting = bytearray()  # small pieces (a record's rows, path by path) go out as one chunk
+                for piece in download.pieces:
+                    waiting += piece
+                    if len(waiting) >= CHUNK_BYTES:
+                        self.write_chunk(waiting)
+                self.write_chunk(waiting)
+                self.wfile.write(b"0\r\n\r\n")
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
+        except Exception as error:  # a bug while making it: the client sees a cut answer, the server goes on
+            traceback.print_exc(file=sys.stderr)
+            self.close_connection = True
+            status = f"200 cut short: {type(error).__name__}"
+        finally:
+            download.close()
+        self.log_access(status)
+
+    def write_chunk(self, waiting: bytearray):
+        """Send what is waiting as one chunk of a chunked answer, and empty it."""
+        if waiting:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(waiting), waiting))
+            waiting.clear()
 
     def send_error(self, code, message=None, explain=None):
         """Errors the standard library detects (bad request line, oversized headers) as JSON too."""
