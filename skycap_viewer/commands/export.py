@@ -63,7 +63,7 @@ def run_export(directory: Path, params: dict) -> int:
     catalog = Catalog([directory])
     Watcher(catalog, verify=False).poll()
     snapshot = chosen_run(catalog, directory, (params.get("run_id") or [None])[-1])
-    spool, _ = spooled_rows(snapshot, ask)
+    spool = spooled_rows(snapshot, ask)
     out = sys.stdout.buffer
     pieces = exported(spool, snapshot.location.path, ask)
     try:

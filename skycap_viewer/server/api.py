@@ -201,7 +201,7 @@ class Api:
         ask = ExportAsk.parse(params)
         keys = self.group_keys(params)
         where_of = (lambda db: self.ungrouped_where(snapshot, db, keys)) if ask.ungrouped else None
-        spool, _ = spooled_rows(snapshot, ask, where_of)
+        spool = spooled_rows(snapshot, ask, where_of)
         return 200, Download(EXPORT_TYPE, file_name(snapshot.id, ask), exported(spool, snapshot.location.path, ask),
                              spool.close)
 

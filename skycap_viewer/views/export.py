@@ -77,12 +77,11 @@ def file_name(run_id: str, ask: ExportAsk) -> str:
 
 
 def spooled_rows(snapshot, ask: ExportAsk, where_of: Callable | None = None):
-    """(a spool of every kept row as a line, read from its start; how many) in the listing's order,
-    all read in one transaction. `where_of(db)` adds a clause the filters do not say (`ungrouped`)."""
+    """A spool of every kept row as a line, in the listing's order, all read in one transaction, to be
+    read from its start. `where_of(db)` adds a clause the filters do not say (`ungrouped`)."""
     filters = ask.filters.on(snapshot)
     encode = row_encoder({snapshot.id: snapshot.location})
     spool = tempfile.SpooledTemporaryFile(SPOOL_MEMORY)
-    count = 0
     try:
         with snapshot.reading() as db:
             where = where_of(db) if where_of is not None else None
@@ -93,7 +92,6 @@ def spooled_rows(snapshot, ask: ExportAsk, where_of: Callable | None = None):
                                           sparse=matching < SPARSE_SHARE * snapshot.row_count,
                                           indexed=snapshot.sorted)
                 spool.writelines(encode(snapshot.id, json_z, mtime_ns) + b"\n" for json_z, mtime_ns, *_ in found)
-                count += len(found)
                 if last is None:
                     break
                 cursor = Cursor(0, last)
@@ -101,7 +99,7 @@ def spooled_rows(snapshot, ask: ExportAsk, where_of: Callable | None = None):
         spool.close()
         raise
     spool.seek(0)
-    return spool, count
+    return spool
 
 
 def exported(spool, directory: Path, ask: ExportAsk) -> Iterator[bytes]:
