@@ -341,7 +341,7 @@ def test_the_file_name_keeps_only_safe_characters(tmp_path):
 
 
 @pytest.mark.parametrize("run_id,query,options", [
-    ("groups", "step=3&flag=truncated", ["--step", "3", "--flag", "truncated"]),
+    ("groups", "step=2&flag=truncated", ["--step", "2", "--flag", "truncated"]),
     ("groups", "exclude_flag=forked&status=finished&sort=reward&order=asc",
      ["--exclude-flag", "forked", "--status", "finished", "--sort", "reward", "--order", "asc"]),
     ("groups2", "q=task-f&reward_min=0.5", ["--q", "task-f", "--reward-min", "0.5"]),
