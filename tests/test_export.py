@@ -161,6 +161,13 @@ def test_the_body_is_chunked_on_the_wire(corpus_server):
     assert joined == exported(corpus_server, "groups2")[1]
 
 
+def test_an_http_1_0_client_gets_the_lines_until_the_connection_closes(corpus_server):
+    status, reply = corpus_server.raw("GET /v1/trajectories/export?run_id=groups2 HTTP/1.0\nHost: localhost\n")
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert status == 200 and b"Transfer-Encoding" not in head and b"\r\nConnection: close" in head
+    assert body == exported(corpus_server, "groups2")[1]
+
+
 def test_head_sends_the_headers_only(corpus_server):
     status, headers, body = corpus_server.request("/v1/trajectories/export?run_id=spec", method="HEAD")
     assert status == 200 and body == b"" and headers["Content-Disposition"].endswith('-rollouts.jsonl"')

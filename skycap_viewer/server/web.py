@@ -8,7 +8,8 @@ ever reaches the disk.
 What a connection may hold (slots, time, head size) is in `connections.py`: the handler reads each
 request head itself, within those limits, instead of `http.server`'s per-line reads (no total
 deadline, 100 headers of 64 KiB). Only HTTP/1.x requests are answered, always with full headers:
-an HTTP/0.9-style request line (no version) gets a 400 like any other malformed line.
+an HTTP/0.9-style request line (no version) gets a 400 like any other malformed line. An answer
+too long to hold (an export: a `Download`) is sent as it is made, chunked.
 """
 
 import io
@@ -439,8 +440,11 @@ class ViewerHandler(BaseHTTPRequestHandler):
         self.log_access(status)
 
     def reply_download(self, download: Download, send_body: bool):
-        """Send an answer as it is made, in chunks, never whole; cut short (no last chunk) if making it fails."""
+        """Send an answer as it is made, never whole: in chunks, or to an HTTP/1.0 client until the connection
+        closes. Cut short (no last chunk) if making it fails."""
         status = 200
+        chunked = self.request_version != "HTTP/1.0"
+        self.close_connection = self.close_connection or not chunked
         try:
             self.send_response(status)
             for name, value in SECURITY_HEADERS.items():
@@ -448,7 +452,8 @@ class ViewerHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", download.content_type)
             self.send_header("Content-Disposition", f'attachment; filename="{download.file_name}"')
             self.send_header("Cache-Control", "no-store")
-            self.send_header("Transfer-Encoding", "chunked")
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
             if self.close_connection:
                 self.send_header("Connection", "close")
             self.end_headers()
@@ -457,9 +462,10 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 for piece in download.pieces:
                     waiting += piece
                     if len(waiting) >= CHUNK_BYTES:
-                        self.write_chunk(waiting)
-                self.write_chunk(waiting)
-                self.wfile.write(b"0\r\n\r\n")
+                        self.write_piece(waiting, chunked)
+                self.write_piece(waiting, chunked)
+                if chunked:
+                    self.wfile.write(b"0\r\n\r\n")
         except (ConnectionError, TimeoutError):
             self.close_connection = True
         except Exception as error:  # a bug while making it: the client sees a cut answer, the server goes on
@@ -470,10 +476,10 @@ class ViewerHandler(BaseHTTPRequestHandler):
             download.close()
         self.log_access(status)
 
-    def write_chunk(self, waiting: bytearray):
-        """Send what is waiting as one chunk of a chunked answer, and empty it."""
+    def write_piece(self, waiting: bytearray, chunked: bool):
+        """Send what is waiting (as one chunk of a chunked answer), and empty it."""
         if waiting:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(waiting), waiting))
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(waiting), waiting) if chunked else waiting)
             waiting.clear()
 
     def send_error(self, code, message=None, explain=None):
