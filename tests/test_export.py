@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import socket
+from pathlib import Path
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -18,7 +19,7 @@ from skycap_viewer.catalog.store import READERS
 from skycap_viewer.views import export
 from tests.badrecords import BROKEN, copy_record
 from tests.conftest import FIXTURES, PULLED, oracle_records, run_cli, trained_paths
-from tests.server_process import served
+from tests.server_process import served, wait_for
 from tests.test_web import InProcess
 
 FILTERS = [  # (run, listing query): every kind of filter, alone and together, and sorts
@@ -131,6 +132,30 @@ def test_more_rows_than_the_largest_page(big_server):
     assert len({line["id"] for line in lines}) == BIG_RUN
 
 
+def test_a_client_that_does_not_read_holds_up_nobody(big_server, tmp_path_factory):
+    """An export left unread (the server's send blocks on a full socket) keeps neither the other requests
+    nor the watcher waiting: a record written meanwhile is indexed and listed, and the export, read at
+    last, is the set as it was asked for."""
+    run = big_server.get("/v1/runs")["data"][0]
+    with socket.create_connection(("127.0.0.1", big_server.port), timeout=60) as connection:
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        connection.sendall(b"GET /v1/trajectories/export?run_id=big HTTP/1.1\r\nHost: localhost\r\n"
+                           b"Connection: close\r\n\r\n")
+        reply = connection.recv(1024)
+        assert reply.startswith(b"HTTP/1.1 200")
+        copy_record(BROKEN, "tr_ok", run["path"], "tr_written_meanwhile")
+        wait_for(lambda: big_server.get("/v1/trajectories?run_id=big&limit=1")["total"] == BIG_RUN + 1,
+                 "the record written during the export is listed")
+        while chunk := connection.recv(65536):
+            reply += chunk
+    lines = lines_of(dechunked(reply.partition(b"\r\n\r\n")[2]))
+    assert len(lines) == BIG_RUN and "tr_written_meanwhile" not in {line["id"] for line in lines}
+    (Path(run["path"]) / "tr_written_meanwhile.json.zst").unlink()
+    for sidecar in Path(run["path"]).glob("tr_written_meanwhile.*"):
+        sidecar.unlink()
+    wait_for(lambda: big_server.get("/v1/trajectories?run_id=big&limit=1")["total"] == BIG_RUN, "it is gone again")
+
+
 def test_headers_say_a_download_of_json_lines_sent_in_chunks(corpus_server):
     headers, _ = exported(corpus_server, "spec")
     assert headers["Content-Type"] == "application/x-ndjson; charset=utf-8"
@@ -150,15 +175,19 @@ def test_the_body_is_chunked_on_the_wire(corpus_server):
             reply += chunk
     head, _, body = reply.partition(b"\r\n\r\n")
     assert b"\r\nTransfer-Encoding: chunked" in head
+    assert dechunked(body) == exported(corpus_server, "groups2")[1]
+
+
+def dechunked(body: bytes) -> bytes:
+    """A chunked body's bytes; it must end with the last (empty) chunk."""
     joined = b""
     while True:
         size, _, body = body.partition(b"\r\n")
         size = int(size, 16)
         if not size:
-            break
+            assert body == b"\r\n"
+            return joined
         joined, body = joined + body[:size], body[size + 2:]
-    assert body == b"\r\n"
-    assert joined == exported(corpus_server, "groups2")[1]
 
 
 def test_an_http_1_0_client_gets_the_lines_until_the_connection_closes(corpus_server):
