@@ -1,4 +1,4 @@
-"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff` and `grep` in a terminal.
+"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff`, `grep`, `export` in a terminal.
 
 Arguments are parsed and checked here, so the server and the commands receive directories
 that exist and group keys that are not empty. Usage errors and unreadable arguments exit 2
@@ -16,7 +16,7 @@ from skycap_viewer.errors import UsageError
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, Query
 
-COMMANDS = ("summary", "check", "show", "diff", "grep")
+COMMANDS = ("summary", "check", "show", "diff", "grep", "export")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
 
 
@@ -125,7 +125,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve = argparse.ArgumentParser(
         prog="skycap-viewer",
         description="Serve a local, read-only viewer for skycap trajectory records. "
-        "Other commands: summary, check, show, diff, grep (skycap-viewer COMMAND --help).",
+        "Other commands: summary, check, show, diff, grep, export (skycap-viewer COMMAND --help).",
     )
     serve.add_argument("dirs", nargs="*", metavar="DIR", help="record directories, or folders holding several")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0 picks a free one)")
@@ -177,11 +177,21 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
                       "replayed: replayed assistant turns")
     grep.add_argument("--role", help="only nodes of this role (system, user, assistant, tool...)")
     grep.add_argument("--json", action="store_true", help="one JSON object per hit")
+    export = argparse.ArgumentParser(prog="skycap-viewer export", description="Write every rollout a listing's "
+                                     "filters keep as JSON lines, as /v1/trajectories/export does (same names).")
+    export.add_argument("dir", metavar="DIR", help="a record directory, or a folder of runs with --run-id")
+    for name in ("run-id", "step", "task-id", "status", "q", "reward-min", "reward-max", "trained", "sort", "order"):
+        export.add_argument(f"--{name}", metavar="VALUE")
+    for name in ("annotation", "flag", "exclude-flag"):
+        export.add_argument(f"--{name}", action="append", metavar="VALUE", help="repeatable")
+    export.add_argument("--format", choices=("rollouts", "rows"), help="rows: each record's trainer rows too")
+    add_file_limit(export)
     add_file_limit(serve)
     add_file_limit(show)
     add_file_limit(grep)
     add_file_limit(diff)
-    return {"serve": serve, "summary": summary, "check": check, "show": show, "diff": diff, "grep": grep}
+    return {"serve": serve, "summary": summary, "check": check, "show": show, "diff": diff, "grep": grep,
+            "export": export}
 
 
 def main(argv=None) -> int:
@@ -213,6 +223,10 @@ def main(argv=None) -> int:
             from skycap_viewer.commands.grep import run_grep
 
             return run_grep(*grep_arguments(args), as_json=args.json)
+        if command == "export":
+            from skycap_viewer.commands.export import export_params, run_export
+
+            return run_export(existing_directories([args.dir])[0], export_params(args))
         from skycap_viewer.server.serve import run_serve
 
         return run_serve(given_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),

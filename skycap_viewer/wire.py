@@ -2,12 +2,15 @@
 
 `RawJson` is JSON text already encoded (an index row, a cached answer): `encode_json` splices it
 in as is, and its gzip form is computed the first time it is sent and kept with it, so a cached
-answer sent a hundred times is compressed once.
+answer sent a hundred times is compressed once. A `Download` is an answer too long to hold: it is
+sent in pieces as they are made.
 """
 
 import gzip
 import json
 import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import cached_property
 
 GZIP_LEVEL = 1  # a listing in ~2 ms instead of ~12 at level 5, for ~30% more bytes on a local link
@@ -55,3 +58,14 @@ def _finite(value):
     if isinstance(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
+
+
+@dataclass
+class Download:
+    """An answer sent as it is made (chunked), saved by a browser as `file_name` (already safe to quote):
+    `pieces` yields its bytes; `close()` is called once it is sent, or could not be."""
+
+    content_type: str
+    file_name: str
+    pieces: Iterator[bytes]
+    close: Callable[[], None]

@@ -14,7 +14,7 @@ from pathlib import Path
 from skycap_viewer import __version__
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, GROUP_SORT_KEYS, build_grouping, ordered_by, repetition_of
 from skycap_viewer.catalog.index import Catalog, Snapshot
-from skycap_viewer.catalog.rows import json_of, present_sidecars, public
+from skycap_viewer.catalog.rows import present_sidecars, public
 from skycap_viewer.catalog.store import NEWEST_FIRST, build_group, flag_bits, unpack
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
@@ -38,6 +38,8 @@ from skycap_viewer.views import group_listing, runs_compare
 from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.experts import experts_part
+from skycap_viewer.views.export import CONTENT_TYPE as EXPORT_TYPE
+from skycap_viewer.views.export import ExportAsk, exported, file_name, spooled_rows
 from skycap_viewer.views.lineup import lineup
 from skycap_viewer.views.listing import (
     SPARSE_SHARE,
@@ -55,13 +57,14 @@ from skycap_viewer.views.listing import (
     parse_page,
     parse_sort,
     reward_range,
+    row_encoder,
 )
 from skycap_viewer.views.missing import missing_page, missing_where
 from skycap_viewer.views.retokenized import AROUND, AROUND_MAX
 from skycap_viewer.views.row import path_messages, trainer_row
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
-from skycap_viewer.wire import RawJson, encode_json
+from skycap_viewer.wire import Download, RawJson, encode_json
 
 SETTLE_TRIES = 30  # reads of a record whose files keep being replaced (about 1.4 s), then 409
 SETTLE_PAUSE = 0.01  # seconds, times the attempt number, at most 0.05
@@ -193,6 +196,19 @@ class Api:
             "sort": {"key": key, "order": order},
             "reward_range": reward_range(rewards),
         }
+
+    def export(self, params):
+        """Every row of one run the listing's filters keep, as JSON lines (`views.export`): read in one
+        transaction into a spool first, then sent from it in pieces."""
+        if one(params, "run_id") is None:
+            raise ApiError(400, "an export covers one run: pass run_id")
+        snapshot = self.scope(params)[0]
+        ask = ExportAsk.parse(params)
+        keys = self.group_keys(params)
+        where_of = (lambda db: self.ungrouped_where(snapshot, db, keys)) if ask.ungrouped else None
+        spool = spooled_rows(snapshot, ask, where_of)
+        return 200, Download(EXPORT_TYPE, file_name(snapshot.id, ask), exported(spool, snapshot.location.path, ask),
+                             spool.close)
 
     def missing(self, params):
         """The run index's rows whose record is not in this copy, with where each lives (`views.missing`)."""
@@ -780,13 +796,10 @@ def with_run(row: dict, runs: dict) -> dict:
 
 
 def encoded_rows(entries: list, runs: dict) -> RawJson:
-    """`[with_run(row) ...]` as JSON for listed (run id, compressed JSON, mtime_ns, ...) entries,
-    joined from each row's encoded JSON instead of encoding it again."""
-    prefixes = {run_id: b'{"run_id":' + encode_json(location.id) + b',"project":' + encode_json(location.project)
-                + b',"revision":' for run_id, location in runs.items()}
-    return RawJson(b"[" + b",".join(
-        prefixes[run_id] + str(mtime_ns // 1_000_000).encode() + b"," + json_of(json_z)[1:]
-        for run_id, json_z, mtime_ns, *_ in entries) + b"]")
+    """`[with_run(row) ...]` as JSON for listed (run id, compressed JSON, mtime_ns, ...) entries."""
+    encode = row_encoder(runs)
+    return RawJson(b"[" + b",".join(encode(run_id, json_z, mtime_ns) for run_id, json_z, mtime_ns, *_ in entries)
+                   + b"]")
 
 
 def flagged_members(group, filters: Filters, matches) -> list:

@@ -8,7 +8,8 @@ ever reaches the disk.
 What a connection may hold (slots, time, head size) is in `connections.py`: the handler reads each
 request head itself, within those limits, instead of `http.server`'s per-line reads (no total
 deadline, 100 headers of 64 KiB). Only HTTP/1.x requests are answered, always with full headers:
-an HTTP/0.9-style request line (no version) gets a 400 like any other malformed line.
+an HTTP/0.9-style request line (no version) gets a 400 like any other malformed line. An answer
+too long to hold (an export: a `Download`) is sent as it is made, chunked.
 """
 
 import io
@@ -34,7 +35,7 @@ from skycap_viewer.server.connections import (
     read_head,
     refuse_busy,
 )
-from skycap_viewer.wire import RawJson, encode_json, gzipped
+from skycap_viewer.wire import Download, RawJson, encode_json, gzipped
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -59,6 +60,7 @@ STATIC_TYPES = {
 }
 JSON_TYPE = "application/json; charset=utf-8"
 GZIP_MIN_BYTES = 1024
+CHUNK_BYTES = 64 * 2**10  # what a chunk of a `Download` holds at least (its last one excepted)
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 API_ROOTS = (["v1"], ["healthz"], ["__viewer"])  # first segment of an API path; `/api/` may precede v1 and healthz
 CAPTURE = None  # a route segment that matches any one segment and is passed to the answer
@@ -76,13 +78,15 @@ class Route:
     per_generation: bool = False
 
     def match(self, segments: list[str]) -> list[str] | None:
-        """The captured segments when `segments` is this route's path, else None."""
+        """The captured segments, percent-decoded, when `segments` (as written) is this route's path, else
+        None. A literal segment matches only as written: `/v1/trajectories/export` is the export, and a
+        record whose id is `export` is `/v1/trajectories/%65xport` (any encoding of it is an id)."""
         if len(segments) != len(self.segments):
             return None
         captured = []
         for wanted, given in zip(self.segments, segments, strict=True):
             if wanted is CAPTURE:
-                captured.append(given)
+                captured.append(unquote(given))
             elif wanted != given:
                 return None
         return captured
@@ -93,6 +97,7 @@ ROUTES = (
     Route(("__viewer",), "viewer"),
     Route(("v1", "runs"), "runs", per_generation=True),
     Route(("v1", "trajectories"), "trajectories", per_generation=True),
+    Route(("v1", "trajectories", "export"), "export"),  # before the record of an id: see `Route.match`
     Route(("v1", "trajectories", CAPTURE), "trajectory"),
     Route(("v1", "trajectories", CAPTURE, "paths"), "paths"),
     Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "row"), "path_row"),
@@ -117,8 +122,8 @@ ROUTES = (
 
 
 def api_segments(raw_path: str) -> list[str] | None:
-    """The decoded segments of an API path (without a leading `api`), or None for a page file."""
-    segments = [unquote(s) for s in raw_path.split("/")[1:]]
+    """The segments of an API path as written (without a leading `api`), or None for a page file."""
+    segments = raw_path.split("/")[1:]
     if segments[:1] == ["api"] and segments[1:2] in (["v1"], ["healthz"]):
         segments = segments[1:]
     return segments if segments[:1] in API_ROOTS else None
@@ -378,6 +383,9 @@ class ViewerHandler(BaseHTTPRequestHandler):
                         self.server.answers.put(key, payload)
             else:
                 status, payload = compute(*args, params)
+            if type(payload) is Download:
+                self.reply_download(payload, send_body)
+                return
         except ApiError as error:
             status, payload = error.status, {"detail": error.detail}
         except Exception as error:  # a bug: say so, keep serving
@@ -435,6 +443,49 @@ class ViewerHandler(BaseHTTPRequestHandler):
         except (ConnectionError, TimeoutError):
             self.close_connection = True
         self.log_access(status)
+
+    def reply_download(self, download: Download, send_body: bool):
+        """Send an answer as it is made, never whole: in chunks, or to an HTTP/1.0 client until the connection
+        closes. Cut short (no last chunk) if making it fails."""
+        status = 200
+        chunked = self.request_version != "HTTP/1.0"
+        self.close_connection = self.close_connection or not chunked
+        try:
+            self.send_response(status)
+            for name, value in SECURITY_HEADERS.items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", download.content_type)
+            self.send_header("Content-Disposition", f'attachment; filename="{download.file_name}"')
+            self.send_header("Cache-Control", "no-store")
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if send_body:
+                waiting = bytearray()  # small pieces (a record's rows, path by path) go out as one chunk
+                for piece in download.pieces:
+                    waiting += piece
+                    if len(waiting) >= CHUNK_BYTES:
+                        self.write_piece(waiting, chunked)
+                self.write_piece(waiting, chunked)
+                if chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
+        except Exception as error:  # a bug while making it: the client sees a cut answer, the server goes on
+            traceback.print_exc(file=sys.stderr)
+            self.close_connection = True
+            status = f"200 cut short: {type(error).__name__}"
+        finally:
+            download.close()
+        self.log_access(status)
+
+    def write_piece(self, waiting: bytearray, chunked: bool):
+        """Send what is waiting (as one chunk of a chunked answer), and empty it."""
+        if waiting:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(waiting), waiting) if chunked else waiting)
+            waiting.clear()
 
     def send_error(self, code, message=None, explain=None):
         """Errors the standard library detects (bad request line, oversized headers) as JSON too."""

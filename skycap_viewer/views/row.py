@@ -42,20 +42,24 @@ def path_facts(view: RecordView, path: PathView) -> dict:
     }
 
 
+def record_refusal(view: RecordView) -> str | None:
+    """Why no path of the record has a token row (one line: text mode, a missing, unlisted or damaged
+    tokens sidecar), or None."""
+    rollout = view.rollout
+    if rollout.mode == "text":
+        return "the record was captured in text mode (no token ids)"
+    if rollout.text_only is not None:
+        return TEXT_ONLY_WHY[rollout.text_only]
+    return view.tokens[1]
+
+
 def refusal(view: RecordView, path: PathView) -> str | None:
     """Why the path has no token row (one line), or None when it has one."""
-    rollout = view.rollout
-    where = f"trajectory {view.record_id} path {path.info.index}"
-    if rollout.mode == "text":
-        return f"{where} has no token row: the record was captured in text mode (no token ids)"
-    if rollout.text_only is not None:
-        return f"{where} has no token row: {TEXT_ONLY_WHY[rollout.text_only]}"
-    if not path.token_blocked:
-        bare = next(n for n in path.info.nodes if rollout.nodes[n].get("tokens") is None)
-        return f"{where} has no token row: node {wire_id(bare)} on it has no tokens (the trainer gets no token arrays)"
-    if view.tokens[1] is not None:
-        return f"{where} has no token row: {view.tokens[1]}"
-    return None
+    why = record_refusal(view)
+    if why is None and not path.token_blocked:
+        bare = next(n for n in path.info.nodes if view.rollout.nodes[n].get("tokens") is None)
+        why = f"node {wire_id(bare)} on it has no tokens (the trainer gets no token arrays)"
+    return None if why is None else f"trajectory {view.record_id} path {path.info.index} has no token row: {why}"
 
 
 def trainer_row(view: RecordView, path_index: int, limit: int = ROW_TOKENS) -> dict:

@@ -11,7 +11,8 @@ class ApiError extends Error {
   }
 }
 
-function url(path, params = {}) {
+/** The address of an API `path` with `params` (arrays repeat the key; empty values are left out). */
+export function apiUrl(path, params = {}) {
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
     if (value === undefined || value === null || value === "") continue;
@@ -21,9 +22,15 @@ function url(path, params = {}) {
   return `${path.startsWith("/__") ? "" : BASE}${path}${text ? `?${text}` : ""}`;
 }
 
+/** `/trajectories/<id>`: a record whose id is `export` is written `%65xport`, so it is not the export
+ *  (the server matches a route's own words as written, and decodes ids). */
+export function trajectoryPath(id) {
+  return `/trajectories/${id === "export" ? "%65xport" : encodeURIComponent(id)}`;
+}
+
 /** GET JSON. With `{poll: true}` returns `{body, changed}` using If-None-Match. */
 export async function get(path, params = {}, {poll = false} = {}) {
-  const address = url(path, params);
+  const address = apiUrl(path, params);
   const known = remembered.get(address);
   const headers = poll && known?.etag ? {"If-None-Match": known.etag} : {};
   const response = await fetch(address, {headers, cache: "no-store"});

@@ -2,7 +2,7 @@
 // Its trajectory, tab, selected paths and node and the Path tab's options live in the URL; it is re-read
 // on every poll and redrawn only when the record changed, keeping the scroll position.
 
-import {get} from "./api.js";
+import {get, trajectoryPath} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
 import {append, button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
 import {num, pct, unitShort} from "./format.js";
@@ -147,7 +147,7 @@ export class Drawer {
 
   async load(run, id) {
     const key = `${run}|${id}`;
-    const base = `/trajectories/${encodeURIComponent(id)}`;
+    const base = trajectoryPath(id);
     const params = {run_id: run};
     const trajectory = await get(base, params);
     let bundle = {trajectory};
@@ -168,7 +168,7 @@ export class Drawer {
     if (!pair || pair.a === pair.b || bundle.forks.has(pair.key)) return;
     let fork;
     try {
-      fork = await get(`/trajectories/${encodeURIComponent(state.traj)}/forks`, {a: pair.a, b: pair.b, run_id: state.run});
+      fork = await get(`${trajectoryPath(state.traj)}/forks`, {a: pair.a, b: pair.b, run_id: state.run});
     } catch (error) {
       fork = {error: error.message};
     }
@@ -367,7 +367,7 @@ export class Drawer {
     if (!bundle?.[route] || this.fetching) return;
     this.fetching = true;
     try {
-      await fetchNext(`/trajectories/${encodeURIComponent(this.state.traj)}`, {run_id: this.state.run}, route, bundle[route], index);
+      await fetchNext(trajectoryPath(this.state.traj), {run_id: this.state.run}, route, bundle[route], index);
     } catch {
       return;  // the row stays: a click asks again
     } finally {
@@ -397,7 +397,7 @@ export class Drawer {
     const [run, id] = [this.state.run, this.state.traj];
     let fresh;
     try {
-      fresh = await get(`/trajectories/${encodeURIComponent(id)}`, {run_id: run});
+      fresh = await get(trajectoryPath(id), {run_id: run});
     } catch (error) {
       if (error.status === 404 && key === this.key) this.markGone(true);
       return;

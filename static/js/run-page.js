@@ -2,7 +2,7 @@
 // search, the pager and the table. Everything shown comes from the state in the URL; the listing is re-read
 // when that state changes and polled (with its ETag) so new records appear in place.
 
-import {get} from "./api.js";
+import {apiUrl, get} from "./api.js";
 import {band} from "./run-band.js";
 import {el, focusKey, replace, restoreFocus, select} from "./dom.js";
 import {num, plural} from "./format.js";
@@ -233,7 +233,7 @@ export class RunPage {
     const flagged = [...state.flag, ...state.xflag.map((flag) => `not ${flag}`)].join(", ");
     replace(this.titleBox, unit, flagged ? ` · flagged ${flagged}` : "",
       view === "groups" && (hasFilters(state) || hasFlags(state)) ? el("span", {className: "muted small"},
-        " · matching rollouts emphasised when expanded") : "");
+        " · matching rollouts emphasised when expanded") : "", this.exportLinks());
     replace(this.legendBox, rewardLegend(listing.reward_range), view === "rollouts" ? kindLegend() : null);
     replace(this.noticeBox, view === "groups" ? this.ungroupedNotice(listing) : this.missing.show(this.run, state.step));
     const sort = {key: state.sort || listing.sort?.key, order: state.order || listing.sort?.order};
@@ -257,6 +257,19 @@ export class RunPage {
       again?.classList.add("current");
     }
     this.drawPager();
+  }
+
+  /** Downloads of every rollout the current filters keep (`/trajectories/export`, JSON lines), in the
+   *  Rollouts view's order; with their trainer rows (`format=rows`) or without. */
+  exportLinks() {
+    const state = this.state;
+    const sorted = this.view() === "rollouts" ? {sort: state.sort, order: state.order} : {};  // the groups' sort is theirs
+    const params = {...this.listParams(state), ...sorted};
+    const link = (format, label, title) => el("a", {className: "export-link", download: true, title, dataset: {link: `export-${format}`},
+      href: apiUrl("/trajectories/export", {...params, format})}, label);
+    return el("span", {className: "export-links muted small"}, " · export ",
+      link("rollouts", "rollouts", "download every rollout these filters keep, one listing row a line (JSON lines)"), " · ",
+      link("rows", "with trainer rows", "the same, each with its paths' input_ids, loss_mask and logprobs"));
   }
 
   /** Rollouts no group holds are not hidden: say how many and link to them (the filters kept). */
