@@ -34,7 +34,7 @@ from skycap_viewer.server.connections import (
     read_head,
     refuse_busy,
 )
-from skycap_viewer.wire import RawJson, encode_json, gzipped
+from skycap_viewer.wire import Download, RawJson, encode_json, gzipped
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -102,6 +102,7 @@ ROUTES = (
     Route(("v1", "trajectories", CAPTURE, "notable"), "notable"),
     Route(("v1", "trajectories", CAPTURE, "retokenized"), "retokenized"),
     Route(("v1", "trajectories", CAPTURE, "experts"), "experts"),
+    Route(("v1", "trajectories", CAPTURE, "snapshot"), "snapshot"),
     Route(("v1", "values"), "values", per_generation=True),
     Route(("v1", "search"), "search"),
     Route(("v1", "groups"), "groups", per_generation=True),
@@ -381,6 +382,11 @@ class ViewerHandler(BaseHTTPRequestHandler):
         except Exception as error:  # a bug: say so, keep serving
             traceback.print_exc(file=sys.stderr)
             status, payload = 500, {"detail": f"internal error: {type(error).__name__}: {error}"}
+        if type(payload) is Download:
+            disposition = f'attachment; filename="{payload.filename}"'
+            self.reply(status, payload.body, payload.content_type,
+                       {"Cache-Control": "no-store", "Content-Disposition": disposition}, send_body)
+            return
         self.reply_json(status, payload, extra={"ETag": etag} if etag and status == 200 else None,
                         send_body=send_body)
 
