@@ -139,6 +139,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     show.add_argument("--demo", action="store_true", help="RECORD is an id of the example run shipped with the viewer")
     show.add_argument("--path", type=int, default=None, metavar="N", help="only path N")
     show.add_argument("--json", action="store_true", help="print the rollout's paths as JSON")
+    show.add_argument("--html", action="store_true",
+                      help="print the rollout as one self-contained HTML file that opens offline (on path N: --path)")
     diff = argparse.ArgumentParser(prog="skycap-viewer diff", description="Compare two rollouts: what they share, "
                                    "where they part, then both sides turn by turn.")
     diff.add_argument("records", nargs="+", metavar="RECORD",
@@ -180,7 +182,7 @@ def main(argv=None) -> int:
         if command == "show":
             from skycap_viewer.commands.show import run_show
 
-            return run_show(shown_record(args), path_index=args.path, as_json=args.json)
+            return run_show(shown_record(args), path_index=args.path, as_json=args.json, as_html=args.html)
         if command == "diff":
             from skycap_viewer.commands.diff import run_diff
 

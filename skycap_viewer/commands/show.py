@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from skycap_viewer.commands.snapshot import print_snapshot
 from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
@@ -178,7 +179,7 @@ def path_lines(path: dict, nodes: dict, paint: Painter) -> list[str]:
     return lines
 
 
-def run_show(record: Path, path_index: int | None = None, as_json: bool = False) -> int:
+def run_show(record: Path, path_index: int | None = None, as_json: bool = False, as_html: bool = False) -> int:
     """Print one record's rollout; an unreadable record or a bad `--path` exits 2."""
     file = document_file(Path(record))
     try:
@@ -190,6 +191,8 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False)
         present = set(os.listdir(directory))
     except OSError as error:
         raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
+    if as_html:
+        return print_snapshot(directory, document, present, record_id_of(file.name), path_index)
     payload = paths_payload(directory, document, present, record_id_of(file.name))
     path_count = len(payload["paths"])
     if path_index is not None:
