@@ -250,22 +250,22 @@
 
   // -- the Tree tab -----------------------------------------------------------------------------
 
-  /** Rows in drawing order, [{id, rail}]: a node's child on the earliest path continues its rail,
-   *  the others open a branch one rail to the right, drawn right under it (as the page's tree). */
+  /** Rows in drawing order, [{id, rail, starts}]: a node's child on the earliest path continues its
+   *  rail, the others open a branch one rail to the right (`starts`), drawn once that line ends. */
   function treeRows(byId) {
     const earliest = new Map();
     for (const path of data.paths) for (const id of path.node_ids) if (!earliest.has(id)) earliest.set(id, path.index);
     const order = (ids) => ids.filter((id) => byId.has(id))
       .map((id, i) => [earliest.get(id) ?? Infinity, i, id]).sort((x, y) => x[0] - y[0] || x[1] - y[1]).map((x) => x[2]);
     const rows = [];
-    const stack = order(data.graph.root_node_ids || []).map((id, i) => [id, i ? 1 : 0]).reverse();
+    const stack = order(data.graph.root_node_ids || []).map((id, i) => [id, i ? 1 : 0, i > 0]).reverse();
     while (stack.length) {
-      let [id, rail] = stack.pop();
+      let [id, rail, starts] = stack.pop();
       while (id !== undefined) {
-        rows.push({id, rail});
+        rows.push({id, rail, starts});
         const [main, ...others] = order(byId.get(id).child_ids || []);
-        for (const other of others.reverse()) stack.push([other, rail + 1]);
-        id = main;
+        for (const other of others.reverse()) stack.push([other, rail + 1, true]);
+        [id, starts] = [main, false];
       }
     }
     return rows;
@@ -287,7 +287,7 @@
       return box;
     }
     const list = el("div", {className: "tree", role: "tree"});
-    for (const {id, rail} of treeRows(byId)) {
+    for (const {id, rail, starts} of treeRows(byId)) {
       const node = byId.get(id);
       const open = state.open === id;
       const sizeText = `${num(unit === "tokens" ? node.token_count : node.char_count)} ${unitShort(unit)}`;
@@ -296,6 +296,7 @@
         onclick: () => openNode(open ? null : id),
         onkeydown: (event) => { if (event.key === "Enter") openNode(open ? null : id); }},
       el("span", {className: "caret"}, open ? "▾" : "▸"),
+      starts ? el("span", {className: "branch-from muted small"}, node.parent_node_id ? `↳ from ${node.parent_node_id}` : "↳ a new root") : null,
       el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
       el("span", {className: "muted small"}, node.author),
       forkOf.has(id) ? el("span", {className: "badge level-info"}, forkOf.get(id).kind) : null,
@@ -369,11 +370,12 @@
       el("thead", {}, el("tr", {}, columns.map((name) => el("th", {}, name)))),
       el("tbody", {}, exchanges.data.map((row) => el("tr", {className: row.kind, dataset: {sequence: row.sequence}},
         el("td", {className: "num"}, num(row.sequence)), el("td", {}, row.kind), el("td", {className: "node-id"}, row.node_id ?? "-"),
-        el("td", {}, row.model ?? "-"), el("td", {}, row.started_at ? String(row.started_at).replace("T", " ").slice(0, 23) : "-"),
+        el("td", {className: "wrap"}, row.model ?? "-"),
+        el("td", {}, row.started_at ? String(row.started_at).replace("T", " ").slice(0, 23) : "-"),
         el("td", {className: "num"}, row.duration_ms === null || row.duration_ms === undefined ? "-" : num(Math.round(row.duration_ms))),
-        el("td", {}, row.completion_reason ?? "-"), el("td", {}, row.kind === "call" ? String(row.bridged) : "-"),
+        el("td", {className: "wrap"}, row.completion_reason ?? "-"), el("td", {}, row.kind === "call" ? String(row.bridged) : "-"),
         el("td", {className: "num"}, num(row.usage?.prompt_tokens)), el("td", {className: "num"}, num(row.usage?.completion_tokens)),
-        el("td", {className: row.kind === "failure" ? "bad" : ""}, row.kind === "failure" ? `${row.http_status ?? "-"} ${row.error ?? ""}` : ""))))));
+        el("td", {className: row.kind === "failure" ? "wrap bad" : "wrap"}, row.kind === "failure" ? `${row.http_status ?? "-"} ${row.error ?? ""}` : ""))))));
     return box;
   }
 
