@@ -87,7 +87,8 @@
     if (data.text_only) {
       const entry = data.text_only_reasons.find((item) => item.reason === data.text_only)
         || {level: "warn", note: `message text only (${data.text_only})`};
-      notes.push(el("p", {className: `notice ${entry.level}`}, `${entry.note}${data.tokens_error ? ` (${data.tokens_error})` : ""}.`));
+      const note = `${entry.note.charAt(0).toUpperCase()}${entry.note.slice(1)}`;
+      notes.push(el("p", {className: `notice ${entry.level}`}, `${note}${data.tokens_error ? ` (${data.tokens_error})` : ""}.`));
     }
     if (data.mask_error) notes.push(el("p", {className: "notice error"}, `The sampling mask cannot be read: ${data.mask_error}.`));
     return el("header", {className: "drawer-head snapshot-head"},
@@ -146,11 +147,14 @@
     }
     box.append(el("div", {className: "toolbar"}, toggle("controls", "control chars", "show line breaks, tabs and control characters"),
       toggle("logprobs", "logprobs", "shade sampled tokens by their probability")));
-    const readout = el("div", {className: "readout", "aria-live": "polite"}, "hover a token: its position, id, logprob and whether it is in the loss");
     const blocks = el("div", {className: "blocks"}, path.blocks.map((block) => blockElement(block, data.nodes[block.node_id], path.unit)));
     if (!path.blocks.length) blocks.append(el("p", {className: "muted"}, "(no blocks)"));
-    wireReadout(blocks, readout);
-    box.append(readout, blocks);
+    if (path.unit === "tokens") {
+      const readout = el("div", {className: "readout", "aria-live": "polite"}, "hover a token: its position, id, logprob and whether it is in the loss");
+      wireReadout(blocks, readout);
+      box.append(readout);
+    }
+    box.append(blocks);
     return box;
   }
 
@@ -179,6 +183,11 @@
       const piece = (node.text ?? "").slice(block.node_start ?? 0, end);
       text.append(piece ? visible(piece) : el("span", {className: "muted"}, node.text === null ? "(no text recorded)" : "(empty)"));
     }
+    const media = node?.media || [];
+    if (media.length && block.node_start === 0) {
+      gutter.append(el("div", {className: "media-items"}, media.map((item) =>
+        el("span", {className: `media-item${item.problem ? " bad" : ""}`}, item.label, item.problem ? ` (${item.problem})` : ""))));
+    }
     if (block.shown_end !== undefined) {
       text.append(el("span", {className: "muted cut-here"}, ` … cut after ${num(end - block.node_start)} of ${num(block.node_end - block.node_start)} ${unitShort(unit)}`));
     }
@@ -196,10 +205,17 @@
       span.className = `t${piece ? "" : " sliver"}`;
       if (shade && i >= node.sampled_start) span.classList.add(band(node.logprobs[i]));
       if (outside.has(i)) span.classList.add("out-of-support");
+      const item = mediaAt(node, i);
+      if (item) span.classList.add("media", ...(i === item.offset ? ["media-first"] : []), ...(i === item.offset + item.length - 1 ? ["media-last"] : []));
       span.dataset.i = i;
       span.textContent = visible(piece);
       box.append(span);
     }
+  }
+
+  /** The media item whose placeholder tokens hold token `i` of the node (the server's ranges), or undefined. */
+  function mediaAt(node, i) {
+    return (node.media || []).find((item) => item.offset !== null && item.offset <= i && i < item.offset + item.length);
   }
 
   function band(logprob) {
@@ -221,7 +237,7 @@
       : block.kind === "sampled-elsewhere" ? `masked (trained in path ${block.trained_in})`
       : block.kind === "sampled-untrained" ? "masked (the record trains it on no path)" : "masked";
     const parts = [hasText ? JSON.stringify(piece) : "(no text)", `#${block.start + (i - block.node_start)}`, `id ${node.token_ids[i]}`, loss];
-    const media = (node.media || []).find((item) => item.offset !== null && item.offset <= i && i < item.offset + item.length);
+    const media = mediaAt(node, i);
     if (media) parts.push(`placeholder of ${media.label}`);
     if (i >= (node.sampled_start ?? Infinity)) {
       const logprob = node.logprobs ? node.logprobs[i] : null;
