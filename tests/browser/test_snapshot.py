@@ -112,6 +112,12 @@ def test_a_forked_rollout_opens_offline_switches_paths_and_tabs_and_reads_tokens
     tab.locator("section.block.kind-given .t").first.hover()
     expect(readout).to_contain_text("#0 · id 1 · masked")
 
+    expect(blocks.first).not_to_contain_text("↵")
+    tab.check('input[data-option="controls"]')  # the page's option: line breaks shown
+    expect(blocks.first).to_contain_text("<s>system↵")
+    tab.check('input[data-option="logprobs"]')
+    expect(tab.locator("section.block.kind-sampled .t.lp-0").first).to_be_visible()
+
     tab.click('button.tab[data-tab="tree"]')
     expect(tab.locator(".tree-row")).to_have_count(15)
     tab.click('.tree-row[data-node="n4"]')
@@ -200,4 +206,11 @@ def test_the_fixture_corpus_records_open_without_an_error(corpus_server, offline
         for name in ("tree", "calls", "path"):
             page.tab.click(f'button.tab[data-tab="{name}"]')
             expect(page.tab.locator(".snapshot-content")).not_to_be_empty()
+        if record == "tr_media":  # its images: labelled on their node's first block, placeholder tokens framed
+            expect(page.tab.locator(".gutter .media-item")).to_have_text(
+                ["image · cat · 3 tokens", "image · dog · 2 tokens", "image · cat · 3 tokens"])
+            expect(page.tab.locator(".t.media")).to_have_count(8)
+            page.tab.locator(".t.media-first").first.hover()
+            expect(page.tab.locator(".readout")).to_contain_text("placeholder of image · cat · 3 tokens")
+            page.shot("snapshot-media")
         page.check()
