@@ -206,3 +206,17 @@ def test_the_installed_package_ships_the_snapshot_files():
     for item in (ROOT / "skycap_viewer" / "views" / "snapshot_page").iterdir():
         assert any(fnmatch(f"snapshot_page/{item.name}", p) for p in package_data("skycap_viewer.views")), item.name
     assert any(fnmatch("style.css", pattern) for pattern in package_data("skycap_viewer.static"))
+
+
+def test_a_cut_on_a_node_boundary_leaves_the_next_node_out(monkeypatch):
+    directory = FIXTURES / "real-like"
+    document = read_document(directory / f"{FORKED}.json.zst")
+    view = RecordView(directory, document, {p.name for p in directory.iterdir()}, FORKED, {})
+    monkeypatch.setattr(snapshot_module, "PATH_TOKENS", 39)  # n0 and n1 whole (0..39), then n4 on path 2
+    data = snapshot_data(view, 2)
+    path = data["paths"][2]
+    assert path["node_ids"] == ["n0", "n1"] and path["messages"] == view.paths_part(True)["paths"][2]["messages"][:2]
+    assert path["cut"] == {"unit": "tokens", "shown": 39, "total": 133, "nodes_shown": 2, "nodes": 7}
+    assert all("shown_end" not in block for block in path["blocks"])
+    assert "n4" not in data["nodes"] and "cut_at" not in data["nodes"]["n1"]
+    assert {key for path in data["paths"] for key in path["node_ids"]} == set(data["nodes"])  # every node once

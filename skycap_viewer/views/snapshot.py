@@ -54,8 +54,7 @@ def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
         entry, wants = cut_path(summaries[index], part)
         paths.append(entry)
         texts.update(part["nodes"])
-        for key, want in wants.items():
-            needs[key] = want if key not in needs else wider(needs[key], want)
+        needs.update(wants)  # a node's history is the same on every path that holds it, so is its cut
     graph = view.graph_part(limit=PartLimit(TREE_NODES, TREE_BYTES))
     graph.pop("trajectory")
     for node in graph["nodes"]:
@@ -77,11 +76,6 @@ def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
     }
 
 
-def wider(a: int | None, b: int | None) -> int | None:
-    """How much of a node two paths draw together (None: all of it)."""
-    return None if a is None or b is None else max(a, b)
-
-
 def cut_path(summary: dict, part: dict) -> tuple[dict, dict]:
     """(the path's summary with its lists as far as the snapshot holds them, how much of each node
     shown it draws: None for all of it, else the node's first N tokens or characters)."""
@@ -97,14 +91,11 @@ def cut_path(summary: dict, part: dict) -> tuple[dict, dict]:
             break
         blocks.append(block)
         used += size
-    node_ids = part["node_ids"]
-    wants = dict.fromkeys(node_ids)
+    node_ids, wants = part["node_ids"], dict.fromkeys(part["node_ids"])
     if cut is not None:
-        at = node_ids.index(cut[0])
-        node_ids = node_ids[:at + 1] if cut[1] else node_ids[:at]
-        wants = dict.fromkeys(node_ids)
-        if cut[1]:
-            wants[cut[0]] = cut[1]
+        cut_node_id, end = cut
+        node_ids = node_ids[:node_ids.index(cut_node_id) + (1 if end else 0)]  # the cut node, if any of it shows
+        wants = {key: end if key == cut_node_id else None for key in node_ids}
     kept = set(node_ids)
     total = summary["token_count"] if summary["unit"] == "tokens" else summary["char_count"]
     whole = cut is None and "next" not in part["part"]
