@@ -61,6 +61,7 @@ def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
         node.pop("message")  # its text is in `nodes`, once
     return {
         "made_by": f"skycap-viewer {__version__}",
+        "record_id": view.record_id,  # the id it is looked up by (its file's name), as the page's drawer says
         "initial": {"path": path, "tab": tab},
         "limits": LIMITS,
         "trajectory": header,

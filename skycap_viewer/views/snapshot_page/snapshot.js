@@ -15,7 +15,7 @@
   const drawn = new WeakMap();  // a block's text box -> {block, node}: what a hovered token is
 
   if (matchMedia("(prefers-color-scheme: dark)").matches) document.documentElement.dataset.theme = "dark";
-  document.title = `${data.trajectory.id} · skycap-viewer snapshot`;
+  document.title = `${data.record_id} · skycap-viewer snapshot`;
 
   /** An element; children are nodes or strings (made text nodes, never parsed). */
   function el(tag, props, ...children) {
@@ -94,7 +94,7 @@
     return el("header", {className: "drawer-head snapshot-head"},
       el("p", {className: "muted small made-by"}, `A snapshot made by ${data.made_by}: what the viewer showed of this`
         + " record, in one file that fetches nothing."),
-      el("h1", {className: "traj-id"}, t.id),
+      el("h1", {className: "traj-id"}, data.record_id),
       el("dl", {className: "facts"}, facts.map(([label, value]) =>
         el("div", {className: "fact", dataset: {fact: label}}, el("dt", {}, label), el("dd", {}, value)))),
       flagList(t.flags || []),
