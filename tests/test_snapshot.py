@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -21,9 +22,9 @@ from skycap_viewer.views import snapshot as snapshot_module
 from skycap_viewer.views.snapshot import PAGE_FILES, snapshot_data
 from skycap_viewer.views.trajectory import RecordView
 from skycap_viewer.wire import Download
-from tests.badrecords import write_text_record
+from tests.badrecords import BAD_CASES, restore_permissions, write_bad_run, write_text_record
 from tests.chain import write_chain
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, copy_corpus
 from tests.test_web import FORKED, InProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,3 +221,30 @@ def test_a_cut_on_a_node_boundary_leaves_the_next_node_out(monkeypatch):
     assert all("shown_end" not in block for block in path["blocks"])
     assert "n4" not in data["nodes"] and "cut_at" not in data["nodes"]["n1"]
     assert {key for path in data["paths"] for key in path["node_ids"]} == set(data["nodes"])  # every node once
+
+
+def test_every_record_of_the_corpus_and_every_bad_record_gets_a_file_or_a_clear_error(tmp_path):
+    root = copy_corpus(tmp_path / "root")
+    write_bad_run(root / "bad")
+    server = InProcess(root)
+    try:
+        rows = []
+        for run in server.server.api.catalog.snapshots():
+            rows += [(run.id, row["id"], row.get("unreadable")) for row in run.rows_where("1 = 1", [])]
+        assert {record_id for run_id, record_id, _ in rows if run_id == "bad"} >= {case.record_id for case in BAD_CASES
+                                                                                  if case.make is not None}
+        for run_id, record_id, unreadable in rows:
+            target = f"/v1/trajectories/{urllib.parse.quote(record_id, safe='')}/snapshot?run_id={run_id}"
+            response = server.get(target)
+            if unreadable:
+                assert response.status == 404 and "cannot be read" in response.json()["detail"], target
+                continue
+            assert response.status == 200, (target, response.status, response.body[:300])
+            data = json.loads(parts_of(response.body.decode())["data"][0])
+            assert data["record_id"] == record_id
+            paths = server.json(f"/v1/trajectories/{urllib.parse.quote(record_id, safe='')}/paths?run_id={run_id}")
+            assert data["trajectory"]["record_problems"] == paths["trajectory"]["record_problems"]
+    finally:
+        server.server.api.searches.close()
+        server.server.server_close()
+        restore_permissions(root)
