@@ -98,6 +98,7 @@ def test_a_forked_rollout_opens_offline_switches_paths_and_tabs_and_reads_tokens
     blocks = tab.locator(".blocks section.block")
     expect(blocks).to_have_count(len(paths["paths"][2]["blocks"]))
     expect(blocks.first.locator(".text .t")).to_have_count(27)  # n0's tokens, one span each
+    assert blocks.first.evaluate("e => getComputedStyle(e).display") == "grid"  # the style ran: its hash matched
     sampled = tab.locator("section.block.kind-sampled").first
     sampled.locator(".t").first.hover()
     readout = tab.locator(".readout")
