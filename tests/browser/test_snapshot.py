@@ -97,6 +97,8 @@ def test_a_forked_rollout_opens_offline_switches_paths_and_tabs_and_reads_tokens
     paths = json.loads(urllib.request.urlopen(f"{corpus_server.url}/v1/trajectories/{FORKED}/paths").read())
     blocks = tab.locator(".blocks section.block")
     expect(blocks).to_have_count(len(paths["paths"][2]["blocks"]))
+    expect(tab.locator(".kind-legend .kind-badge")).to_have_text(["given", "replayed", "scaffold", "sampled"])
+    expect(tab.locator(".kind-legend")).to_contain_text("tokens the model sampled, trained on this path (in the loss)")
     expect(blocks.first.locator(".text .t")).to_have_count(27)  # n0's tokens, one span each
     assert blocks.first.evaluate("e => getComputedStyle(e).display") == "grid"  # the style ran: its hash matched
     sampled = tab.locator("section.block.kind-sampled").first

@@ -130,8 +130,8 @@
 
   function pathTab() {
     const path = data.paths.find((item) => item.index === state.path) || data.paths[0];
-    const box = el("div", {className: "path-tab"});
     if (!path) return el("p", {className: "notice"}, "This trajectory has no path to show (no nodes).");
+    const box = el("div", {className: "path-tab"});
     box.append(el("div", {className: "picker", role: "group", "aria-label": "paths"}, data.paths.map((item) =>
       el("button", {type: "button", className: `pick${item.index === path.index ? " active" : ""}`, dataset: {path: item.index},
         onclick: () => { state.path = item.index; draw(); }},
@@ -146,7 +146,7 @@
         + ` (${num(path.cut.nodes_shown)} of its ${plural(path.cut.nodes, "node")})`));
     }
     box.append(el("div", {className: "toolbar"}, toggle("controls", "control chars", "show line breaks, tabs and control characters"),
-      toggle("logprobs", "logprobs", "shade sampled tokens by their probability")));
+      toggle("logprobs", "logprobs", "shade sampled tokens by their probability")), kindLegend(path));
     const blocks = el("div", {className: "blocks"}, path.blocks.map((block) => blockElement(block, data.nodes[block.node_id], path.unit)));
     if (!path.blocks.length) blocks.append(el("p", {className: "muted"}, "(no blocks)"));
     if (path.unit === "tokens") {
@@ -156,6 +156,14 @@
     }
     box.append(blocks);
     return box;
+  }
+
+  /** The block kinds this path has, each with what it means (the server's words). */
+  function kindLegend(path) {
+    const kinds = new Set(path.blocks.map((block) => block.kind));
+    return el("ul", {className: "kind-legend small"}, data.block_kinds.filter((item) => kinds.has(item.kind)).map((item) =>
+      el("li", {}, el("span", {className: `swatch kind-${item.kind}`}), el("span", {className: `kind-badge kind-${item.kind}`}, item.kind),
+        el("span", {className: "muted"}, item.why))));
   }
 
   function toggle(name, label, title) {
