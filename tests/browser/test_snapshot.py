@@ -150,6 +150,9 @@ def test_a_text_record_opens_on_its_tab_with_its_text(corpus_server, offline, tm
     expect(tab.locator("button.pick.active")).to_have_attribute("data-path", "1")
     expect(tab.locator('[data-fact="mode"] dd')).to_have_text("text")
     expect(tab.locator(".blocks .t")).to_have_count(0)  # characters, no tokens
+    expect(tab.locator('input[data-option="logprobs"]')).to_have_count(0)
+    tab.check('input[data-option="controls"]')
+    expect(tab.locator(".blocks")).to_contain_text("résultat: 42 ✓")
     expect(tab.locator(".blocks section.block").first.locator(".text")).not_to_be_empty()
     page.shot("snapshot-text")
     page.check()

@@ -146,7 +146,7 @@
         + ` (${num(path.cut.nodes_shown)} of its ${plural(path.cut.nodes, "node")})`));
     }
     box.append(el("div", {className: "toolbar"}, toggle("controls", "control chars", "show line breaks, tabs and control characters"),
-      toggle("logprobs", "logprobs", "shade sampled tokens by their probability")), kindLegend(path));
+      path.unit === "tokens" ? toggle("logprobs", "logprobs", "shade sampled tokens by their probability") : null), kindLegend(path));
     const blocks = el("div", {className: "blocks"}, path.blocks.map((block) => blockElement(block, data.nodes[block.node_id], path.unit)));
     if (!path.blocks.length) blocks.append(el("p", {className: "muted"}, "(no blocks)"));
     if (path.unit === "tokens") {
