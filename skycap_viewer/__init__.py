@@ -16,12 +16,14 @@ The layers, in the order the data flows (each imports only the ones before it, a
   the groups listing (`group_listing`), the picker's values (`values`), the answers about one record (paths, graph,
   calls, calls placed in time in `timeline`, forks; its re-tokenized copies in `retokenized`), one node's routed
   experts (`experts`), two records' paths compared (`compare`), a group lined up against one member (`lineup`),
-  one path taken away whole, as the trainer's row and as the chat the model saw (`row`),
-  and two runs or steps group by group and one prompt across steps (`runs_compare`).
+  one path taken away whole, as the trainer's row and as the chat the model saw (`row`), two runs or steps
+  group by group and one prompt across steps (`runs_compare`), and one rollout as one self-contained HTML
+  file (`snapshot`, drawn by `views/snapshot_page/`).
 - `server/` (HTTP: the API, its caches, running searches in `searches`, routes and request policy
   in `web`, what one connection may hold in `connections`, `serve`) and
-  `commands/` (`check`, `show`, `summary`, `diff`, `grep` in a terminal) sit side by side on top; neither imports
-  the other. `demo/` (the example run and the writer that makes it) needs only `record/`.
+  `commands/` (`check`, `show` and its `--html` in `snapshot`, `summary`, `diff`, `grep` in a terminal) sit side
+  by side on top; neither imports the other. `demo/` (the example run and the writer that makes it) needs only
+  `record/`.
 - `cli` parses the command line and starts one of them; `__main__` runs it.
 
 Words: a *record* is the files of one trajectory (`{id}.json.zst`, the *document*, plus its sidecar

@@ -161,6 +161,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
                       help="print path N's trainer row as JSON (input_ids, loss_mask, logprobs, blocks)")
     take.add_argument("--messages", dest="path_answer", action="store_const", const="messages",
                       help="print path N's messages in chat format as JSON")
+    show.add_argument("--html", action="store_true",
+                      help="print the rollout as one self-contained HTML file that opens offline (on path N: --path)")
     diff = argparse.ArgumentParser(prog="skycap-viewer diff", description="Compare two rollouts: what they share, "
                                    "where they part, then both sides turn by turn.")
     diff.add_argument("records", nargs="+", metavar="RECORD",
@@ -214,7 +216,8 @@ def main(argv=None) -> int:
 
             if args.path_answer:
                 return run_show_path(shown_record(args), args.path, args.path_answer)
-            return run_show(shown_record(args), path_index=args.path, as_json=args.json, full=args.full)
+            return run_show(shown_record(args), path_index=args.path, as_json=args.json, full=args.full,
+                            as_html=args.html)
         if command == "diff":
             from skycap_viewer.commands.diff import run_diff
 

@@ -2,13 +2,14 @@
 
 `RawJson` is JSON text already encoded (an index row, a cached answer): `encode_json` splices it
 in as is, and its gzip form is computed the first time it is sent and kept with it, so a cached
-answer sent a hundred times is compressed once. A `Download` is an answer too long to hold: it is
-sent in pieces as they are made.
+answer sent a hundred times is compressed once. A `Download` is the answer that is not JSON: a
+file the browser saves, whole (a rollout's snapshot) or sent in pieces as they are made (an export).
 """
 
 import gzip
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -60,12 +61,22 @@ def _finite(value):
     return value
 
 
+UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_file_name(stem: str, suffix: str, fallback: str) -> str:
+    """`stem` + `suffix` as a download is saved: letters, digits, `.`, `_` and `-` only (a run of
+    anything else is one `_`), no leading dot, at most 100 characters before the suffix."""
+    return (UNSAFE_NAME.sub("_", stem).strip("._")[:100] or fallback) + suffix
+
+
 @dataclass
 class Download:
-    """An answer sent as it is made (chunked), saved by a browser as `file_name` (already safe to quote):
-    `pieces` yields its bytes; `close()` is called once it is sent, or could not be."""
+    """A file a browser saves as `file_name` (made by `safe_file_name`): `body` when it is whole, or
+    `pieces` sent as they are made (chunked) and `close()` called once they are sent, or could not be."""
 
     content_type: str
     file_name: str
-    pieces: Iterator[bytes]
-    close: Callable[[], None]
+    body: bytes | None = None
+    pieces: Iterator[bytes] | None = None
+    close: Callable[[], None] = lambda: None

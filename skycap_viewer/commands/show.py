@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skycap_viewer.commands.snapshot import print_snapshot
 from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
@@ -287,10 +288,14 @@ def opened_record(record: Path) -> tuple[Path, dict, set[str], str]:
     return directory, document, present, record_id_of(file.name)
 
 
-def run_show(record: Path, path_index: int | None = None, as_json: bool = False, full: bool = False) -> int:
+def run_show(record: Path, path_index: int | None = None, as_json: bool = False, full: bool = False,
+             as_html: bool = False) -> int:
     """Print one record's rollout, each path from where it leaves those printed before it (`full`:
-    every path whole, as `--path N` prints one); an unreadable record or a bad `--path` exits 2."""
+    every path whole, as `--path N` prints one; `as_html`: as one self-contained HTML file); an
+    unreadable record or a bad `--path` exits 2."""
     directory, document, present, file_id = opened_record(record)
+    if as_html:
+        return print_snapshot(directory, document, present, file_id, path_index)
     payload = paths_payload(directory, document, present, file_id)
     path_count = len(payload["paths"])
     if path_index is not None:

@@ -62,10 +62,12 @@ from skycap_viewer.views.listing import (
 from skycap_viewer.views.missing import missing_page, missing_where
 from skycap_viewer.views.retokenized import AROUND, AROUND_MAX
 from skycap_viewer.views.row import path_messages, trainer_row
+from skycap_viewer.views.snapshot import snapshot_data, snapshot_html
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
-from skycap_viewer.wire import Download, RawJson, encode_json
+from skycap_viewer.wire import Download, RawJson, encode_json, safe_file_name
 
+HTML_TYPE = "text/html; charset=utf-8"
 SETTLE_TRIES = 30  # reads of a record whose files keep being replaced (about 1.4 s), then 409
 SETTLE_PAUSE = 0.01  # seconds, times the attempt number, at most 0.05
 SETTLE_WINDOW_NS = 500_000_000  # a sidecar newer than its document for longer was copied, not written
@@ -207,8 +209,8 @@ class Api:
         keys = self.group_keys(params)
         where_of = (lambda db: self.ungrouped_where(snapshot, db, keys)) if ask.ungrouped else None
         spool = spooled_rows(snapshot, ask, where_of)
-        return 200, Download(EXPORT_TYPE, file_name(snapshot.id, ask), exported(spool, snapshot.location.path, ask),
-                             spool.close)
+        return 200, Download(EXPORT_TYPE, file_name(snapshot.id, ask),
+                             pieces=exported(spool, snapshot.location.path, ask), close=spool.close)
 
     def missing(self, params):
         """The run index's rows whose record is not in this copy, with where each lives (`views.missing`)."""
@@ -321,6 +323,17 @@ class Api:
             return payload
 
         return self.settled_answer(record_id, params, ("paths", text, path, start), answer, reads_sidecars=text)
+
+    def snapshot(self, record_id: str, params):
+        """The rollout as one self-contained HTML file (`views.snapshot`), saved as `<id>.html`:
+        `path` and `tab` are the state it opens in."""
+        path, tab = path_number(params, "path", 0), one(params, "tab") or "path"
+
+        def answer(snapshot, row, view):
+            return answer_part(snapshot_data, view, path, tab)
+
+        encoded = self.settled_answer(record_id, params, ("snapshot", path, tab), answer)[1]
+        return 200, Download(HTML_TYPE, safe_file_name(record_id, ".html", "rollout"), body=snapshot_html(encoded))
 
     def experts(self, record_id: str, params):
         """One node's routed experts at one layer (`views.experts`): `node`, `layer` (0), `from` (0)."""

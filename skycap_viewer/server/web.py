@@ -109,6 +109,7 @@ ROUTES = (
     Route(("v1", "trajectories", CAPTURE, "notable"), "notable"),
     Route(("v1", "trajectories", CAPTURE, "retokenized"), "retokenized"),
     Route(("v1", "trajectories", CAPTURE, "experts"), "experts"),
+    Route(("v1", "trajectories", CAPTURE, "snapshot"), "snapshot"),
     Route(("v1", "values"), "values", per_generation=True),
     Route(("v1", "search"), "search"),
     Route(("v1", "groups"), "groups", per_generation=True),
@@ -383,7 +384,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
                         self.server.answers.put(key, payload)
             else:
                 status, payload = compute(*args, params)
-            if type(payload) is Download:
+            if type(payload) is Download and payload.body is None:
                 self.reply_download(payload, send_body)
                 return
         except ApiError as error:
@@ -391,6 +392,11 @@ class ViewerHandler(BaseHTTPRequestHandler):
         except Exception as error:  # a bug: say so, keep serving
             traceback.print_exc(file=sys.stderr)
             status, payload = 500, {"detail": f"internal error: {type(error).__name__}: {error}"}
+        if type(payload) is Download:
+            disposition = f'attachment; filename="{payload.file_name}"'
+            self.reply(status, payload.body, payload.content_type,
+                       {"Cache-Control": "no-store", "Content-Disposition": disposition}, send_body)
+            return
         self.reply_json(status, payload, extra={"ETag": etag} if etag and status == 200 else None,
                         send_body=send_body)
 

@@ -11,7 +11,6 @@ time, each record's files read within the file limit and each path's row written
 
 import json
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,14 +33,13 @@ from skycap_viewer.views.listing import (
 )
 from skycap_viewer.views.row import path_facts, record_refusal, trainer_row
 from skycap_viewer.views.trajectory import RecordView
-from skycap_viewer.wire import encode_json
+from skycap_viewer.wire import encode_json, safe_file_name
 
 FORMATS = ("rollouts", "rows")  # one listing row a line; the same with each record's trainer rows
 CONTENT_TYPE = "application/x-ndjson; charset=utf-8"
 BATCH = MAX_LIMIT  # rows read per query: a listing page's most
 SPOOL_MEMORY = 8 * 2**20  # a spool larger than this goes to a temporary file
 SEND_BYTES = 64 * 2**10  # what one piece of a `rollouts` export holds
-UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
@@ -71,8 +69,7 @@ class ExportAsk:
 
 def file_name(run_id: str, ask: ExportAsk) -> str:
     """`<run>-<format>.jsonl`, the run id kept to letters, digits, `.`, `_` and `-` (no quote, no control)."""
-    safe = UNSAFE_NAME.sub("_", run_id).strip("._")[:100] or "run"
-    return f"{safe}-{ask.format}.jsonl"
+    return safe_file_name(run_id, f"-{ask.format}.jsonl", "run")
 
 
 def spooled_rows(snapshot, ask: ExportAsk, where_of: Callable | None = None):

@@ -1,0 +1,26 @@
+"""`skycap-viewer show RECORD --html`: the rollout's snapshot file on stdout, the same bytes the
+server sends for `GET /v1/trajectories/{id}/snapshot` (`views.snapshot`)."""
+
+import os
+import sys
+
+from skycap_viewer.commands.terminal import plural
+from skycap_viewer.errors import UsageError
+from skycap_viewer.views.snapshot import record_snapshot
+from skycap_viewer.views.trajectory import RecordView
+
+
+def print_snapshot(directory, document: dict, present, record_id: str, path_index: int | None) -> int:
+    """Write the file opening on path `path_index` (0 when not given); a path there is not exits 2."""
+    view = RecordView(directory, document, present, record_id, {})
+    try:
+        body = record_snapshot(view, path_index or 0)
+    except IndexError:
+        paths = len(view.shown(True).paths)
+        raise UsageError(f"--path {path_index}: the record has {plural(paths, 'path')}") from None
+    try:
+        sys.stdout.buffer.write(body)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush is quiet too
+    return 0

@@ -1,0 +1,185 @@
+"""One rollout as one self-contained HTML file, to attach to a bug report or a chat thread.
+
+The file opens from disk on any machine: its data is the server's own answers (`/paths` per path,
+`/graph`, `/exchanges`, the flag catalogue) as JSON in a `<script type="application/json">`, drawn
+by one inline script with `textContent` only, styled by the page's stylesheet and the snapshot's
+own, all under a CSP (a `<meta>`) that allows exactly those two inline pieces by hash and no
+request of any kind. It is bounded: each path's first `PATH_TOKENS` tokens (`PATH_CHARS` characters
+in text mode) and `PATH_NODES` nodes, the first `PATHS` paths, the tree's first `TREE_NODES` nodes
+and the first `CALLS` calls; what was left out is said in the file (`cut`). The file holds the
+record, not the run: the same bytes from `GET /v1/trajectories/{id}/snapshot` and `show --html`.
+"""
+
+import base64
+import hashlib
+from importlib.resources import files
+
+from skycap_viewer import __version__
+from skycap_viewer.flags import flag_catalogue, text_only_catalogue
+from skycap_viewer.record.blocks import BLOCK_KIND_WHY
+from skycap_viewer.views.trajectory import PartLimit, RecordView
+from skycap_viewer.wire import encode_json
+
+TABS = ("path", "tree", "calls")  # the page's tab names the file has
+PATHS = 16
+PATH_NODES = 2000
+PATH_TOKENS = 20_000
+PATH_CHARS = 200_000
+PATH_BYTES = 2**20  # a path's nodes as `/paths` sends them, before the cut
+TREE_NODES = 2000
+TREE_BYTES = 2**20
+CALLS = 1000
+CALLS_BYTES = 2**19
+LIMITS = {"paths": PATHS, "path_nodes": PATH_NODES, "path_tokens": PATH_TOKENS, "path_chars": PATH_CHARS,
+          "tree_nodes": TREE_NODES, "calls": CALLS}
+ESCAPES = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026",
+           "\u2028".encode(): b"\\u2028", "\u2029".encode(): b"\\u2029"}
+PAGE_FILES = files("skycap_viewer.views") / "snapshot_page"
+
+
+def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
+    """What the file draws, from the view's answers; raises IndexError for a path there is not and
+    ValueError for a tab the file does not have. `path` is shown first, and held even past `PATHS`."""
+    if tab not in TABS:
+        raise ValueError(f"tab must be one of {', '.join(TABS)}, not {tab!r}")
+    first = view.paths_part(True, limit=PartLimit(items=0, bytes=None))  # the header and every path's summary
+    summaries = first.pop("paths")
+    if not 0 <= path < max(len(summaries), 1):
+        raise IndexError(f"the trajectory has {len(summaries)} path(s)")
+    header = {key: value for key, value in first.pop("trajectory").items() if key not in view.context}
+    first.pop("nodes")
+    paths, texts, needs = [], {}, {}
+    for index in sorted({*range(min(len(summaries), PATHS)), *([path] if summaries else [])}):
+        part = view.paths_part(True, path=index, limit=PartLimit(PATH_NODES, PATH_BYTES))
+        entry, wants = cut_path(summaries[index], part)
+        paths.append(entry)
+        texts.update(part["nodes"])
+        needs.update(wants)  # a node's history is the same on every path that holds it, so is its cut
+    graph = view.graph_part(limit=PartLimit(TREE_NODES, TREE_BYTES))
+    graph.pop("trajectory")
+    for node in graph["nodes"]:
+        node.pop("message")  # its text is in `nodes`, once
+    return {
+        "made_by": f"skycap-viewer {__version__}",
+        "record_id": view.record_id,  # the id it is looked up by (its file's name), as the page's drawer says
+        "initial": {"path": path, "tab": tab},
+        "limits": LIMITS,
+        "trajectory": header,
+        **first,
+        "nodes": {key: cut_node(texts[key], want) for key, want in needs.items()},
+        "paths": paths,
+        "path_count": len(summaries),
+        "graph": graph,
+        "exchanges": view.exchanges_part(limit=PartLimit(CALLS, CALLS_BYTES)),
+        "flags": flag_catalogue(),
+        "block_kinds": [{"kind": kind, "why": why} for kind, why in BLOCK_KIND_WHY.items()],
+        "text_only_reasons": text_only_catalogue(),
+    }
+
+
+def cut_path(summary: dict, part: dict) -> tuple[dict, dict]:
+    """(the path's summary with its lists as far as the snapshot holds them, how much of each node
+    shown it draws: None for all of it, else the node's first N tokens or characters)."""
+    budget = PATH_TOKENS if summary["unit"] == "tokens" else PATH_CHARS
+    blocks, used, cut = [], 0, None
+    for block in part["blocks"]:
+        size = block["node_end"] - block["node_start"]
+        if used + size > budget:
+            cut = (block["node_id"], block["node_start"] + budget - used)
+            if budget > used:
+                blocks.append({**block, "shown_end": cut[1]})  # the block drawn as far as this
+                used = budget
+            break
+        blocks.append(block)
+        used += size
+    node_ids, wants = part["node_ids"], dict.fromkeys(part["node_ids"])
+    if cut is not None:
+        cut_node_id, end = cut
+        node_ids = node_ids[:node_ids.index(cut_node_id) + (1 if end else 0)]  # the cut node, if any of it shows
+        wants = {key: end if key == cut_node_id else None for key in node_ids}
+    kept = set(node_ids)
+    total = summary["token_count"] if summary["unit"] == "tokens" else summary["char_count"]
+    whole = cut is None and "next" not in part["part"]
+    entry = {
+        **summary,
+        "node_ids": node_ids,
+        "targets": [key for key in part["targets"] if key in kept],
+        "messages": part["messages"][:len(node_ids)],
+        "blocks": blocks,
+        "part": part["part"],
+        "cut": None if whole else {"unit": summary["unit"], "shown": used, "total": total,
+                                   "nodes_shown": len(node_ids), "nodes": summary["node_count"]},
+    }
+    return entry, wants
+
+
+def cut_node(node: dict, want: int | None) -> dict:
+    """A `/paths` node as far as the snapshot draws it: its first `want` tokens (ids, logprobs,
+    offsets, text, support), or characters of a node without tokens; all of it for None."""
+    if want is None:
+        return node
+    cut = {**node, "cut_at": want}
+    if node["token_ids"] is None:
+        cut["text"] = utf16_prefix(node["text"] or "", want)
+        return cut
+    cut["token_ids"] = node["token_ids"][:want]
+    if node["logprobs"] is not None:
+        cut["logprobs"] = node["logprobs"][:want]
+    if node["token_offsets"] is not None:
+        cut["token_offsets"] = node["token_offsets"][:want + 1]
+        cut["text"] = utf16_prefix(node["text"], cut["token_offsets"][-1])
+    if node["support_sizes"] is not None:
+        cut["support_sizes"] = node["support_sizes"][:max(want - (node["sampled_start"] or 0), 0)]
+        cut["outside_support"] = [i for i in node["outside_support"] if i < want]
+    return cut
+
+
+def utf16_prefix(text: str, units: int) -> str:
+    """The first `units` UTF-16 units of `text` (the unit of the payload's offsets)."""
+    if text.isascii():
+        return text[:units]
+    return text.encode("utf-16-le", "surrogatepass")[:2 * units].decode("utf-16-le", "ignore")
+
+
+# -- the file -------------------------------------------------------------------------------------
+
+
+def embedded_json(encoded: bytes) -> str:
+    """Encoded JSON that no record text in it can end the `<script>` it sits in: `<`, `>`, `&` and the
+    two JavaScript line separators as `\\u` escapes (only ever inside strings, so the value is the same)."""
+    for raw, escaped in ESCAPES.items():
+        encoded = encoded.replace(raw, escaped)
+    return encoded.decode("utf-8")
+
+
+def source_hash(text: str) -> str:
+    """The CSP source for one inline element's exact content."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def snapshot_html(encoded: bytes) -> bytes:
+    """The file of `snapshot_data` encoded: the page's stylesheet and the snapshot's, the data, the
+    script, and the CSP naming the style and the script by hash (nothing else loads, nothing is fetched)."""
+    style = (files("skycap_viewer.static") / "style.css").read_text("utf-8") + (PAGE_FILES / "snapshot.css").read_text(
+        "utf-8")
+    script = (PAGE_FILES / "snapshot.js").read_text("utf-8")
+    policy = (f"default-src 'none'; style-src {source_hash(style)}; script-src {source_hash(script)}; "
+              "img-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
+    return "".join([
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">\n',
+        '<meta name="referrer" content="no-referrer">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        "<title>skycap-viewer snapshot</title>\n",
+        f"<style>{style}</style>\n</head>\n<body>\n",
+        '<noscript><p class="notice">This snapshot draws the rollout with its own inline script: '
+        "open it in a browser with JavaScript on.</p></noscript>\n",
+        '<main id="snapshot"></main>\n',
+        f'<script type="application/json" id="data">{embedded_json(encoded)}</script>\n',
+        f"<script>{script}</script>\n</body>\n</html>\n",
+    ]).encode("utf-8")
+
+
+def record_snapshot(view: RecordView, path: int = 0, tab: str = "path") -> bytes:
+    """The file of one record (`show --html`, and the server's answer)."""
+    return snapshot_html(encode_json(snapshot_data(view, path, tab)))

@@ -1,0 +1,222 @@
+"""A rollout's snapshot opened from disk (file://) in headless Chromium with every request refused.
+
+The file comes from the real server (`/snapshot`) or from `show --html`, is written to a temporary
+directory and opened from there, as on a machine that never saw the viewer: every request but the
+file itself is aborted and recorded (there must be none), and any console error (a CSP violation
+logs one) or page error fails the test. Driven by clicking and hovering, as a reader would.
+"""
+
+import json
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.badrecords import write_text_record, write_token_record
+from tests.browser.conftest import ARTIFACTS, VIEWPORT
+from tests.browser.test_hostile import DANGEROUS, HOSTILE, PAYLOADS, SCAFFOLD, dress_up
+from tests.chain import write_chain
+from tests.conftest import FIXTURES
+
+FORKED = "tr_86f0b750382298e2"
+
+
+class Offline:
+    """One tab on a snapshot file, in a context where nothing but that file may load."""
+
+    def __init__(self, browser, file):
+        self.url = file.as_uri()
+        self.context = browser.new_context(viewport=VIEWPORT, java_script_enabled=True)
+        self.requests, self.errors = [], []
+        self.context.route("**/*", self.refuse)
+        self.tab = self.context.new_page()
+        self.tab.set_default_timeout(10_000)
+        self.tab.on("console", lambda note: note.type in ("error", "warning") and self.errors.append(note.text))
+        self.tab.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.tab.goto(self.url)
+        self.tab.wait_for_selector("#snapshot .tabs")
+
+    def refuse(self, route):
+        self.requests.append(route.request.url)
+        if route.request.url == self.url:
+            route.continue_()
+        else:
+            route.abort()
+
+    def shot(self, name):
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.tab.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+    def check(self):
+        """Nothing was asked for but the file, nothing logged an error, nothing made from record text ran."""
+        assert self.requests == [self.url]
+        assert self.errors == []
+        assert self.tab.evaluate("typeof window.__pwned") == "undefined"
+        made = self.tab.locator(DANGEROUS).evaluate_all("nodes => nodes.map(n => n.outerHTML.slice(0, 120))")
+        assert len(made) == 1 and made[0].startswith('<meta http-equiv="Content-Security-Policy" '), made  # its own
+
+
+@pytest.fixture
+def offline(browser):
+    opened = []
+
+    def open_file(file):
+        page = Offline(browser, file)
+        opened.append(page)
+        return page
+
+    yield open_file
+    for page in opened:
+        page.context.close()
+
+
+def served(server, record_id, query="") -> bytes:
+    with urllib.request.urlopen(f"{server.url}/v1/trajectories/{record_id}/snapshot{query}") as answer:
+        assert answer.headers["Content-Disposition"] == f'attachment; filename="{record_id}.html"'
+        return answer.read()
+
+
+def saved(tmp_path, name, body: bytes):
+    file = tmp_path / "elsewhere" / f"{name}.html"
+    file.parent.mkdir(exist_ok=True)
+    file.write_bytes(body)
+    return file
+
+
+def test_a_forked_rollout_opens_offline_switches_paths_and_tabs_and_reads_tokens(corpus_server, offline, tmp_path):
+    page = offline(saved(tmp_path, FORKED, served(corpus_server, FORKED, "?run_id=real-like&path=2")))
+    tab = page.tab
+    head = tab.locator(".snapshot-head")
+    expect(head.locator("h1")).to_have_text(FORKED)
+    expect(head.locator('[data-fact="mode"] dd')).to_have_text("tokens")
+    expect(head.locator('[data-fact="task"] dd')).to_have_text("forks")
+    expect(head.locator('[data-flag="forked"]')).to_contain_text("the history forked: more than one path")
+    expect(tab.locator("button.pick.active")).to_have_attribute("data-path", "2")  # the state it was asked for
+    paths = json.loads(urllib.request.urlopen(f"{corpus_server.url}/v1/trajectories/{FORKED}/paths").read())
+    blocks = tab.locator(".blocks section.block")
+    expect(blocks).to_have_count(len(paths["paths"][2]["blocks"]))
+    expect(tab.locator(".kind-legend .kind-badge")).to_have_text(["given", "replayed", "scaffold", "sampled"])
+    expect(tab.locator(".kind-legend")).to_contain_text("tokens the model sampled, trained on this path (in the loss)")
+    expect(blocks.first.locator(".text .t")).to_have_count(27)  # n0's tokens, one span each
+    assert blocks.first.evaluate("e => getComputedStyle(e).display") == "grid"  # the style ran: its hash matched
+    sampled = tab.locator("section.block.kind-sampled").first
+    sampled.locator(".t").first.hover()
+    readout = tab.locator(".readout")
+    expect(readout).to_contain_text("#93 · id ")
+    expect(readout).to_contain_text("in the loss · logprob ")
+    page.shot("snapshot-forked-path-2")
+
+    tab.click('button.pick[data-path="0"]')
+    expect(tab.locator("button.pick.active")).to_have_attribute("data-path", "0")
+    expect(blocks).to_have_count(len(paths["paths"][0]["blocks"]))
+    expect(tab.locator(".path-facts")).to_contain_text("path 0 · leaf n2")
+    tab.locator("section.block.kind-given .t").first.hover()
+    expect(readout).to_contain_text("#0 · id 1 · masked")
+
+    expect(blocks.first).not_to_contain_text("↵")
+    tab.check('input[data-option="controls"]')  # the page's option: line breaks shown
+    expect(blocks.first).to_contain_text("<s>system↵")
+    tab.check('input[data-option="logprobs"]')
+    expect(tab.locator("section.block.kind-sampled .t.lp-0").first).to_be_visible()
+
+    tab.click('button.tab[data-tab="tree"]')
+    expect(tab.locator(".tree-row")).to_have_count(15)
+    tab.click('.tree-row[data-node="n4"]')
+    panel = tab.locator(".tree-panel")
+    expect(panel).to_contain_text("parent n1")
+    expect(panel.locator("pre.text")).to_contain_text("re501 (edited)")
+    panel.locator('button.node-link[data-to="n1"]').click()  # the parent link opens the parent's row
+    expect(tab.locator(".tree-row.open")).to_have_attribute("data-node", "n1")
+    expect(tab.locator('.tree-row[data-node="n8"]')).to_contain_text("trained in path 2")
+    expect(tab.locator('.tree-row[data-node="n4"] .branch-from')).to_have_text("↳ from n1")  # a branch's first node
+    expect(tab.locator('.tree-row[data-node="n12"] .branch-from')).to_have_text("↳ a new root")
+    expect(tab.locator(".branch-from")).to_have_count(4)  # n3, n4, n9, n12
+    page.shot("snapshot-forked-tree")
+
+    tab.click('button.tab[data-tab="calls"]')
+    expect(tab.locator("table.calls tbody tr")).to_have_count(6)
+    page.shot("snapshot-forked-calls")
+    page.check()
+
+
+def test_a_text_record_opens_on_its_tab_with_its_text(corpus_server, offline, tmp_path):
+    record = "tr_e9a50d7c21a4ff0b"
+    page = offline(saved(tmp_path, record, served(corpus_server, record, "?path=1&tab=calls")))
+    tab = page.tab
+    expect(tab.locator("button.tab.active")).to_have_attribute("data-tab", "calls")
+    tab.click('button.tab[data-tab="path"]')
+    expect(tab.locator("button.pick.active")).to_have_attribute("data-path", "1")
+    expect(tab.locator('[data-fact="mode"] dd')).to_have_text("text")
+    expect(tab.locator(".blocks .t")).to_have_count(0)  # characters, no tokens
+    expect(tab.locator('input[data-option="logprobs"]')).to_have_count(0)
+    tab.check('input[data-option="controls"]')
+    expect(tab.locator(".blocks")).to_contain_text("résultat: 42 ✓")
+    expect(tab.locator(".blocks section.block").first.locator(".text")).not_to_be_empty()
+    page.shot("snapshot-text")
+    page.check()
+
+
+def test_hostile_text_stays_text_in_every_tab(offline, tmp_path):
+    run = tmp_path / "hostile"
+    run.mkdir()
+    texts = {0: (f"<s>user\n{HOSTILE}</s>\n", None), 1: (f"{SCAFFOLD}{HOSTILE}</s>", len(SCAFFOLD))}
+    write_token_record(run, "tr_hostile_tokens", texts, edit=dress_up)
+    write_text_record(run, "tr_hostile_text", HOSTILE, f"reply {HOSTILE}", edit=dress_up)
+    for record in ("tr_hostile_tokens", "tr_hostile_text"):
+        shown = subprocess.run([sys.executable, "-m", "skycap_viewer", "show", str(run / record), "--html"],
+                               capture_output=True, timeout=120, check=True)
+        page = offline(saved(tmp_path, record, shown.stdout))
+        tab = page.tab
+        content = tab.locator(".snapshot-content")
+        for payload in PAYLOADS:
+            expect(content).to_contain_text(payload)
+        expect(tab.locator(".snapshot-head")).to_contain_text(PAYLOADS[0])  # the task
+        tab.click('button.tab[data-tab="tree"]')
+        tab.click('.tree-row[data-node="n1"]')
+        expect(tab.locator(".tree-panel")).to_contain_text(PAYLOADS[1])
+        tab.click('button.tab[data-tab="calls"]')
+        for payload in (PAYLOADS[0], PAYLOADS[4], HOSTILE):  # model, finish reason, the failure's error
+            expect(tab.locator("table.calls")).to_contain_text(payload)
+        page.shot(f"snapshot-{record}")
+        page.check()
+
+
+def test_a_huge_record_opens_cut_and_says_so(offline, tmp_path):
+    write_chain(tmp_path / "chain", 30_000)
+    shown = subprocess.run([sys.executable, "-m", "skycap_viewer", "show", str(tmp_path / "chain" / "chain"), "--html"],
+                           capture_output=True, timeout=120, check=True)
+    page = offline(saved(tmp_path, "chain", shown.stdout))
+    tab = page.tab
+    expect(tab.locator(".notice.cut")).to_contain_text("of this path (2,000 of its 30,000 nodes)")
+    expect(tab.locator(".blocks section.block")).to_have_count(2000)
+    tab.click('button.tab[data-tab="tree"]')
+    cut = "cut: this snapshot holds the first 2,000 of the 30,000 nodes of the tree"
+    expect(tab.locator(".notice.cut")).to_have_text(cut)
+    expect(tab.locator(".tree-row")).to_have_count(2000)
+    tab.click('button.tab[data-tab="calls"]')
+    expect(tab.locator(".notice.cut")).to_have_text("cut: this snapshot holds the first 1,000 of the 15,000 calls")
+    page.shot("snapshot-chain-calls")
+    page.check()
+
+
+def test_the_fixture_corpus_records_open_without_an_error(corpus_server, offline, tmp_path):
+    """Records whose tokens are not here or damaged, with no node, no text, an empty token, images, masks."""
+    cases = (("broken", "tr_missing_tokens"), ("broken", "tr_misaligned"), ("spec", "tr_empty"),
+             ("spec", "tr_tokens"), ("spec", "tr_notext"), ("spec", "tr_media"), ("masks", "tr_mask_forced"),
+             ("broken", "tr_mask_out_of_range"))
+    for directory, record in cases:
+        assert (FIXTURES / directory / f"{record}.json.zst").exists()
+        page = offline(saved(tmp_path, record, served(corpus_server, record, f"?run_id={directory}")))
+        for name in ("tree", "calls", "path"):
+            page.tab.click(f'button.tab[data-tab="{name}"]')
+            expect(page.tab.locator(".snapshot-content")).not_to_be_empty()
+        if record == "tr_media":  # its images: labelled on their node's first block, placeholder tokens framed
+            expect(page.tab.locator(".gutter .media-item")).to_have_text(
+                ["image · cat · 3 tokens", "image · dog · 2 tokens", "image · cat · 3 tokens"])
+            expect(page.tab.locator(".t.media")).to_have_count(8)
+            page.tab.locator(".t.media-first").first.hover()
+            expect(page.tab.locator(".readout")).to_contain_text("placeholder of image · cat · 3 tokens")
+            page.shot("snapshot-media")
+        page.check()
