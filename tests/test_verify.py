@@ -8,6 +8,8 @@ read once and a damaged one is flagged `malformed-record` with its problem, so t
 import json
 import shutil
 
+from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.watcher import VERIFY_BATCH, VERIFY_FIRST, VERIFY_SECONDS, Watcher
 from tests.conftest import FIXTURES, run_cli
 from tests.server_process import ServerProcess, wait_for
 
@@ -75,3 +77,22 @@ def test_without_verification_a_damaged_sidecar_is_flagged_once_a_view_reads_it(
         header = server.get("/v1/trajectories/tr_truncated_sidecar?run_id=broken")
         assert "malformed-record" in header["flags"]
         assert any("tokens sidecar" in problem for problem in header["record_problems"])
+
+
+def test_verification_goes_a_batch_a_poll_sized_by_what_a_document_costs(tmp_path):
+    """The first batch is small; later ones hold what takes about a second at the last batch's cost per
+    document, so a run of big records never keeps the watcher from the next poll for long."""
+    run = shutil.copytree(FIXTURES / "groups2", tmp_path / "groups2")
+    catalog = Catalog([run])
+    watcher = Watcher(catalog)
+    watcher.poll()  # indexes the run
+    total = catalog.snapshots()[0].row_count
+    assert total > VERIFY_FIRST and catalog.snapshots()[0].verified == 0
+    watcher.poll()
+    assert catalog.snapshots()[0].verified == VERIFY_FIRST
+    assert watcher.verify_batch() == min(VERIFY_BATCH, int(VERIFY_SECONDS / watcher.verify_cost))
+    watcher.verify_cost = 0.25  # a document that took a quarter of a second: four a batch
+    watcher.poll()
+    assert catalog.snapshots()[0].verified == VERIFY_FIRST + 4
+    watcher.poll()
+    assert catalog.snapshots()[0].verified == min(total, VERIFY_FIRST + 4 + watcher.verify_batch())

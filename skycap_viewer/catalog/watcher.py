@@ -26,7 +26,9 @@ PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often...
 PUBLISH_COST_FACTOR = 10  # ...or, for a big run, so that publishing takes at most a tenth of the time
 HUGE_LISTING_SECONDS = 0.25  # a directory taking longer to list (~100k documents) is not listed every poll...
 FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed
-VERIFY_BATCH = 512  # documents whose sidecars are checked per poll, once indexing is done
+VERIFY_BATCH = 512  # documents whose sidecars are checked per poll at most, once indexing is done...
+VERIFY_SECONDS = 1.0  # ...fewer when they take long: a batch takes about this long, so a change waits no longer
+VERIFY_FIRST = 32  # the first batch, before its cost is known
 
 
 class Watcher(threading.Thread):
@@ -37,6 +39,7 @@ class Watcher(threading.Thread):
         self.interval = interval
         self.compute_rows = compute_rows  # e.g. pool.RowPool.compute_rows
         self.verify = verify  # check every record's sidecars in the background (--no-verify: only reported ones)
+        self.verify_cost: float | None = None  # seconds a document's verification took in the last batch
         self.prepare = prepare  # prepare(snapshot): what every request asks of a new snapshot, computed here
         self.stopped = threading.Event()
         self.missing_roots: set = set()  # roots found gone (said once)
@@ -93,15 +96,25 @@ class Watcher(threading.Thread):
         A batch per poll, so new records are indexed first and a request never waits on it; what is
         verified is kept in the run's database, so a restart goes on where it stopped."""
         for run in runs:
-            names = run.unverified(VERIFY_BATCH if self.verify else 0)
+            names = run.unverified(self.verify_batch() if self.verify else 0)
             if not names:
                 continue
+            started = time.monotonic()
             for name, row in self.compute_rows(run.directory, names, verify=True):
                 if name in run.versions and name not in run.changed:  # not changed meanwhile
                     run.mark_verified(name, row)
                 if self.stopped.is_set():
                     break
+            self.verify_cost = (time.monotonic() - started) / len(names)
             self.catalog.publish([run], set())
+
+    def verify_batch(self) -> int:
+        """How many documents the next verification batch holds: as many as take `VERIFY_SECONDS` at
+        the last batch's cost per document (a run of big records verifies a few at a time, so records
+        written meanwhile are listed at the next poll, not after thousands of sidecars are read)."""
+        if self.verify_cost is None:
+            return VERIFY_FIRST
+        return max(1, min(VERIFY_BATCH, int(VERIFY_SECONDS / max(self.verify_cost, 1e-6))))
 
     def report_roots(self):
         """Say once when a directory given on the command line goes away, and when it is back."""
