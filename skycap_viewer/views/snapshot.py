@@ -12,6 +12,7 @@ record, not the run: the same bytes from `GET /v1/trajectories/{id}/snapshot` an
 
 import base64
 import hashlib
+import re
 from importlib.resources import files
 
 from skycap_viewer import __version__
@@ -35,6 +36,8 @@ LIMITS = {"paths": PATHS, "path_nodes": PATH_NODES, "path_tokens": PATH_TOKENS, 
 ESCAPES = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026",
            "\u2028".encode(): b"\\u2028", "\u2029".encode(): b"\\u2029"}
 PAGE_FILES = files("skycap_viewer.views") / "snapshot_page"
+PAGE_JS = files("skycap_viewer.static") / "js"
+SHARED_MODULES = ("dom.js", "facts.js")  # the page's modules inlined before snapshot.js: none imports
 
 
 def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
@@ -152,6 +155,13 @@ def embedded_json(encoded: bytes) -> str:
     return encoded.decode("utf-8")
 
 
+def shared_script() -> str:
+    """The page's modules the snapshot's script uses, as plain script: they import nothing, so
+    dropping their `export`s makes them one scope with it (the file and the page say things alike)."""
+    sources = "".join((PAGE_JS / name).read_text("utf-8") for name in SHARED_MODULES)
+    return re.sub(r"^export ", "", sources, flags=re.M)
+
+
 def source_hash(text: str) -> str:
     """The CSP source for one inline element's exact content."""
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
@@ -162,7 +172,7 @@ def snapshot_html(encoded: bytes) -> bytes:
     script, and the CSP naming the style and the script by hash (nothing else loads, nothing is fetched)."""
     style = (files("skycap_viewer.static") / "style.css").read_text("utf-8") + (PAGE_FILES / "snapshot.css").read_text(
         "utf-8")
-    script = (PAGE_FILES / "snapshot.js").read_text("utf-8")
+    script = shared_script() + (PAGE_FILES / "snapshot.js").read_text("utf-8")
     policy = (f"default-src 'none'; style-src {source_hash(style)}; script-src {source_hash(script)}; "
               "img-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
     return "".join([

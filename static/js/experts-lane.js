@@ -7,7 +7,7 @@ import {get} from "./api.js";
 import {el, replace, select} from "./dom.js";
 import {num} from "./format.js";
 import {extend} from "./parts.js";
-import {visible} from "./tokens.js";
+import {visible} from "./facts.js";
 
 /** The lane for `path` (a /paths path) of the open rollout. */
 export function expertsLane(bundle, path, run) {

@@ -1,15 +1,8 @@
 // Small formatting helpers shared by the tables and the drawer.
 
-// one formatter for every number: toLocaleString() builds a new one per call, which costs ~100 ms
-// over the thousands of block sizes a big rollout's strips show
-const GROUPED = new Intl.NumberFormat("en-US");
+import {num} from "./facts.js";
 
-export function num(value) {
-  if (value === null || value === undefined) return "-";
-  if (typeof value === "boolean") return value ? "1" : "0";
-  if (typeof value !== "number") return String(value);
-  return Number.isInteger(value) ? GROUPED.format(value) : value.toFixed(2);
-}
+export {num, plural, unitShort} from "./facts.js";  // the tables' and the drawer's numbers are the snapshot's
 
 /** The text of a `meta` or `annotations` value a listing row kept cut (the server's marker
  *  `{cut: true, json_bytes, type}`: too long for a row; the rollout's own answer has it whole),
@@ -50,17 +43,9 @@ export function isoOf(seconds) {
   return seconds ? new Date(seconds * 1000).toISOString() : "";
 }
 
-export function plural(count, word, many = `${word}s`) {
-  return `${num(count)} ${count === 1 ? word : many}`;
-}
-
 /** The size of a block, path or node in `unit` (the server's "tokens" or "chars"): its
  *  token_count when the unit is tokens, else its char_count. */
 export function sizeIn(item, unit) {
   return (unit === "tokens" ? item?.token_count : item?.char_count) ?? 0;
 }
 
-/** "tok" or "ch", the short label of a unit. */
-export function unitShort(unit) {
-  return unit === "tokens" ? "tok" : "ch";
-}

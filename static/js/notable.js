@@ -6,7 +6,8 @@
 import {get} from "./api.js";
 import {el} from "./dom.js";
 import {num} from "./format.js";
-import {LOGPROB_BANDS, sectionBlock, tokenSpans, unfold} from "./tokens.js";
+import {LOGPROB_BANDS} from "./facts.js";
+import {sectionBlock, tokenSpans, unfold} from "./tokens.js";
 
 const LABELS = {"length-cut": "cut at length", "missing-logprob": "NaN logprob", "special-token": "special",
   "lowest-logprob": "low logprob"};

@@ -7,7 +7,7 @@
 import {get} from "./api.js";
 import {button, el, replace} from "./dom.js";
 import {num, plural} from "./format.js";
-import {visible} from "./tokens.js";
+import {visible} from "./facts.js";
 import {flagInfo} from "./viewer.js";
 
 const AROUND = 32;  // tokens asked before and after the first difference (the server caps it)

@@ -7,7 +7,8 @@
 // cannot be found there is marked as its whole blocks.
 
 import {el} from "./dom.js";
-import {upgrade, visible} from "./tokens.js";
+import {visible} from "./facts.js";
+import {upgrade} from "./tokens.js";
 
 const MAX_OCCURRENCES = 1000;  // of a snippet in one node's text: past it the nearest is good enough
 

@@ -10,7 +10,7 @@ import {button, el, replace, select} from "./dom.js";
 import {num, plural} from "./format.js";
 import {applying} from "./run-filters.js";
 import {searchParams} from "./route.js";
-import {visible} from "./tokens.js";
+import {visible} from "./facts.js";
 
 const PAGE = 200;  // matches asked per request; the server waits for them (or 2 s) before it answers
 const LEAD = 24;  // code points of text shown before a match, so the match stays in a narrow row

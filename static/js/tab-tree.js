@@ -10,7 +10,7 @@ import {append, el} from "./dom.js";
 import {num, plural, sizeIn, unitShort} from "./format.js";
 import {moreRow} from "./parts.js";
 import {copyBadge} from "./retok-diff.js";
-import {visible} from "./tokens.js";
+import {visible} from "./facts.js";
 import {trainOnce} from "./train-once.js";
 import {flagInfo, forkBadge} from "./viewer.js";
 

@@ -4,7 +4,8 @@
 // opens at once and hovering still reads every token.
 
 import {el, copyText} from "./dom.js";
-import {num, sizeIn, unitShort} from "./format.js";
+import {logprobBand, num, tokenFacts, unitShort, visible} from "./facts.js";
+import {sizeIn} from "./format.js";
 import {kindWhy} from "./viewer.js";
 
 const CHUNK_TOKENS = 1500;
@@ -12,20 +13,6 @@ const CHUNK_CHARS = 20000;
 const LONG_GIVEN = 600;  // characters: longer prompts and tool results start folded
 const chunkInfo = new WeakMap();  // chunk element -> {block, node, from, to, options}
 const blockInfo = new WeakMap();  // block section -> {block, node, options}: what find and notable look in
-
-/** The logprob colours, most likely first: [lowest probability of the band, class, label]. The
- *  legend (notable.js) is drawn from this same list, so it names the bands the tokens are shaded by. */
-export const LOGPROB_BANDS = [
-  [0.9, "lp-0", "p ≥ 0.9"], [0.5, "lp-1", "p ≥ 0.5"], [0.2, "lp-2", "p ≥ 0.2"],
-  [0.05, "lp-3", "p ≥ 0.05"], [0, "lp-4", "p < 0.05"],
-];
-
-/** Text with line breaks and tabs made visible, when asked. */
-export function visible(text, showControls) {
-  if (!showControls) return text;
-  return text.replace(/\r/g, "␍").replace(/\t/g, "→\t").replace(/\n/g, "↵\n")
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)));
-}
 
 /** A block is drawn token by token when its path's unit is tokens (and its node has the ids). */
 function isTokenBlock(node, unit) {
@@ -42,11 +29,6 @@ function blockText(block, node, unit) {
   return (node.text ?? "").slice(block.node_start ?? 0, block.node_end ?? (node.text ?? "").length);
 }
 
-function probabilityClass(logprob) {
-  if (logprob === null || logprob === undefined) return " lp-x";
-  const p = Math.exp(logprob);
-  return ` ${LOGPROB_BANDS.find(([least]) => p >= least)[1]}`;
-}
 
 /** Lazily upgrades chunks to token spans as they approach the viewport. */
 export class LazyText {
@@ -112,7 +94,7 @@ export function upgrade(chunk) {
   for (let i = from; i < to; i += 1) {
     const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : `${node.token_ids[i]} `;
     const span = document.createElement("span");
-    span.className = `t${piece ? "" : " sliver"}${colour && i >= node.sampled_start ? probabilityClass(node.logprobs[i]) : ""}`;
+    span.className = `t${piece ? "" : " sliver"}${colour && i >= node.sampled_start ? " " + logprobBand(node.logprobs[i]) : ""}`;
     if (outside.has(i)) span.classList.add("out-of-support");
     span.dataset.i = i;
     span.textContent = visible(piece, options.controls);
@@ -130,34 +112,7 @@ function describeToken(span) {
   const chunk = span.closest(".chunk");
   const info = chunk && chunkInfo.get(chunk);
   if (!info || !span.classList.contains("t")) return null;
-  const {block, node} = info;
-  const i = Number(span.dataset.i);
-  const hasText = node.text !== null && node.text !== undefined && node.token_offsets;
-  const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : null;
-  const position = block.start + (i - block.node_start);
-  const loss = block.kind === "sampled" ? "in the loss"
-    : block.kind === "sampled-elsewhere" ? `masked (trained in path ${block.trained_in})`
-    : block.kind === "sampled-untrained" ? "masked (the record trains it on no path)" : "masked";
-  const parts = [hasText ? JSON.stringify(piece) : "(no text)", `#${position}`, `id ${node.token_ids[i]}`, loss];
-  if (hasText && piece === "") parts.push("owns no whole character: it shares one with the next token");
-  const media = (node.media ?? []).find((item) => item.offset !== null && item.offset <= i && i < item.offset + item.length);
-  if (media) parts.push(`placeholder of ${media.label}`);
-  if (i >= (node.sampled_start ?? Infinity)) {
-    const logprob = node.logprobs ? node.logprobs[i] : null;
-    parts.push(logprob === null || logprob === undefined ? "logprob unknown"
-      : `logprob ${logprob.toFixed(4)} · p ${Math.exp(logprob).toFixed(3)}`);
-    parts.push(supportFact(node, i));
-  }
-  return parts.join(" · ");
-}
-
-/** What the server read of sampled token `i`'s sampling mask: its support size and whether the id
- *  sampled is in it, or that the node records none. */
-function supportFact(node, i) {
-  const size = node.support_sizes?.[i - node.sampled_start];
-  if (size === undefined || size === null) return "no support recorded";
-  const inside = !(node.outside_support || []).includes(i);
-  return `support ${size} id${size === 1 ? "" : "s"}, ${inside ? "sampled id in it" : "sampled id NOT in it (a sampler or logprobs_mode bug)"}`;
+  return tokenFacts(info.block, info.node, Number(span.dataset.i));
 }
 
 /** Hovering any token inside `root` writes its description into `readout`. */

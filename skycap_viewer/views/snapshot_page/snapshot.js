@@ -1,58 +1,20 @@
 // A snapshot of one rollout (views/snapshot.py): draws the server's answers kept in #data, offline.
 // One plain script, inline in the file under its CSP: no module, no request, and record text only
-// ever goes in as text (textContent, text nodes). The facts (blocks, kinds, what trains, token
+// ever goes in as text (textContent, text nodes). The page's own `dom.js` and `facts.js` come first
+// in the same script (`el`, `num`, `plural`, `visible`, `tokenFacts`, ...), so the file says things
+// in the page's words. The facts (blocks, kinds, what trains, token
 // ids, logprobs, support) are the server's; this only lays them out as the page's drawer does.
-"use strict";
-
 (() => {
+  "use strict";
   const data = JSON.parse(document.getElementById("data").textContent);
   const state = {path: data.initial.path, tab: data.initial.tab, controls: false, logprobs: false, open: null};
   const root = document.getElementById("snapshot");
   const flagInfo = new Map(data.flags.map((flag) => [flag.flag, flag]));
   const kindWhy = new Map(data.block_kinds.map((item) => [item.kind, item.why]));
-  const GROUPED = new Intl.NumberFormat("en-US");
-  const LOGPROB_BANDS = [[0.9, "lp-0"], [0.5, "lp-1"], [0.2, "lp-2"], [0.05, "lp-3"], [0, "lp-4"]];
   const drawn = new WeakMap();  // a block's text box -> {block, node}: what a hovered token is
 
   if (matchMedia("(prefers-color-scheme: dark)").matches) document.documentElement.dataset.theme = "dark";
   document.title = `${data.record_id} · skycap-viewer snapshot`;
-
-  /** An element; children are nodes or strings (made text nodes, never parsed). */
-  function el(tag, props, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(props || {})) {
-      if (value === null || value === undefined) continue;
-      if (key === "className") node.className = value;
-      else if (key === "dataset") Object.assign(node.dataset, value);
-      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value);
-    }
-    for (const child of children.flat()) {
-      if (child !== null && child !== undefined && child !== false) node.append(child);
-    }
-    return node;
-  }
-
-  function num(value) {
-    if (value === null || value === undefined) return "-";
-    if (typeof value !== "number") return String(value);
-    return Number.isInteger(value) ? GROUPED.format(value) : value.toFixed(2);
-  }
-
-  function plural(count, word, many = `${word}s`) {
-    return `${num(count)} ${count === 1 ? word : many}`;
-  }
-
-  function unitShort(unit) {
-    return unit === "tokens" ? "tok" : "ch";
-  }
-
-  /** Line breaks, tabs and other control characters made visible, when asked (the page's option). */
-  function visible(text) {
-    if (!state.controls) return text;
-    return text.replace(/\r/g, "␍").replace(/\t/g, "→\t").replace(/\n/g, "↵\n")
-      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)));
-  }
 
   function cutNote(text) {
     return el("p", {className: "notice warn cut"}, `cut: this snapshot holds ${text}`);
@@ -189,7 +151,7 @@
       tokenSpans(text, block, node, end);
     } else {
       const piece = (node.text ?? "").slice(block.node_start ?? 0, end);
-      text.append(piece ? visible(piece) : el("span", {className: "muted"}, node.text === null ? "(no text recorded)" : "(empty)"));
+      text.append(piece ? visible(piece, state.controls) : el("span", {className: "muted"}, node.text === null ? "(no text recorded)" : "(empty)"));
     }
     const media = node?.media || [];
     if (media.length && block.node_start === 0) {
@@ -211,51 +173,20 @@
       const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : `${node.token_ids[i]} `;
       const span = document.createElement("span");
       span.className = `t${piece ? "" : " sliver"}`;
-      if (shade && i >= node.sampled_start) span.classList.add(band(node.logprobs[i]));
+      if (shade && i >= node.sampled_start) span.classList.add(logprobBand(node.logprobs[i]));
       if (outside.has(i)) span.classList.add("out-of-support");
       const item = mediaAt(node, i);
       if (item) span.classList.add("media", ...(i === item.offset ? ["media-first"] : []), ...(i === item.offset + item.length - 1 ? ["media-last"] : []));
       span.dataset.i = i;
-      span.textContent = visible(piece);
+      span.textContent = visible(piece, state.controls);
       box.append(span);
     }
   }
 
-  /** The media item whose placeholder tokens hold token `i` of the node (the server's ranges), or undefined. */
-  function mediaAt(node, i) {
-    return (node.media || []).find((item) => item.offset !== null && item.offset <= i && i < item.offset + item.length);
-  }
-
-  function band(logprob) {
-    if (logprob === null || logprob === undefined) return "lp-x";
-    const p = Math.exp(logprob);
-    return LOGPROB_BANDS.find(([least]) => p >= least)[1];
-  }
-
-  /** What a hovered token is: its text, position in the path, id, whether it is in the loss, and
-   *  for a sampled token its logprob and what its sampling mask says. */
+  /** What a hovered token is (the page's words: `tokenFacts`). */
   function describe(span) {
     const info = drawn.get(span.parentElement);
-    if (!info) return null;
-    const {block, node} = info;
-    const i = Number(span.dataset.i);
-    const hasText = node.text !== null && node.text !== undefined && node.token_offsets;
-    const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : null;
-    const loss = block.kind === "sampled" ? "in the loss"
-      : block.kind === "sampled-elsewhere" ? `masked (trained in path ${block.trained_in})`
-      : block.kind === "sampled-untrained" ? "masked (the record trains it on no path)" : "masked";
-    const parts = [hasText ? JSON.stringify(piece) : "(no text)", `#${block.start + (i - block.node_start)}`, `id ${node.token_ids[i]}`, loss];
-    const media = mediaAt(node, i);
-    if (media) parts.push(`placeholder of ${media.label}`);
-    if (i >= (node.sampled_start ?? Infinity)) {
-      const logprob = node.logprobs ? node.logprobs[i] : null;
-      parts.push(logprob === null || logprob === undefined ? "logprob unknown"
-        : `logprob ${logprob.toFixed(4)} · p ${Math.exp(logprob).toFixed(3)}`);
-      const support = node.support_sizes?.[i - node.sampled_start];
-      parts.push(support === undefined || support === null ? "no support recorded"
-        : `support ${support} id${support === 1 ? "" : "s"}, ${(node.outside_support || []).includes(i) ? "sampled id NOT in it" : "sampled id in it"}`);
-    }
-    return parts.join(" · ");
+    return info ? tokenFacts(info.block, info.node, Number(span.dataset.i)) : null;
   }
 
   function wireReadout(blocks, readout) {
@@ -373,7 +304,7 @@
       calls.length ? el("ul", {className: "calls"}, calls.map((call, i) => el("li", {}, `call ${i}: ${call.model ?? "-"} · `
         + `${call.duration_ms === null || call.duration_ms === undefined ? "-" : `${Math.round(call.duration_ms)} ms`} · finish ${call.finish_reason ?? "-"}`
         + ` · bridged ${String(call.bridged)} · ${call.usage?.prompt_tokens ?? "-"} prompt / ${call.usage?.completion_tokens ?? "-"} completion tokens`))) : null,
-      text ? el("pre", {className: "text"}, visible(text.text ?? `⟨ids ${(text.token_ids || []).join(" ")}⟩`),
+      text ? el("pre", {className: "text"}, visible(text.text ?? `⟨ids ${(text.token_ids || []).join(" ")}⟩`, state.controls),
         text.cut_at !== undefined ? el("span", {className: "muted cut-here"}, ` … cut after ${num(text.cut_at)}`) : null)
         : el("p", {className: "muted"}, "(its text is not in this snapshot: no path shown reaches it)"));
   }
