@@ -45,6 +45,16 @@ TRAINED_VALUES = ("true", "false", "null")
 TRAINED_WHERE = {"true": "trained = 1", "false": "trained = 0", "null": "trained IS NULL"}
 
 
+def equal_clauses(pairs, trained: str | None) -> tuple[list[str], list]:
+    """(`column = ?` clauses, their values) for the (column, value) pairs whose value is given, and the
+    `trained` filter's clause: what the listing and the run index's rows without a record share."""
+    given = [(column, value) for column, value in pairs if value is not None]
+    clauses = [f"{column} = ?" for column, _ in given]
+    if trained is not None:
+        clauses.append(TRAINED_WHERE[trained])
+    return clauses, [value for _, value in given]
+
+
 def trained_value(params: dict) -> str | None:
     """The `trained` filter: what the run index says (`null`: it does not say, or does not list the record)."""
     value = one(params, "trained")
@@ -112,13 +122,8 @@ class Filters:
 
     def where(self) -> tuple[str, list]:
         """The row filters as a WHERE clause over the store's `rows` (see `catalog/store.py`)."""
-        clauses, values = [], []
-        for column, value in (("step", self.step), ("task", self.task_id), ("status", self.status)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                values.append(value)
-        if self.trained is not None:
-            clauses.append(TRAINED_WHERE[self.trained])
+        clauses, values = equal_clauses((("step", self.step), ("task", self.task_id), ("status", self.status)),
+                                        self.trained)
         if self.reward_min is not None:
             clauses.append("reward >= ?")
             values.append(self.reward_min)

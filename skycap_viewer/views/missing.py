@@ -11,7 +11,7 @@ import json
 
 from skycap_viewer.catalog.run_index import where_it_lives
 from skycap_viewer.errors import ApiError
-from skycap_viewer.views.listing import TRAINED_WHERE, Filters
+from skycap_viewer.views.listing import Filters, equal_clauses
 
 NOT_FOR_INDEX_ROWS = ("task_id", "q", "reward_min", "reward_max")
 
@@ -24,16 +24,8 @@ def missing_where(filters: Filters) -> tuple[str, list]:
                           + (["flag"] if filters.by_flag else []))
         raise ApiError(400, f"missing=true lists the run index's rows without a record: only step, status and "
                             f"trained filter them, not {names}")
-    clauses, values = ["NOT present"], []
-    if filters.step is not None:
-        clauses.append("step = ?")
-        values.append(filters.step)
-    if filters.status is not None:
-        clauses.append("status = ?")
-        values.append(filters.status)
-    if filters.trained is not None:
-        clauses.append(TRAINED_WHERE[filters.trained])
-    return " AND ".join(clauses), values
+    clauses, values = equal_clauses((("step", filters.step), ("status", filters.status)), filters.trained)
+    return " AND ".join(["NOT present", *clauses]), values
 
 
 def missing_page(db, filters: Filters, limit: int, offset: int) -> tuple[list, int]:

@@ -89,3 +89,19 @@ export function restoreFocus(root, key) {
   if (active && active !== document.body && active.isConnected) return;
   root.querySelector(key)?.focus({preventScroll: true});
 }
+
+/** Hovering a token (`span.t`) inside `root` marks it and writes `describe(span)` into `readout`
+ *  (nothing for a span `describe` says nothing of). */
+export function hoverReadout(root, readout, describe) {
+  let marked = null;
+  root.addEventListener("mouseover", (event) => {
+    const span = event.target.closest?.("span.t");
+    if (!span || span === marked) return;
+    const text = describe(span);
+    if (!text) return;
+    marked?.classList.remove("hover");
+    span.classList.add("hover");
+    marked = span;
+    readout.textContent = text;
+  });
+}

@@ -3,7 +3,7 @@
 // chunks that come near the viewport are upgraded to one span per token, so a 64k-token rollout
 // opens at once and hovering still reads every token.
 
-import {el, copyText} from "./dom.js";
+import {copyText, el, hoverReadout} from "./dom.js";
 import {logprobBand, num, tokenFacts, unitShort, visible} from "./facts.js";
 import {sizeIn} from "./format.js";
 import {kindWhy} from "./viewer.js";
@@ -117,17 +117,7 @@ function describeToken(span) {
 
 /** Hovering any token inside `root` writes its description into `readout`. */
 export function wireReadout(root, readout) {
-  let marked = null;
-  root.addEventListener("mouseover", (event) => {
-    const span = event.target.closest?.("span.t");
-    if (!span || span === marked) return;
-    const text = describeToken(span);
-    if (!text) return;
-    marked?.classList.remove("hover");
-    span.classList.add("hover");
-    marked = span;
-    readout.textContent = text;
-  });
+  hoverReadout(root, readout, describeToken);
 }
 
 /** The text of a block drawn by `blockElement` (all of it, drawn or not yet), or null for none. */

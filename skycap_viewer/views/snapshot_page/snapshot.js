@@ -113,7 +113,7 @@
     if (!path.blocks.length) blocks.append(el("p", {className: "muted"}, "(no blocks)"));
     if (path.unit === "tokens") {
       const readout = el("div", {className: "readout", "aria-live": "polite"}, "hover a token: its position, id, logprob and whether it is in the loss");
-      wireReadout(blocks, readout);
+      hoverReadout(blocks, readout, describe);
       box.append(readout);
     }
     box.append(blocks);
@@ -189,19 +189,6 @@
     return info ? tokenFacts(info.block, info.node, Number(span.dataset.i)) : null;
   }
 
-  function wireReadout(blocks, readout) {
-    let marked = null;
-    blocks.addEventListener("mouseover", (event) => {
-      const span = event.target.closest?.("span.t");
-      if (!span || span === marked) return;
-      const text = describe(span);
-      if (!text) return;
-      marked?.classList.remove("hover");
-      span.classList.add("hover");
-      marked = span;
-      readout.textContent = text;
-    });
-  }
 
   // -- the Tree tab -----------------------------------------------------------------------------
 
