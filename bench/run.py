@@ -7,8 +7,9 @@ that only decompresses and parses every document, in one process and on all core
 with the persisted index, memory of the server's process tree, latency and size of every
 listing and of the huge rollout's views, how much a listing slows while the huge rollout is
 served, and the first paint of the huge rollout's Path tab in headless Chromium. A route or
-feature the server does not have yet is reported as "n/a". Standard library (plus Playwright
-for the paint, skipped when missing).
+feature the server does not have yet is reported as "n/a". With `--run-index`, the trainer's run
+index (`run_index.py`) is then written beside the records and what it costs is measured too. Standard
+library (plus Playwright for the paint, skipped when missing).
 """
 
 import argparse
@@ -31,9 +32,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(1, str(REPO))  # a clean clone works without installing the package
 
+import run_index  # noqa: E402
 import synth  # noqa: E402
 
-from skycap_viewer.record.document import is_document_name  # noqa: E402
+from skycap_viewer.record.document import is_document_name, record_id_of  # noqa: E402
 from skycap_viewer.record.frames import decompress_one_frame  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -175,11 +177,12 @@ class Server:
             body = gzip.decompress(body)
         return json.loads(body)
 
-    def wait_listed(self, records: int) -> float | None:
-        """Seconds from launch until every record is indexed; None when that never happens.
-        On the way, `first_rows` notes when the first indexed rows were listed."""
+    def wait_listed(self, records: int, index_facts: dict | None = None) -> float | None:
+        """Seconds from launch until every record is indexed (and, given `index_facts`, until a run's
+        `run_index` in /v1/runs holds those facts); None when that never happens. On the way,
+        `first_rows` notes when the first indexed rows were listed, `run_index_complete` when the index was."""
         deadline = time.perf_counter() + INDEX_TIMEOUT
-        self.first_rows = None
+        self.first_rows = self.run_index_complete = None
         while time.perf_counter() < deadline:
             asked = time.perf_counter()
             try:
@@ -189,7 +192,11 @@ class Server:
             indexed = sum(run.get("indexed", run.get("trajectory_count")) or 0 for run in runs)
             if indexed and self.first_rows is None:
                 self.first_rows = time.perf_counter() - self.started
-            if runs and not any(run.get("indexing") for run in runs) and indexed >= records:
+            if index_facts is not None and self.run_index_complete is None and any(
+                    index_facts.items() <= (run.get("run_index") or {}).items() for run in runs):
+                self.run_index_complete = time.perf_counter() - self.started
+            if runs and not any(run.get("indexing") for run in runs) and indexed >= records and (
+                    index_facts is None or self.run_index_complete is not None):
                 return time.perf_counter() - self.started
             if self.process.poll() is not None:
                 return None
@@ -572,26 +579,33 @@ def idle_rss(work: Path, env: dict) -> int:
 
 
 def cold_starts(directory: Path, records: int, env: dict, repeat: int, before_each=lambda: None,
-                cache: bool = False) -> tuple:
+                cache: bool = False, index_facts: dict | None = None) -> tuple:
     """`repeat` cold starts (--no-cache unless `cache`: then `before_each` must empty it), `before_each`
-    run before each one; (figures, the last server, still serving: the caller stops it)."""
-    cold, first_rows = [], []
+    run before each one, each until listed (and its `run_index` holds `index_facts`, when given);
+    (figures, the last server, still serving: the caller stops it)."""
+    cold, first_rows, index_complete = [], [], []
     for attempt in range(repeat):
         before_each()
         server = Server(directory, cache=cache, env=env).__enter__()
         try:
-            cold.append(server.wait_listed(records))
+            cold.append(server.wait_listed(records, index_facts))
             first_rows.append(server.first_rows)
+            index_complete.append(server.run_index_complete)
         except BaseException:  # Ctrl-C included: no server outlives the bench
             server.__exit__()
             raise
         if attempt < repeat - 1:
             server.__exit__()
-    done = [t for t in cold if t is not None]
-    shown = [t for t in first_rows if t is not None]
-    figures = {"cold_index_s": statistics.median(done) if done else None, "cold_index_runs_s": cold,
-               "first_rows_s": statistics.median(shown) if shown else None}
+    figures = {"cold_index_s": median_of(cold), "cold_index_runs_s": cold, "first_rows_s": median_of(first_rows)}
+    if index_facts is not None:
+        figures["run_index_complete_s"] = median_of(index_complete)
     return figures, server
+
+
+def median_of(values: list) -> float | None:
+    """The median of the figures that were measured (None: none was)."""
+    done = [value for value in values if value is not None]
+    return statistics.median(done) if done else None
 
 
 def indexed_memory(server: Server, idle: int, records: int) -> dict:
@@ -744,10 +758,17 @@ def rows_runs(counts: list[int], args) -> dict[int, dict]:
     try:
         for rows in counts:
             directory = (Path(args.keep) if args.keep else work) / f"rows-{rows}"
+            if args.run_index:
+                refuse_index_there(directory)
             written = small_run(directory, rows)
             print(f"measuring {rows} small rollouts ...", file=sys.stderr, flush=True)
             (work / f"work-{rows}").mkdir()
             figures[rows] = {"rows": rows} | written | measure_rows(directory, work / f"work-{rows}", args)
+            if args.run_index:
+                print(f"measuring {rows} small rollouts with the run index ...", file=sys.stderr, flush=True)
+                figures[rows]["run_index"] = run_index_figures(directory, work / f"work-{rows}", args, rows,
+                                                               small=True, plain=figures[rows]["cold_index_s"],
+                                                               cache=True)
             if not args.keep:
                 shutil.rmtree(directory)
     finally:
@@ -804,12 +825,175 @@ def rows_table(results: dict) -> list[tuple[str, str]]:
         ("RSS after the suite (process tree)", f"{results['rss_after_suite_mib']:.0f} MiB"),
         ("peak RSS (process tree)", f"{results['rss_peak_mib']:.0f} MiB"),
     ]
-    return rows + [(f"{name}: p50 / p95", distinct(entry)) for name, entry in results["listings"].items()]
+    rows += [(f"{name}: p50 / p95", distinct(entry)) for name, entry in results["listings"].items()]
+    return rows + run_index_rows(results.get("run_index"))
 
 
 def row_counts(text: str) -> list[int]:
     """`--rows 10000,100000`: one or more counts."""
     return [int(part) for part in text.split(",") if part.strip()]
+
+
+# -- the trainer's run index -------------------------------------------------------------------
+
+REWRITES = 3  # rows whose step file is rewritten (one row changed), each timed until the listing shows it
+REWRITE_PAUSE = 0.6  # seconds more before each next rewrite: they land at other points of the watcher's poll
+MISSING_PAGES = 20  # pages of `missing=true` followed at most
+
+
+def refuse_index_there(directory: Path) -> None:
+    """--run-index writes and then removes `DIR/index/`: never over an index the bench did not write."""
+    if (directory / "index").exists():
+        raise SystemExit(f"refusing --run-index: {directory / 'index'} exists (the bench writes its own run index "
+                         "there and removes it afterwards); remove it, or --keep another directory")
+
+
+def record_ids(directory: Path) -> set[str]:
+    """The ids of the records in `directory`, from their documents' names (the writer names them so)."""
+    return {record_id_of(path.name) for path in document_paths(directory)}
+
+
+def expected_index(written: dict[int, list], directory: Path) -> dict:
+    """What /v1/runs should say of the index written (`run_index.write_run_index`) against the records in
+    `directory`, and how many of the records here it says were not trained, or superseded."""
+    present = record_ids(directory)
+    rows = [row for step_rows in written.values() for row in step_rows]
+    here = [(trained, superseded) for record_id, trained, superseded in rows if record_id in present]
+    return {"files": len(written), "rows": len(rows), "rows_without_record": len(rows) - len(here),
+            "records_listed": len(here), "not_trained": sum(1 for trained, _ in here if trained is False),
+            "superseded": sum(1 for _, superseded in here if superseded)}
+
+
+def run_index_figures(directory: Path, work: Path, args, rollouts: int, *, small: bool, plain: float | None,
+                      cache: bool) -> dict:
+    """Once the figures without it are taken: the run index written beside the records, a cold start with
+    it (until listed and until /v1/runs says the whole index is applied) against `plain` (the cold index
+    without it), its listings, and how long a rewritten step file takes to show. The index is removed
+    afterwards, so a kept run is measured without it next time."""
+    started = time.perf_counter()
+    written = run_index.write_run_index(directory, rollouts, small=small)
+    results = {"write_s": time.perf_counter() - started}
+    try:
+        expected = results["written"] = expected_index(written, directory)
+        facts = {key: expected[key] for key in ("files", "rows", "rows_without_record", "records_listed")}
+        records = len(document_paths(directory))
+        cold, server = cold_starts(directory, records, private_env(work), args.repeat, cache=cache,
+                                   before_each=lambda: shutil.rmtree(work / "cache", ignore_errors=True),
+                                   index_facts=facts)
+        try:
+            results |= cold
+            results["rss_indexed_mib"] = server.rss() / 2**20
+            if plain and cold["cold_index_s"]:
+                results["vs_plain"] = cold["cold_index_s"] / plain
+                results["extra_per_document_us"] = (cold["cold_index_s"] - plain) * 1e6 / records
+            run_id = first_run_id(server)
+            results |= index_listings(server, run_id, args.requests)
+            results["rewrite"] = rewrite_times(server, directory, run_id, written)
+        finally:
+            server.__exit__()
+    finally:
+        shutil.rmtree(directory / "index", ignore_errors=True)
+    return results
+
+
+def missing_pages(server: Server, first: str) -> list[str]:
+    """The pages of a `missing=true` listing, following `next_cursor` (at most `MISSING_PAGES`)."""
+    pages = [first]
+    while len(pages) < MISSING_PAGES:
+        cursor = (server.json(pages[-1]) or {}).get("next_cursor")
+        if not cursor:
+            break
+        pages.append(f"{first}&cursor={urllib.parse.quote(cursor)}")
+    return pages
+
+
+def index_listings(server: Server, run_id: str, requests: int) -> dict:
+    """What the index adds to the listings, each over distinct queries asked once, then one repeated:
+    rows not trained (pages), sorted by trained (both orders, five pages each), the index rows without a
+    record (the first page, every page, the last page followed), and /v1/runs with its `run_index`; and
+    whether the totals are what was written (`applied`)."""
+    base = f"/v1/trajectories?run_id={urllib.parse.quote(run_id)}"
+    pages = missing_pages(server, f"{base}&missing=true&limit=100")
+    kinds = {
+        "run index: rollouts trained=false": [f"{base}&trained=false&cursor={100 * page}" for page in range(20)],
+        "run index: rollouts sort=trained": [f"{base}&sort=trained&order={order}&cursor={100 * page}"
+                                             for order in ("asc", "desc") for page in range(5)],
+    }
+    listings = {name: new_queries(server, paths) | timed_requests(server, paths[0], requests)
+                for name, paths in kinds.items()}
+    listings["run index: missing=true&limit=100, every page"] = new_queries(server, pages)
+    listings["run index: missing=true&limit=100, first page"] = timed_requests(server, pages[0], requests)
+    later = {"status": "one page only"}
+    if len(pages) > 1:
+        later = timed_requests(server, pages[-1], requests) | {"page": len(pages)}
+    listings["run index: missing=true&limit=100, a later page"] = later
+    listings["run index: runs"] = timed_requests(server, "/v1/runs", requests)
+    applied = {"trained_false_total": (server.json(f"{base}&trained=false&limit=1") or {}).get("total"),
+               "missing_total": (server.json(pages[0]) or {}).get("total")}
+    return {"listings": listings, "applied": applied}
+
+
+def rewrite_times(server: Server, directory: Path, run_id: str, written: dict[int, list]) -> dict:
+    """Seconds from a step file rewritten with one row's `trained` turned false (renamed in, as a trainer
+    writes it) until that row is in the step's `trained=false` listing, for `REWRITES` rows of a middle step,
+    each `REWRITE_PAUSE` later than the last (the watcher polls: one right after a poll waits for the next),
+    with how many records' sidecars were verified before each (the background pass holds up the polls)."""
+    step = sorted(written)[len(written) // 2]
+    present = record_ids(directory)
+    chosen = [record_id for record_id, trained, _ in written[step] if trained and record_id in present][:REWRITES]
+    listing = f"/v1/trajectories?run_id={urllib.parse.quote(run_id)}&step={step}&trained=false&limit=1000"
+    times, verified = [], []
+    for number, record_id in enumerate(chosen):
+        time.sleep(number * REWRITE_PAUSE)
+        verified.append(sum(run.get("sidecars_verified") or 0 for run in server.json("/v1/runs")["data"]))
+        run_index.set_trained(directory, step, record_id, False)
+        started = time.perf_counter()
+        times.append(wait_for_row(server, listing, record_id, started))
+    return {"step": step, "times_s": times, "median_s": median_of(times), "sidecars_verified_before": verified}
+
+
+def wait_for_row(server: Server, listing: str, record_id: str, started: float, timeout: float = 120) -> float | None:
+    """Seconds since `started` until `listing` holds the row `record_id` (None: not within `timeout`)."""
+    while time.perf_counter() - started < timeout:
+        try:
+            answer = server.json(listing) or {}
+        except OSError:
+            answer = {}
+        if any(row.get("id") == record_id for row in answer.get("data") or []):
+            return time.perf_counter() - started
+        time.sleep(0.02)
+    return None
+
+
+def run_index_rows(index: dict | None) -> list[tuple[str, str]]:
+    """The run index's figures, as both tables show them (nothing without --run-index)."""
+    if index is None:
+        return []
+    written, applied, rewrite = index["written"], index["applied"], index["rewrite"]
+    extra = index.get("extra_per_document_us")
+    rows = [
+        ("run index: written", (
+            f"step files {written['files']}, rows {written['rows']}, in {index['write_s']:.2f} s; of the "
+            f"{written['records_listed']} records here {written['not_trained']} not trained "
+            f"({written['superseded']} superseded); {written['rows_without_record']} rows without a record")),
+        ("run index: cold index with it", (
+            f"{seconds(index['cold_index_s'])}, {ratio(index.get('vs_plain'))} the cold index without it"
+            + (f" ({extra:+.0f} µs a document)" if extra is not None else ""))),
+        ("run index: applied in full (/v1/runs, since launch)", seconds(index["run_index_complete_s"])),
+        ("run index: listed / written", (
+            f"trained=false {applied['trained_false_total']} / {written['not_trained']}, "
+            f"missing=true {applied['missing_total']} / {written['rows_without_record']}")),
+        ("run index: RSS after indexing", f"{index['rss_indexed_mib']:.0f} MiB"),
+    ]
+    for name, entry in index["listings"].items():
+        page = f" (page {entry['page']})" if "page" in entry else ""
+        rows.append((f"{name}: p50 / p95", latency(entry) + page))
+    times = [t for t in rewrite["times_s"] if t is not None]
+    rows.append(("run index: a step file rewritten, until listed", (
+        f"{rewrite['median_s']:.2f} s median over {len(times)} rewrites ({min(times):.2f} to {max(times):.2f} s;"
+        f" sidecars verified before each: {', '.join(map(str, rewrite['sidecars_verified_before']))})"
+        if times else NA)))
+    return rows
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -820,6 +1004,15 @@ def distinct(entry: dict, unit: str = "queries") -> str:
         return f"{NA} ({entry.get('new_status', 'not asked')})"
     failed = "" if entry["new_status"] == 200 else f" ({entry['new_status']} for some)"
     return f"{entry['new_p50_ms']:.1f} ms / {entry['new_p95_ms']:.1f} ms over {entry['new_queries']} {unit}{failed}"
+
+
+def latency(entry: dict) -> str:
+    """Distinct queries (what a click costs), then the same one again; or only one of the two."""
+    if "status" not in entry:
+        return distinct(entry)
+    if "new_p50_ms" in entry:
+        return f"{distinct(entry)}; repeated {ms(entry)}"
+    return f"{ms(entry)} / {ms(entry, 'p95_ms')}" if entry["status"] == 200 else ms(entry)
 
 
 def ms(entry: dict, key: str = "p50_ms") -> str:
@@ -883,10 +1076,7 @@ def table(results: dict) -> list[tuple[str, str]]:
         ("RSS after the suite", f"{results['rss_after_suite_mib']:.0f} MiB"),
     ]
     for name, entry in results["latency"].items():
-        if "new_p50_ms" in entry:  # distinct queries first: what a click costs; then the same one again
-            rows.append((f"{name}: p50 / p95", f"{distinct(entry)}; repeated {ms(entry)}"))
-        else:
-            rows.append((f"{name}: p50 / p95", f"{ms(entry)} / {ms(entry, 'p95_ms')}"))
+        rows.append((f"{name}: p50 / p95", latency(entry)))
         if name.startswith("huge: paths"):
             rows.append(("huge: paths, first fetch", ms(entry, "first_ms")))
         if name in ("rollouts (default)", "groups", "huge: paths", "huge: graph"):
@@ -911,7 +1101,7 @@ def table(results: dict) -> list[tuple[str, str]]:
         rows.append(("huge Path tab, scrolling: frame p95 / longest", (
             f"{paint['scroll_frame_p95_ms']:.0f} ms / {paint['scroll_frame_max_ms']:.0f} ms"
             f" over {paint['scroll_frames']} frames")))
-    return rows
+    return rows + run_index_rows(results.get("run_index"))
 
 
 def search_rows(search: dict | None, floor_all: float) -> list[tuple[str, str]]:
@@ -982,6 +1172,9 @@ def main(argv=None) -> int:
     parser.add_argument("--rows", metavar="N[,N...]", type=row_counts, action="append",
                         help="instead of the realistic run, N small rollouts (repeatable or a comma list; "
                              "with --keep DIR written to DIR/rows-N and reused)")
+    parser.add_argument("--run-index", action="store_true",
+                        help="then write the trainer's run index beside the records (bench/run_index.py) and "
+                             "measure what it costs: a cold start with it, its listings, a step file rewritten")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated bench still stops its servers,
     signal.signal(signal.SIGINT, signal.default_int_handler)  # and so does Ctrl-C, even when started with it ignored
@@ -993,6 +1186,8 @@ def main(argv=None) -> int:
         directory = Path(args.keep) if args.keep else work / "grpo-run"
         other = directory.with_name(directory.name + "-b") if not args.no_second_run else None
         generation = None
+        if args.run_index:
+            refuse_index_there(directory)
         if not (directory.is_dir() and document_paths(directory)):
             print(f"writing {rollouts} rollouts to {directory} ...", file=sys.stderr, flush=True)
             started = time.perf_counter()
@@ -1003,6 +1198,10 @@ def main(argv=None) -> int:
             synth.generate(other, rollouts, seed=2)
         print("measuring ...", file=sys.stderr, flush=True)
         results = measure(directory, work, args, other)
+        if args.run_index:
+            print("measuring with the run index ...", file=sys.stderr, flush=True)
+            results["run_index"] = run_index_figures(directory, work, args, rollouts, small=False,
+                                                     plain=results["cold_index_s"], cache=False)
         results["generation_s"] = generation if generation is not None else "reused"
         results["rollouts_asked"] = rollouts
     finally:

@@ -121,8 +121,10 @@ def episode(builder, rng, parent, turns: int, budget: int, *, first_turn=0, trun
     return parent
 
 
-def rollout_builders(seed: int, number: int) -> list[RecordBuilder]:
-    """Rollout `number` of the run (and its superseded attempt, when it was retried)."""
+def rollout_builders(seed: int, number: int, bodies: bool = True) -> list[RecordBuilder]:
+    """Rollout `number` of the run (and its superseded attempt, when it was retried). Without `bodies`,
+    the last attempt is only its header (id, meta, annotations, status: what a run index lists), which
+    is drawn before its nodes; a superseded attempt is always whole, the next one is drawn after it."""
     rng = random.Random(seed * 1_000_003 + number)
     group, repetition = divmod(number, GROUP_SIZE)
     step = group // PROMPTS_PER_STEP
@@ -130,11 +132,12 @@ def rollout_builders(seed: int, number: int) -> list[RecordBuilder]:
     success = prompt_rng.random()  # the prompt's difficulty: some groups all pass or all fail
     task = f"task-{group * 7919 % 100_000:05d}"  # one name per group (7919 is prime to 100000)
     attempts = 2 if rng.random() < 0.01 else 1
-    return [one_rollout(rng, number, step, task, repetition, attempt, success, superseded=attempt < attempts - 1)
+    return [one_rollout(rng, number, step, task, repetition, attempt, success, superseded=attempt < attempts - 1,
+                        body=bodies or attempt < attempts - 1)
             for attempt in range(attempts)]
 
 
-def one_rollout(rng, number, step, task, repetition, attempt, success, superseded) -> RecordBuilder:
+def one_rollout(rng, number, step, task, repetition, attempt, success, superseded, body=True) -> RecordBuilder:
     tokens = int(lognormal(rng, 8200, 0.564, 800, 60_000))
     turns = int(round(lognormal(rng, 15, 0.45, 1, 60)))
     reward = 1.0 if rng.random() < success else 0.0
@@ -156,6 +159,8 @@ def one_rollout(rng, number, step, task, repetition, attempt, success, supersede
     annotations = {} if status != "finished" else {"reward": reward, "stop_reason": stop_reason}
     builder = RecordBuilder(record_id, meta=meta, annotations=annotations, status=status, ended=ended,
                             created_at=round(created, 3), tools=TOOLS)
+    if not body:
+        return builder
     system = builder.add_client(None, "system", corpus().slice(rng, 250))
     user = builder.add_client(system, "user", corpus().slice(rng, 350))
     truncate_at = rng.randrange(turns) if rng.random() < 0.03 else None
@@ -218,20 +223,21 @@ def huge_rollout(seed: int, repetition: int = 0) -> RecordBuilder:
     return builder
 
 
-def small_builders(seed: int, number: int) -> list[RecordBuilder]:
+def small_builders(seed: int, number: int, bodies: bool = True) -> list[RecordBuilder]:
     """Small rollout `number` (and its superseded attempt, when retried): the GRPO shape of
-    `rollout_builders` with one or two model calls of tens of tokens, so a million fit in a few GB."""
+    `rollout_builders` with one or two model calls of tens of tokens, so a million fit in a few GB
+    (`bodies` as there)."""
     rng = random.Random(seed * 1_000_003 + number)
     group, repetition = divmod(number, GROUP_SIZE)
     success = random.Random(seed * 7_919 + group).random()
     task = f"task-{group * 7919 % 100_000:05d}"
     attempts = 2 if rng.random() < 0.01 else 1
     return [small_rollout(rng, number, group // PROMPTS_PER_STEP, task, repetition, attempt, success,
-                          superseded=attempt < attempts - 1)
+                          superseded=attempt < attempts - 1, body=bodies or attempt < attempts - 1)
             for attempt in range(attempts)]
 
 
-def small_rollout(rng, number, step, task, repetition, attempt, success, superseded) -> RecordBuilder:
+def small_rollout(rng, number, step, task, repetition, attempt, success, superseded, body=True) -> RecordBuilder:
     """System, user, then a reply, or (30%) a tool call, its result and a reply; ~3% truncated,
     ~2% with a failed call, ~0.5% open and ~0.5% abandoned."""
     reward = 1.0 if rng.random() < success else 0.0
@@ -244,6 +250,8 @@ def small_rollout(rng, number, step, task, repetition, attempt, success, superse
     builder = RecordBuilder(f"tr_{rng.getrandbits(64):016x}", meta=meta, status=status, ended=status != "open",
                             annotations={"reward": reward, "stop_reason": stop_reason} if status == "finished" else {},
                             created_at=round(created, 3), tools=TOOLS)
+    if not body:
+        return builder
     parent = builder.add_client(builder.add_client(None, "system", corpus().slice(rng, 60)), "user",
                                 corpus().slice(rng, rng.randint(40, 120)))
     if rng.random() < 0.02:

@@ -15,7 +15,7 @@ BENCH = Path(__file__).parent.parent / "bench" / "run.py"
 def test_bench_runs_and_reaches_every_route(tmp_path):
     result = subprocess.run(
         [sys.executable, str(BENCH), "--rollouts", "16", "--repeat", "1", "--requests", "2", "--no-browser",
-         "--json", "--keep", str(tmp_path / "run")],
+         "--run-index", "--json", "--keep", str(tmp_path / "run")],
         capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -34,11 +34,32 @@ def test_bench_runs_and_reaches_every_route(tmp_path):
     assert {name: entry["status"] for name, entry in compare.items() if name.startswith("compare:")} == {
         "compare: the two longest rollouts": 200, "compare: the huge rollout and its group's other member": 200}
     assert compare["line-up of a group of 8"]["new_queries"] >= 1
+    index = figures["run_index"]  # 16 rollouts: one step, every record listed but the huge pair, one lost row
+    assert index["written"] == {"files": 1, "rows": 17, "records_listed": 16, "rows_without_record": 1,
+                                "not_trained": 0, "superseded": 0}
+    assert_run_index_measured(index, tmp_path / "run")
+
+
+def assert_run_index_measured(index: dict, directory: Path):
+    """--run-index took its figures on a server that applied the index as written, then removed it."""
+    assert index["applied"] == {"trained_false_total": index["written"]["not_trained"],
+                                "missing_total": index["written"]["rows_without_record"]}
+    assert isinstance(index["cold_index_s"], float) and isinstance(index["run_index_complete_s"], float)
+    assert isinstance(index["extra_per_document_us"], float)
+    listings = index["listings"]
+    assert {name: entry["status"] for name, entry in listings.items() if "status" in entry} == {
+        "run index: rollouts trained=false": 200, "run index: rollouts sort=trained": 200,
+        "run index: missing=true&limit=100, first page": 200, "run index: runs": 200,
+        "run index: missing=true&limit=100, a later page": "one page only"}  # under 100 rows without a record
+    assert listings["run index: missing=true&limit=100, every page"]["new_queries"] == 1
+    assert len(index["rewrite"]["times_s"]) == 3 and None not in index["rewrite"]["times_s"]
+    assert len(index["rewrite"]["sidecars_verified_before"]) == 3
+    assert not (directory / "index").exists()
 
 
 def test_bench_rows_mode_reaches_every_listing_kind(tmp_path):
     result = subprocess.run(
-        [sys.executable, str(BENCH), "--rows", "64", "--repeat", "1", "--json", "--keep", str(tmp_path)],
+        [sys.executable, str(BENCH), "--rows", "64", "--repeat", "1", "--run-index", "--json", "--keep", str(tmp_path)],
         capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -53,3 +74,7 @@ def test_bench_rows_mode_reaches_every_listing_kind(tmp_path):
             "rollouts sort=tokens", "rollouts reward range", "rollouts exclude_flag="} <= set(listings)
     assert {name: entry["new_status"] for name, entry in listings.items()} == {name: 200 for name in listings}
     assert all(entry["new_queries"] >= 1 and entry["new_p95_ms"] >= entry["new_p50_ms"] for entry in listings.values())
+    index = figures["run_index"]  # 64 rollouts: one step, two rows without a record, groups dropped
+    assert index["written"]["files"] == 1 and index["written"]["rows"] == 66
+    assert index["written"]["records_listed"] == 64 and index["written"]["not_trained"] > 0
+    assert_run_index_measured(index, tmp_path / "rows-64")
