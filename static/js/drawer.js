@@ -51,6 +51,7 @@ export class Drawer {
     this.go = go;
     this.close = close;
     this.cache = new Map();  // "run|id" -> bundle
+    this.loading = new Map();  // "run|id" -> the load under way
     this.key = null;
     this.treeOpen = null;
     this.rewardRange = null;
@@ -145,8 +146,17 @@ export class Drawer {
     this.nearEnd?.disconnect();
   }
 
-  async load(run, id) {
+  /** Load a rollout into the cache; a load of the same rollout still under way is waited for, not
+   *  started again (a poll during a slow first load of a huge record would double the server's work). */
+  load(run, id) {
     const key = `${run}|${id}`;
+    if (!this.loading.has(key)) {
+      this.loading.set(key, this.fetchBundle(run, id, key).finally(() => this.loading.delete(key)));
+    }
+    return this.loading.get(key);
+  }
+
+  async fetchBundle(run, id, key) {
     const base = `/trajectories/${encodeURIComponent(id)}`;
     const params = {run_id: run};
     const trajectory = await get(base, params);
