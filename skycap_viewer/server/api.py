@@ -62,6 +62,7 @@ from skycap_viewer.views.listing import (
 from skycap_viewer.views.missing import missing_page, missing_where
 from skycap_viewer.views.retokenized import AROUND, AROUND_MAX
 from skycap_viewer.views.row import path_messages, trainer_row
+from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
 from skycap_viewer.views.snapshot import snapshot_data, snapshot_html
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
@@ -101,6 +102,7 @@ class Api:
             "flags": flag_catalogue(),
             "block_kinds": [{"kind": kind, "why": why} for kind, why in BLOCK_KIND_WHY.items()],
             "text_only": text_only_catalogue(),
+            "snapshot_tabs": list(SNAPSHOT_TABS),
         }
 
     def runs(self, params):

@@ -2,7 +2,7 @@
 // Its trajectory, tab, selected paths and node and the Path tab's options live in the URL; it is re-read
 // on every poll and redrawn only when the record changed, keeping the scroll position.
 
-import {get, trajectoryPath} from "./api.js";
+import {apiUrl, get, trajectoryPath} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
 import {append, button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
 import {num, pct, unitShort} from "./format.js";
@@ -21,7 +21,7 @@ import {fetchNext} from "./parts.js";
 import {locate, markHit} from "./search-mark.js";
 import {LazyText} from "./tokens.js";
 import {renderTree} from "./tab-tree.js";
-import {flagBadge, forkKinds, textOnlyNotice} from "./viewer.js";
+import {flagBadge, forkKinds, snapshotTabs, textOnlyNotice} from "./viewer.js";
 
 const WIDTH_KEY = "skycap-viewer.drawer-width";
 const CACHE_SIZE = 8;
@@ -284,6 +284,7 @@ export class Drawer {
         el("h2", {className: "traj-id", tabindex: "-1"}, t.id),
         button("copy id", (event) => copyText(t.id, event.currentTarget), {className: "ghost"}),
         pickButtons(t.id, this.state.run, this.go),
+        this.snapshotLink(t),
         el("span", {className: "grow"}),
         button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
       el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact", dataset: {fact: label}}, el("dt", {}, label), el("dd", {}, value))),
@@ -291,6 +292,16 @@ export class Drawer {
       el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name, "",
         {more: name === "forked" && bundle.graph?.forks?.length ? `Forks: ${forkKinds(bundle.graph.forks)}.` : ""}))),
       notes);
+  }
+
+  /** The rollout as one HTML file that opens offline (`/snapshot`), on the path and tab shown (the
+   *  Path's, for a tab the file does not have). */
+  snapshotLink(t) {
+    if (t.unreadable) return null;
+    const tab = snapshotTabs().includes(this.state.tab) ? this.state.tab : "path";
+    return el("a", {className: "button ghost snapshot-link", download: true, dataset: {link: "snapshot"},
+      title: "download this rollout as one HTML file that opens on any machine, offline",
+      href: apiUrl(`${trajectoryPath(t.id)}/snapshot`, {run_id: this.state.run, path: this.state.path, tab})}, "snapshot");
   }
 
   tabs(bundle, active) {

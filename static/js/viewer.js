@@ -4,7 +4,7 @@
 import {el} from "./dom.js";
 import {get} from "./api.js";
 
-let info = {roots: [], flags: [], block_kinds: [], text_only: []};
+let info = {roots: [], flags: [], block_kinds: [], text_only: [], snapshot_tabs: []};
 let flagIndex = new Map();
 
 export async function loadViewer() {
@@ -15,6 +15,11 @@ export async function loadViewer() {
 
 export function flagInfo(name) {
   return flagIndex.get(name) || {flag: name, level: "info", why: name, order: 999};
+}
+
+/** The drawer tabs a rollout's snapshot file has (the others open it on the Path). */
+export function snapshotTabs() {
+  return info.snapshot_tabs || [];
 }
 
 /** The block kinds, in the order the server lists them (display order). */

@@ -7,6 +7,7 @@ logs one) or page error fails the test. Driven by clicking and hovering, as a re
 """
 
 import json
+import re
 import subprocess
 import sys
 import urllib.request
@@ -220,3 +221,23 @@ def test_the_fixture_corpus_records_open_without_an_error(corpus_server, offline
             expect(page.tab.locator(".readout")).to_contain_text("placeholder of image · cat · 3 tokens")
             page.shot("snapshot-media")
         page.check()
+
+
+def test_the_drawers_snapshot_link_saves_the_file_of_the_path_and_tab_shown(page, offline, tmp_path):
+    """Opened on the Tree of path 2, the drawer's `snapshot` link saves the file that opens there,
+    offline; on a tab the file has not (Timeline), it opens on the Path."""
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree&path=2")
+    link = tab.locator("#drawer a[data-link=snapshot]")
+    expect(link).to_be_visible()
+    with tab.expect_download() as download:
+        link.click()
+    assert download.value.suggested_filename == f"{FORKED}.html"
+    file = saved(tmp_path, "from-the-drawer", open(download.value.path(), "rb").read())
+    opened = offline(file)
+    expect(opened.tab.locator('button.tab[data-tab="tree"]')).to_have_class(re.compile(r"\bactive\b"))
+    opened.tab.click('button.tab[data-tab="path"]')
+    expect(opened.tab.locator("button.pick.active")).to_have_attribute("data-path", "2")
+    opened.check()
+    tab.click("#drawer button[data-tab=timeline]")
+    expect(link).to_have_attribute("href", re.compile(r"tab=path"))
+    assert page.errors == []
