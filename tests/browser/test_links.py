@@ -46,7 +46,7 @@ def test_clicking_a_token_pins_it_and_a_reload_scrolls_back_to_it(page_on, corpu
     assert f"tok={position}" in page.hash()
     expect(token).to_have_class(PINNED)
     readout = tab.locator("#readout")
-    expect(readout).to_contain_text(f"pinned · ")
+    expect(readout).to_contain_text("pinned · ")
     expect(readout).to_contain_text(f"#{position}")
     expect(readout).to_contain_text(f"id {node['token_ids'][index]}")
     tab.locator(".block span.t").first.hover()  # the readout stays on the pinned token
@@ -54,7 +54,8 @@ def test_clicking_a_token_pins_it_and_a_reload_scrolls_back_to_it(page_on, corpu
     page.shot("token-link")
 
     tab.reload()
-    token = tab.locator(f'.block[data-node="{block["node_id"]}"][data-start="{block["start"]}"] span.t[data-i="{index}"]')
+    section = tab.locator(f'.block[data-node="{block["node_id"]}"][data-start="{block["start"]}"]')
+    token = section.locator(f'span.t[data-i="{index}"]')
     expect(token).to_have_class(PINNED)
     expect(token).to_be_in_viewport()
     assert tab.locator(".drawer-content").evaluate("(box) => box.scrollTop") > 0
@@ -91,7 +92,8 @@ def test_a_block_pin_and_a_token_link_into_hidden_given_blocks(page, corpus_serv
     given = next(b for b in blocks if b["kind"] == "given")  # hidden by hide=given: the link shows them
     tab = page.open(f"#/run/groups/rollouts/t/{GROUPED}?tab=path&hide=given&tok={given['start']}")
     expect(tab.locator("span.t.pinned")).to_have_count(1)
-    expect(tab.locator(f'.block[data-start="{given["start"]}"] span.t.pinned')).to_have_attribute("data-i", str(given["node_start"]))
+    pinned = tab.locator(f'.block[data-start="{given["start"]}"] span.t.pinned')
+    expect(pinned).to_have_attribute("data-i", str(given["node_start"]))
     expect(tab.locator("input[data-option=given]")).to_be_checked()
 
 
@@ -137,7 +139,7 @@ def test_a_pasted_link_to_a_token_in_a_part_not_loaded_yet(page_over, page_on, t
     position = later["start"] + 2  # text mode: a character position, its block pinned
     tab = page_on(page.server).open(f"#/run/long/rollouts/t/chain?tab=path&tok={position}")
     block = tab.locator('.block.pinned[data-node="n25000"]')
-    expect(block).to_have_count(1, timeout=WAIT)  # a count: a class expected of an element not there yet is slow to poll
+    expect(block).to_have_count(1, timeout=WAIT)  # a count: a class asked of an element not there yet polls slowly
     expect(block).to_be_in_viewport()
     assert tab.evaluate("() => CSS.highlights.get('pinned') && [...CSS.highlights.get('pinned')][0].toString()") == \
         "turn 25000"[2]
@@ -176,15 +178,15 @@ def test_copy_as_markdown_copies_the_block_as_recorded(page_over, page_on, corpu
     button.click()
     expect(button).to_have_text("copied")
     assert tab.evaluate("navigator.clipboard.readText()") == (
-        f"**sampled** · assistant · model {block['node_id']} · tokens [{block['start']}:{block['end']}] of path 0 of tr_long"
-        f"\n\n````\n{text}\n````\n")
+        f"**sampled** · assistant · model {block['node_id']} · tokens [{block['start']}:{block['end']}]"
+        f" of path 0 of tr_long\n\n````\n{text}\n````\n")
 
     text_paths = corpus_server.get("/v1/trajectories/tr_g1a0a0/paths?run_id=groups-text")
     first = text_paths["paths"][0]["blocks"][0]
     message = text_paths["nodes"][first["node_id"]]["text"][first["node_start"]:first["node_end"]]
     tab = page_on(corpus_server, permissions=CLIPBOARD).open("#/run/groups-text/rollouts/t/tr_g1a0a0?tab=path")
-    tab.locator(f'.block[data-blk="0"] button.copy-md').click()
+    tab.locator('.block[data-blk="0"] button.copy-md').click()
     ending = "" if message.endswith("\n") else "\n"
     assert tab.evaluate("navigator.clipboard.readText()") == (
-        f"**{first['kind']}** · {first['role']} · {first['author']} {first['node_id']} · chars [{first['start']}:{first['end']}]"
-        f" of path 0 of tr_g1a0a0\n\n```\n{message}{ending}```\n")
+        f"**{first['kind']}** · {first['role']} · {first['author']} {first['node_id']}"
+        f" · chars [{first['start']}:{first['end']}] of path 0 of tr_g1a0a0\n\n```\n{message}{ending}```\n")
