@@ -51,7 +51,6 @@ def test_clicking_a_token_pins_it_and_a_reload_scrolls_back_to_it(page_on, corpu
     expect(readout).to_contain_text(f"id {node['token_ids'][index]}")
     tab.locator(".block span.t").first.hover()  # the readout stays on the pinned token
     expect(readout).to_contain_text(f"#{position}")
-    page.shot("token-link")
 
     tab.reload()
     section = tab.locator(f'.block[data-node="{block["node_id"]}"][data-start="{block["start"]}"]')
@@ -60,6 +59,7 @@ def test_clicking_a_token_pins_it_and_a_reload_scrolls_back_to_it(page_on, corpu
     expect(token).to_be_in_viewport()
     assert tab.locator(".drawer-content").evaluate("(box) => box.scrollTop") > 0
     expect(tab.locator("span.t.pinned")).to_have_count(1)
+    page.shot("token-link")
 
     token.click()  # again: unpinned
     expect(token).not_to_have_class(PINNED)
