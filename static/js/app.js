@@ -30,7 +30,8 @@ function runOf(id) {
 /** Move to a new state: a new history entry, or `replace` the current one. */
 function go(patch, {replace: replacing = false} = {}) {
   const next = {...state, ...patch};
-  if ("traj" in patch && patch.traj !== state.traj) Object.assign(next, {path: 0, fa: 0, fb: 1, retok: "", node: ""});
+  if ("traj" in patch && patch.traj !== state.traj) Object.assign(next, {path: 0, tok: "", blk: "", fa: 0, fb: 1, retok: "", node: ""});
+  if (next.path !== state.path && !("tok" in patch || "blk" in patch)) Object.assign(next, {tok: "", blk: ""});  // a pin names a place in one path
   const hash = format(next);
   if (hash !== location.hash) history[replacing ? "replaceState" : "pushState"](null, "", hash);
   state = next;

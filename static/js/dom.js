@@ -91,12 +91,12 @@ export function restoreFocus(root, key) {
 }
 
 /** Hovering a token (`span.t`) inside `root` marks it and writes `describe(span)` into `readout`
- *  (nothing for a span `describe` says nothing of). */
+ *  (nothing for a span `describe` says nothing of, nor while the readout holds a pinned token). */
 export function hoverReadout(root, readout, describe) {
   let marked = null;
   root.addEventListener("mouseover", (event) => {
     const span = event.target.closest?.("span.t");
-    if (!span || span === marked) return;
+    if (!span || span === marked || readout.classList.contains("pinned")) return;
     const text = describe(span);
     if (!text) return;
     marked?.classList.remove("hover");

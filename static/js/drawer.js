@@ -17,8 +17,9 @@ import {retokPanel} from "./retok-diff.js";
 import {renderTimeline} from "./tab-timeline.js";
 import {rewardCell} from "./reward.js";
 import {TABS} from "./route.js";
-import {fetchNext} from "./parts.js";
+import {fetchNext, partOf} from "./parts.js";
 import {locate, markHit} from "./search-mark.js";
+import {PinnedPlace} from "./token-pin.js";
 import {LazyText} from "./tokens.js";
 import {renderTree} from "./tab-tree.js";
 import {flagBadge, forkKinds, snapshotTabs, textOnlyNotice} from "./viewer.js";
@@ -61,6 +62,8 @@ export class Drawer {
     this.finder = new FindBar(root, {openTreeNode: (id) => { this.treeOpen = id; this.draw(true); }});
     this.notable = new NotableTokens(() => ({state: this.state, content: this.content}));
     this.hit = null;  // the search match to mark in the Path tab (`mark`)
+    this.pin = new PinnedPlace(() => ({bundle: this.bundle, state: this.state, content: this.content}),
+      {go: this.go, more: (route, index, wanted) => this.more(route, index, wanted)});
     this.setupResize(grip);
   }
 
@@ -228,7 +231,10 @@ export class Drawer {
     const place = JSON.stringify([this.key, state.tab, state.tab === "timeline" ? null : state.path, state.fa, state.fb]);
     const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs, state.retok,
       Boolean(fork && bundle.forks?.has(fork.key)), state.node, Boolean(bundle.timeline), state.experts]);
-    if (this.drawn === drawn && !keepScroll) return;
+    if (this.drawn === drawn && !keepScroll) {
+      this.pin.drawn();  // only the pin may have changed (a click, Esc, Back): mark it on what is drawn
+      return;
+    }
     keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
     this.drawn = drawn;
     this.place = place;
@@ -254,6 +260,7 @@ export class Drawer {
       this.finder.drawn(this.content, bundle, state);
       if (this.hit && state.tab === "path") this.showHit();
       this.markNode(!keepScroll);
+      this.pin.drawn();
       for (const row of this.content.querySelectorAll("button.more:not(.manual)")) this.nearEnd.observe(row);
     }
     if (this.wantFocus) {
@@ -332,7 +339,7 @@ export class Drawer {
 
   tab(bundle, state) {
     const more = (route, index) => this.more(route, index);
-    const context = {go: this.go, lazy: this.lazy, more, notable: this.notable};
+    const context = {go: this.go, lazy: this.lazy, more, notable: this.notable, pin: this.pin};
     if (state.tab === "tree") {
       return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }, more, go: this.go});
     }
@@ -381,14 +388,18 @@ export class Drawer {
   }
 
   /** Fetch the next part of the open rollout's `route` answer (path `index`'s of /paths) into its
-   *  bundle and draw again where the reader is. One at a time: a "more" row seen twice asks once. */
-  async more(route, index) {
+   *  bundle, and the parts after it while `wanted()` says what is sought is still not there (a pinned
+   *  token: one draw at the end, not one per part); then draw again where the reader is. One at a
+   *  time: a "more" row seen twice asks once. */
+  async more(route, index, wanted = () => false) {
     const bundle = this.bundle;
     const key = this.key;
     if (!bundle?.[route] || this.fetching) return;
     this.fetching = true;
     try {
-      await fetchNext(trajectoryPath(this.state.traj), {run_id: this.state.run}, route, bundle[route], index);
+      do {
+        await fetchNext(trajectoryPath(this.state.traj), {run_id: this.state.run}, route, bundle[route], index);
+      } while (key === this.key && partOf(route, bundle[route], index)?.next !== undefined && wanted());
     } catch {
       return;  // the row stays: a click asks again
     } finally {
@@ -442,6 +453,11 @@ export class Drawer {
   /** `f` opens the find bar (Path, Tree and Forks tabs). */
   openFind() {
     if (this.isOpen) this.finder.open();
+  }
+
+  /** Esc: unpin the Path tab's pinned token or block; false when nothing is pinned. */
+  unpin() {
+    return this.isOpen && this.pin.unpin();
   }
 
   /** `n` / `N`: the next / previous notable token of the Path tab. */

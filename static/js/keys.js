@@ -1,4 +1,4 @@
-// Keyboard: j/k move through rows, Enter opens, Esc closes, [ ] step through rollouts in the
+// Keyboard: j/k move through rows, Enter opens, Esc unpins (a pinned token) or closes, [ ] step through rollouts in the
 // drawer, 1–6 switch tabs, f finds in the rollout, n / N step through its notable tokens,
 // a / b pick the current rollout as A / B and c compares them, / focuses search, ? shows this list. Ignored while typing. The match list of the record text
 // search walks with its own j / k and arrows while it has the focus (search.js).
@@ -8,7 +8,7 @@ import {el, replace} from "./dom.js";
 const KEYS = [
   ["j / k", "next / previous row"],
   ["Enter", "open the row (a group expands, a rollout opens)"],
-  ["Esc", "close the drawer (or this help)"],
+  ["Esc", "unpin the pinned token, else close the drawer (or this help)"],
   ["[ / ]", "previous / next rollout in the drawer"],
   ["1 – 6", "Path, Tree, Forks, Calls, Timeline, JSON"],
   ["f", "find in the rollout (Path, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
@@ -76,7 +76,7 @@ export function setupKeys({main, help, helpButton, drawer, open, close, pick, co
     const key = event.key;
     if (key === "Escape") {
       if (!help.hidden) hideHelp();
-      else if (drawer.isOpen) close();
+      else if (drawer.isOpen && !drawer.unpin()) close();
     } else if (key === "?") {
       toggleHelp();
     } else if (key === "j" || key === "k") {

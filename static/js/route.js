@@ -9,8 +9,10 @@
 //             search scase=1 sre=1 skind srole (the record text search: its text, match case, regex,
 //             block kind and role; it runs inside the filters)
 //             ungrouped=1 (the Rollouts view's "no group key" filter: the rollouts no group holds) sort order page
-//             open (group keys, comma separated) tab path fa fb node (the selected node, e.g. n12:
-//             a Timeline bar's, marked in Path, Tree and Timeline)
+//             open (group keys, comma separated) tab path tok blk (the pinned place of the Path tab: a
+//             token by its position in the path, the index of a block's [start:end]; or a block by its
+//             index in the path's blocks) fa fb node (the selected node, e.g. n12: a Timeline bar's,
+//             marked in Path, Tree and Timeline)
 //             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
 //             characters shown, sampled tokens coloured by logprob) retok (the re-tokenized copy
 //             shown beside its model node, Path and Tree tabs) experts=1 (the Path tab's experts lane shown)
@@ -19,14 +21,14 @@
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
   "page", "open", "search", "scase", "sre", "skind", "srole",
-  "tab", "path", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb", "lu", "la",
+  "tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb", "lu", "la",
   "experts"];
-const DRAWER_KEYS = ["tab", "path", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "experts"];
+const DRAWER_KEYS = ["tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "experts"];
 export const TABS = ["path", "tree", "forks", "calls", "timeline", "json"];
 
 export function emptyState() {
   return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
-    sort: "", order: "", page: 1, open: [], tab: "path", path: 0, fa: 0, fb: 1, node: "",
+    sort: "", order: "", page: 1, open: [], tab: "path", path: 0, tok: "", blk: "", fa: 0, fb: 1, node: "",
     given: true, controls: false, logprobs: false, retok: "", ...clearedPicks(), lu: "", la: "",
     experts: false,
     a: "", b: "", rb: "", pa: 0, pb: 0, vs: null, sa: "", sb: "", by: "", lkey: "", lvalue: ""};
@@ -68,6 +70,8 @@ export function parse(hash) {
   state.page = Math.max(1, parseInt(query.get("page"), 10) || 1);
   state.tab = TABS.includes(query.get("tab")) ? query.get("tab") : "path";
   state.path = Math.max(0, parseInt(query.get("path"), 10) || 0);
+  state.tok = position(query.get("tok"));
+  state.blk = position(query.get("blk"));
   state.fa = Math.max(0, parseInt(query.get("fa"), 10) || 0);
   state.fb = Math.max(0, parseInt(query.get("fb") ?? "1", 10) || 0);
   state.node = query.get("node") || "";
@@ -78,6 +82,11 @@ export function parse(hash) {
   state.pa = Math.max(0, parseInt(query.get("pa"), 10) || 0);
   state.pb = Math.max(0, parseInt(query.get("pb"), 10) || 0);
   return state;
+}
+
+/** A position or index in the URL (digits only), or "" for none. */
+function position(value) {
+  return /^\d+$/.test(value ?? "") ? Number(value) : "";
 }
 
 /** The keys of the two comparing views, which take no filters: sides and key for one, key and value for the other. */

@@ -1,8 +1,9 @@
 // The Path tab: one path of the rollout as the trainer sees it, cut into blocks, with the
 // mask strip, token hover and the options to colour by logprob, hide given blocks and show
 // control characters, and the experts lane. The options are state in the URL (route.js: given,
-// controls, logprobs, experts).
+// controls, logprobs, experts), and so is the pinned token or block (tok, blk: token-pin.js marks it).
 
+import {markdownButton} from "./block-markdown.js";
 import {append, el} from "./dom.js";
 import {expertsLane} from "./experts-lane.js";
 import {num, pct, sizeIn} from "./format.js";
@@ -15,7 +16,7 @@ import {blockElement, wireReadout} from "./tokens.js";
 import {textOnlyNotice} from "./viewer.js";
 
 /** The path's blocks as far as its /paths parts have come; `more` fetches its next part. */
-export function renderPath(bundle, state, {go, lazy, more, notable}) {
+export function renderPath(bundle, state, {go, lazy, more, notable, pin}) {
   const options = {given: state.given, controls: state.controls, logprobs: state.logprobs, experts: state.experts};
   const data = bundle.paths;
   const paths = data.paths || [];
@@ -52,19 +53,26 @@ export function renderPath(bundle, state, {go, lazy, more, notable}) {
   if (tokenMode && options.experts) box.append(expertsLane(bundle, path, state.run));
   box.append(readout);
   const blocks = el("div", {className: "blocks"});
-  const shown = path.blocks.filter((block) => options.given || block.kind !== "given");
-  for (const block of shown) {
+  const where = {unit, path: index, traj: state.traj};
+  let shown = 0;
+  path.blocks.forEach((block, at) => {
+    if (!options.given && block.kind === "given") return;
     const node = data.nodes?.[block.node_id];
     const section = blockElement(block, node, lazy, {...options, unit});
+    section.dataset.blk = at;  // its index in the path: what `blk` names
+    section.querySelector(".gutter").append(markdownButton(section, block, node, where),
+      el("button", {type: "button", className: "ghost pin-block", title: "pin this block: its place goes in the URL (blk), to paste as a link",
+        onclick: () => pin.pickBlock(at)}, "pin"));
     drawMedia(section, block, node, unit);
     blocks.append(section);
-  }
-  if (!shown.length && path.part?.next === undefined) {
+    shown += 1;
+  });
+  if (!shown && path.part?.next === undefined) {
     blocks.append(el("p", {className: "notice"}, path.blocks.length
       ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));
   }
   markCopies(blocks, bundle, go);
-  wireReadout(blocks, readout);
+  wireReadout(blocks, readout, (position) => pin.pick(position));
   append(box, [blocks, moreRow(path.part, "nodes", () => more("paths", index))]);  // no row when all is here
   return box;
 }

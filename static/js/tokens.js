@@ -115,9 +115,56 @@ function describeToken(span) {
   return tokenFacts(info.block, info.node, Number(span.dataset.i));
 }
 
-/** Hovering any token inside `root` writes its description into `readout`. */
-export function wireReadout(root, readout) {
+/** The token's position in its path (the index a block's [start:end] uses), or null. */
+function tokenPosition(span) {
+  const info = chunkInfo.get(span.closest(".chunk"));
+  return info && span.classList.contains("t") ? info.block.start + (Number(span.dataset.i) - info.block.node_start) : null;
+}
+
+/** Hovering any token inside `root` writes its description into `readout`, unless a token is
+ *  pinned there (the readout stays on it); clicking a token (not the end of a text selection)
+ *  calls `onpick(position)`. */
+export function wireReadout(root, readout, onpick = null) {
   hoverReadout(root, readout, describeToken);
+  if (!onpick) return;
+  root.addEventListener("click", (event) => {
+    const span = event.target.closest?.("span.t");
+    const position = span && document.getSelection().isCollapsed ? tokenPosition(span) : null;
+    if (position !== null) onpick(position);
+  });
+}
+
+/** Mark path position `position` of a section's block as pinned (null: the whole block) and put a
+ *  pinned token in `readout`; returns what to scroll to. A token block pins its token, drawing its
+ *  chunk first; a text block pins the block and highlights the character (`::highlight(pinned)`). */
+export function pinIn(section, position, readout) {
+  const info = blockInfo.get(section);
+  if (!info) return null;
+  const {block, node, options} = info;
+  if (position === null) {
+    section.classList.add("pinned");
+    return section;
+  }
+  const at = position - block.start;
+  if (isTokenBlock(node, options.unit)) {
+    const span = tokenSpans(section, block.node_start + at, block.node_start + at + 1)[0];
+    if (!span) return section;
+    span.classList.add("pinned");
+    readout.classList.add("pinned");
+    readout.textContent = `pinned · ${describeToken(span)} · click it again or Esc to unpin`;
+    return span;
+  }
+  section.classList.add("pinned");
+  const range = textRange(section, at, at + 1);
+  if (range && window.Highlight) CSS.highlights.set("pinned", new Highlight(range));
+  return range?.startContainer.parentElement ?? section;
+}
+
+/** Take every pin off under `root`, and free `readout` for hovering again. */
+export function unpinAll(root, readout) {
+  if (readout?.classList.contains("pinned")) readout.textContent = "hover a token";
+  for (const marked of root.querySelectorAll(".pinned")) marked.classList.remove("pinned");
+  CSS.highlights?.delete("pinned");
 }
 
 /** The text of a block drawn by `blockElement` (all of it, drawn or not yet), or null for none. */
