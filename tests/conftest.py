@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import server_process
 from tests.server_process import ServerProcess
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skycap-v1"
@@ -21,6 +22,16 @@ NOT_CORPUS = ("pulled", "pulled-expected.json")
 ORACLE = {d: entry for d, entry in ORACLE_ALL.items()
           if (FIXTURES / d).is_dir() and d.split("/")[0] not in NOT_CORPUS}  # the directories copied here
 RECORD_DIRS = sorted(ORACLE)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries the stacks of the servers still running: a stuck server shows where."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        for number, server in enumerate(list(server_process.LIVE)):
+            report.sections.append((f"server {number} stacks", server.stacks()))
 
 
 def copy_corpus(target: Path, *ignored: str, **options) -> Path:

@@ -3,6 +3,7 @@
 import json
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -10,6 +11,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+# The server, with its threads' stacks written to stderr on SIGUSR1 (`stacks()`): a test that fails
+# while the server is stuck shows where it is stuck.
+SERVE_WITH_STACKS = ("import faulthandler, runpy, signal; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+                     "runpy.run_module('skycap_viewer', run_name='__main__')")
+LIVE = []  # the servers started and not yet stopped, for `stacks()` when a test fails
 
 
 class ServerProcess:
@@ -21,7 +28,7 @@ class ServerProcess:
 
     def __init__(self, dirs, *extra_args, env=None, cache_home=None, descriptors=None):
         cache = ["--no-cache"] if cache_home is None else []
-        self.args = [sys.executable, "-m", "skycap_viewer", *map(str, dirs), "--port", "0", "--quiet",
+        self.args = [sys.executable, "-c", SERVE_WITH_STACKS, *map(str, dirs), "--port", "0", "--quiet",
                      *cache, *extra_args]
         self.env = {**os.environ, **(env or {})}
         if cache_home is not None:
@@ -45,6 +52,7 @@ class ServerProcess:
                 self.url = line[line.index("http://"):].split()[0].rstrip("/")
                 for stream in (self.process.stdout, self.process.stderr):  # a full pipe would block it
                     threading.Thread(target=self.lines.extend, args=(stream,), daemon=True).start()
+                LIVE.append(self)
                 return self
         self.__exit__(None, None, None)
         raise RuntimeError(f"server did not start: {self.process.stderr.read()}")
@@ -54,6 +62,8 @@ class ServerProcess:
         resource.setrlimit(resource.RLIMIT_NOFILE, (self.descriptors, self.descriptors))
 
     def __exit__(self, *exc):
+        if self in LIVE:
+            LIVE.remove(self)
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -61,6 +71,18 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def stacks(self) -> str:
+        """Every thread's stack in the server now, as it writes them (its output after a SIGUSR1)."""
+        if self.process.poll() is not None:
+            return f"(the server has ended: {self.process.returncode})"
+        before = len(self.lines)
+        self.process.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not any("most recent call first" in line for line in self.lines[before:]):
+            time.sleep(0.1)
+        time.sleep(0.3)  # the other threads' stacks follow the first
+        return "".join(self.lines[before:])
 
     def output(self) -> str:
         """What the server has printed since it started serving (e.g. to look for tracebacks)."""

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,18 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 VIEWPORT = {"width": 1500, "height": 950}
+OPEN_TABS = []  # the `Page`s of the test running, for `Page.state()` when it fails
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test's report says what each of its tabs was doing: its requests not
+    answered yet, its last ones, and whether its script still answers."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        for number, page in enumerate(OPEN_TABS):
+            report.sections.append((f"tab {number}", page.state()))
 
 
 def pytest_collection_modifyitems(items):
@@ -59,9 +72,34 @@ class Page:
         self.tab.set_default_timeout(10_000)
         self.errors = []
         self.dialogs = []
+        self.requests = {}  # Playwright request -> [seconds since the tab opened, URL, how it ended]
+        self.opened = time.monotonic()
+        self.tab.on("request", lambda request: self.requests.setdefault(request, [self.since(), request.url, None]))
+        self.tab.on("requestfinished", lambda request: self._ended(request, "answered"))
+        self.tab.on("requestfailed", lambda request: self._ended(request, f"failed: {request.failure}"))
         self.tab.on("pageerror", lambda error: self.errors.append(str(error)))
         self.tab.on("console", lambda message: message.type == "error" and self.errors.append(message.text))
         self.tab.on("dialog", self._dialog)
+
+    def since(self) -> float:
+        return round(time.monotonic() - self.opened, 1)
+
+    def _ended(self, request, how: str):
+        if request in self.requests:
+            self.requests[request][2] = f"{how} at {self.since()} s"
+
+    def state(self) -> str:
+        """What the tab is doing now (for a failed test's report): requests not answered, the last ones
+        answered, and whether its script answers within five seconds (a busy page does not)."""
+        started = time.monotonic()
+        try:
+            self.tab.wait_for_function("true", timeout=5000)
+            script = f"its script answers ({time.monotonic() - started:.1f} s)"
+        except Exception as error:  # noqa: BLE001 — a report, whatever went wrong
+            script = f"its script does not answer: {type(error).__name__}: {str(error)[:200]}"
+        lines = [f"at {self.since()} s: {script}"]
+        lines += [f"  {when} s {url} {how or 'NOT ANSWERED'}" for when, url, how in list(self.requests.values())[-25:]]
+        return "\n".join(lines)
 
     def _dialog(self, dialog):
         self.dialogs.append(dialog.message)
@@ -88,9 +126,11 @@ def page_on(browser):
     def make(server, **context_options):
         page = Page(browser, server, **context_options)
         opened.append(page)
+        OPEN_TABS.append(page)
         return page
 
     yield make
+    OPEN_TABS.clear()
     for page in opened:
         page.context.close()
     for page in opened:
