@@ -98,8 +98,28 @@ class Page:
         except Exception as error:  # noqa: BLE001 — a report, whatever went wrong
             script = f"its script does not answer: {type(error).__name__}: {str(error)[:200]}"
         lines = [f"at {self.since()} s: {script}"]
+        if "does not answer" in script:
+            lines.append(self.script_stack())
         lines += [f"  {when} s {url} {how or 'NOT ANSWERED'}" for when, url, how in list(self.requests.values())[-25:]]
         return "\n".join(lines)
+
+    def script_stack(self) -> str:
+        """Where the tab's script is busy: it is paused (through the DevTools protocol) and its stack read."""
+        paused = []
+        try:
+            session = self.context.new_cdp_session(self.tab)
+            session.on("Debugger.paused", lambda event: paused.append(event))
+            session.send("Debugger.enable")
+            session.send("Debugger.pause")
+            deadline = time.monotonic() + 10
+            while not paused and time.monotonic() < deadline:
+                self.tab.wait_for_timeout(100)
+        except Exception as error:  # noqa: BLE001 — a report, whatever went wrong
+            return f"  its script could not be paused: {type(error).__name__}: {str(error)[:200]}"
+        if not paused:
+            return "  its script did not pause within 10 s (busy outside JavaScript: style, layout or paint?)"
+        return "\n".join(f"  at {frame['functionName'] or '(anonymous)'} {frame['url'].rsplit('/', 1)[-1]}:"
+                         f"{frame['location']['lineNumber'] + 1}" for frame in paused[0]["callFrames"])
 
     def _dialog(self, dialog):
         self.dialogs.append(dialog.message)
@@ -141,6 +161,15 @@ def page_on(browser):
 @pytest.fixture
 def page(page_on, corpus_server):
     return page_on(corpus_server)
+
+
+def downloaded(tab, locator) -> tuple[str, bytes]:
+    """(the suggested file name, the bytes) of what clicking `locator` (a selector or a locator) saves."""
+    with tab.expect_download() as caught:
+        (tab.locator(locator) if isinstance(locator, str) else locator).click()
+    download = caught.value
+    with open(download.path(), "rb") as saved:
+        return download.suggested_filename, saved.read()
 
 
 def read_record(path: Path) -> dict:

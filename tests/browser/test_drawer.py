@@ -1,9 +1,12 @@
 """The rollout drawer: opened from a pasted URL, read token by token, Tree, Forks, Calls and JSON."""
 
+import json
 import math
 import re
 
 from playwright.sync_api import expect
+
+from tests.browser.conftest import downloaded
 
 FORKED = "tr_86f0b750382298e2"  # real-like: 5 paths, 2 branch points
 FAILURES = "tr_f4c44e2c3f5f9d60"  # real-like: calls that failed
@@ -159,9 +162,11 @@ def test_json_tab_shows_the_record_with_copy_and_download(page, corpus_server):
     tab = page.open(f"#/run/real-like/rollouts/t/{FAILURES}?tab=json")
     expect(tab.locator("pre.json")).to_contain_text(f'"id": "{FAILURES}"')
     expect(tab.locator("pre.json")).to_contain_text('"message"')
-    with tab.expect_download() as download:
-        tab.click("text=download")
-    assert download.value.suggested_filename == f"{FAILURES}.json"
+    name, body = downloaded(tab, "text=download")
+    assert name == f"{FAILURES}.json"
+    saved = json.loads(body)  # what the tab shows: the header, graph and calls the server sent
+    assert saved["trajectory"]["id"] == FAILURES
+    assert saved["exchanges"] == corpus_server.get(f"/v1/trajectories/{FAILURES}/exchanges?run_id=real-like")["data"]
 
 
 def test_the_drawer_resizes_and_esc_closes_it(page, corpus_server):

@@ -6,17 +6,9 @@ import json
 from playwright.sync_api import expect
 
 from tests.badrecords import BROKEN, copy_record
+from tests.browser.conftest import downloaded
 
 RUN = "groups"
-
-
-def downloaded(tab, link: str) -> tuple[str, bytes]:
-    """(the suggested file name, the bytes) of what clicking the export link `link` saves."""
-    with tab.expect_download() as caught:
-        tab.locator(f"#main a[data-link={link}]").click()
-    download = caught.value
-    with open(download.path(), "rb") as saved:
-        return download.suggested_filename, saved.read()
 
 
 def test_export_downloads_the_filtered_rollouts(page, corpus_server):
@@ -31,13 +23,13 @@ def test_export_downloads_the_filtered_rollouts(page, corpus_server):
     expect(tab.locator("th:has(button[data-sort=reward])")).to_have_attribute("aria-sort", "descending")
     page.shot("export-links")
 
-    name, body = downloaded(tab, "export-rollouts")
+    name, body = downloaded(tab, "#main a[data-link=export-rollouts]")
     assert name == f"{RUN}-rollouts.jsonl"
     lines = [json.loads(line) for line in body.splitlines()]
     ordered = corpus_server.get(f"/v1/trajectories?run_id={RUN}&limit=1000&{query}&sort=reward&order=desc")
     assert lines == ordered["data"] and len(lines) == listing["total"]
 
-    name, body = downloaded(tab, "export-rows")
+    name, body = downloaded(tab, "#main a[data-link=export-rows]")
     assert name == f"{RUN}-rows.jsonl"
     with_rows = [json.loads(line) for line in body.splitlines()]
     assert [line["id"] for line in with_rows] == [line["id"] for line in lines]

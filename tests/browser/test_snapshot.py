@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.badrecords import write_text_record, write_token_record
-from tests.browser.conftest import ARTIFACTS, VIEWPORT
+from tests.browser.conftest import ARTIFACTS, VIEWPORT, downloaded
 from tests.browser.test_hostile import DANGEROUS, HOSTILE, PAYLOADS, SCAFFOLD, dress_up
 from tests.chain import write_chain
 from tests.conftest import FIXTURES
@@ -229,10 +229,9 @@ def test_the_drawers_snapshot_link_saves_the_file_of_the_path_and_tab_shown(page
     tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}?tab=tree&path=2")
     link = tab.locator("#drawer a[data-link=snapshot]")
     expect(link).to_be_visible()
-    with tab.expect_download() as download:
-        link.click()
-    assert download.value.suggested_filename == f"{FORKED}.html"
-    file = saved(tmp_path, "from-the-drawer", open(download.value.path(), "rb").read())
+    name, body = downloaded(tab, link)
+    assert name == f"{FORKED}.html"
+    file = saved(tmp_path, "from-the-drawer", body)
     opened = offline(file)
     expect(opened.tab.locator('button.tab[data-tab="tree"]')).to_have_class(re.compile(r"\bactive\b"))
     opened.tab.click('button.tab[data-tab="path"]')

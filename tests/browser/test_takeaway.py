@@ -4,7 +4,7 @@ import json
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import copy_record
+from tests.browser.conftest import copy_record, downloaded
 from tests.conftest import FIXTURES
 
 CLIPBOARD = ["clipboard-read", "clipboard-write"]
@@ -15,10 +15,9 @@ def test_download_row_saves_the_paths_row_as_the_api_sends_it(page, corpus_serve
     tab = page.open(f"#/run/{run}/rollouts/t/{record}?tab=path&path={path}")
     button = tab.locator("#drawer [data-takeaway=row]")
     expect(button).to_be_enabled()
-    with tab.expect_download() as download:
-        button.click()
-    assert download.value.suggested_filename == f"{record}-path{path}-row.json"
-    saved = json.loads(open(download.value.path(), encoding="utf-8").read())
+    name, body = downloaded(tab, button)
+    assert name == f"{record}-path{path}-row.json"
+    saved = json.loads(body)
     assert saved == corpus_server.get(f"/v1/trajectories/{record}/paths/{path}/row?run_id={run}")
     assert saved["path"] == path and sum(saved["loss_mask"]) == saved["trained_count"] > 0
     page.shot("takeaway-row")
@@ -33,10 +32,9 @@ def test_copy_and_download_messages_give_the_paths_chat(page_on, corpus_server):
     copy.click()
     expect(copy).to_have_text("copied")
     assert json.loads(tab.evaluate("navigator.clipboard.readText()")) == answer["messages"]
-    with tab.expect_download() as download:
-        tab.locator("#drawer [data-takeaway=messages]").click()
-    assert download.value.suggested_filename == f"{record}-path{path}-messages.json"
-    assert json.loads(open(download.value.path(), encoding="utf-8").read()) == answer
+    name, body = downloaded(tab, "#drawer [data-takeaway=messages]")
+    assert name == f"{record}-path{path}-messages.json"
+    assert json.loads(body) == answer
 
 
 def test_a_text_mode_path_offers_its_chat_but_no_row(page_on, corpus_server):
