@@ -104,7 +104,9 @@ class Page:
         return "\n".join(lines)
 
     def script_stack(self) -> str:
-        """Where the tab's script is busy: it is paused (through the DevTools protocol) and its stack read."""
+        """The stack of the next script the tab runs, paused through the DevTools protocol. The debugger is
+        only enabled now, so a task already running is not interrupted: the stack is where the page goes
+        once that task ends (a long task ending is told apart from a page that never comes back)."""
         paused = []
         try:
             session = self.context.new_cdp_session(self.tab)
@@ -117,8 +119,8 @@ class Page:
         except Exception as error:  # noqa: BLE001 — a report, whatever went wrong
             return f"  its script could not be paused: {type(error).__name__}: {str(error)[:200]}"
         if not paused:
-            return "  its script did not pause within 10 s (busy outside JavaScript: style, layout or paint?)"
-        return "\n".join(f"  at {frame['functionName'] or '(anonymous)'} {frame['url'].rsplit('/', 1)[-1]}:"
+            return "  no script of it ran within 10 s (one long task still running, or a page that is stuck)"
+        return "\n".join(f"  next ran: {frame['functionName'] or '(anonymous)'} {frame['url'].rsplit('/', 1)[-1]}:"
                          f"{frame['location']['lineNumber'] + 1}" for frame in paused[0]["callFrames"])
 
     def _dialog(self, dialog):
