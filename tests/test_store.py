@@ -10,7 +10,7 @@ import pytest
 
 from skycap_viewer.catalog.groups import ordered_by
 from skycap_viewer.catalog.index import Catalog
-from skycap_viewer.catalog.rows import SORT_KEYS, compute_row
+from skycap_viewer.catalog.rows import SORT_KEYS, compute_row, public
 from skycap_viewer.catalog.store import READERS, RunStore
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.errors import ApiError
@@ -80,9 +80,7 @@ def listed(snapshot, filters: Filters, key: str, order: str, limit: int = 7, spa
 
 
 def public_id(json_z: bytes) -> str:
-    import json
-    import zlib
-    return json.loads(zlib.decompress(json_z))["id"]
+    return public({"_json_z": json_z})["id"]
 
 
 @pytest.mark.parametrize("run", RUNS)

@@ -7,7 +7,7 @@ its result can be persisted, keyed by the file's name, size and mtime. Run-speci
 
 A row keeps as Python values only what filters, sorts, groups and the run's facts read; the
 whole row as sent (header and summary, strip included) is kept once as its encoded JSON,
-zlib-compressed (`_json_z`, ~1 KiB instead of ~5 KiB of JSON or ~25 KiB of small dicts): a
+compressed (`_json_z`, `catalog/blobs.py`: ~1 KiB instead of ~5 KiB of JSON or ~25 KiB of small dicts): a
 listing joins bytes instead of encoding thousands of dicts per request, and a run's rows, in
 memory and in the persisted index, take a fraction of the room. Fields starting with `_` are
 never sent.
@@ -22,8 +22,8 @@ step, reward) is taken from the whole values first. The record's own answer give
 
 import json
 import os
-import zlib
 
+from skycap_viewer.catalog.blobs import squeezed, unsqueezed
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.record.document import link_leaving, read_document, record_id_of
@@ -216,14 +216,14 @@ def with_keys(row: dict) -> dict:
 def slim(row: dict) -> dict:
     """The row as kept: the fields listings read, plus the whole public row encoded once."""
     kept = {key: row[key] for key in KEPT_FIELDS if key in row}
-    kept["_json_z"] = zlib.compress(encode_json({k: v for k, v in row.items() if not k.startswith("_")}), 1)
+    kept["_json_z"] = squeezed(encode_json({k: v for k, v in row.items() if not k.startswith("_")}))
     kept.update({key: value for key, value in row.items() if key.startswith("_")})
     return kept
 
 
 def json_of(json_z: bytes) -> bytes:
     """A row as sent (without run fields), as JSON, from its compressed JSON (`_json_z`)."""
-    return zlib.decompress(json_z)
+    return unsqueezed(json_z)
 
 
 def public(row: dict) -> dict:

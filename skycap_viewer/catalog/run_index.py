@@ -22,9 +22,9 @@ import json
 import os
 import re
 import sys
-import zlib
 from dataclasses import dataclass, field
 
+from skycap_viewer.catalog.blobs import squeezed, unsqueezed
 from skycap_viewer.catalog.rows import bounded_mapping, cut_marker
 from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.wire import encode_json
@@ -231,7 +231,7 @@ def overlaid(row: dict, overlay: Overlay | None) -> dict:
     if (flags == row["flags"] and row.get("trained") == trained and row.get("superseded") == superseded
             and ("superseded" in row) == (overlay is not None)):
         return row
-    public = json.loads(zlib.decompress(row["_json_z"]))
+    public = json.loads(unsqueezed(row["_json_z"]))
     public["flags"] = flags
     if isinstance(public.get("summary"), dict):
         public["summary"]["flags"] = flags
@@ -240,7 +240,7 @@ def overlaid(row: dict, overlay: Overlay | None) -> dict:
             public.pop(key, None)
         else:
             public[key] = value
-    changed = {**row, "flags": flags, "_json_z": zlib.compress(encode_json(public), 1),
+    changed = {**row, "flags": flags, "_json_z": squeezed(encode_json(public)),
                "_keys": {**row["_keys"], "health": len(row_flags(flags)), "trained": trained}}
     for key, value in (("trained", trained), ("superseded", superseded)):
         if overlay is None:

@@ -18,15 +18,14 @@ Only the watcher writes, through `RunStore`, one transaction per publish; reques
 generation, whatever the watcher commits meanwhile.
 """
 
-import marshal
 import os
 import sqlite3
 import threading
-import zlib
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
+from skycap_viewer.catalog.blobs import pack, unpack
 from skycap_viewer.catalog.groups import Group, group_flags, group_key_of, key_values, split_attempts
 from skycap_viewer.catalog.run_index import MAX_ROWS, IndexFile, Overlay, overlaid
 from skycap_viewer.errors import ApiError
@@ -34,7 +33,7 @@ from skycap_viewer.flags import FLAG_ORDER, FLAGS
 from skycap_viewer.record.fields import scalar_text
 from skycap_viewer.wire import encode_json
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SORT_COLUMNS = ("step", "task", "reward", "turns", "tokens", "health", "trained")  # `created`: the index's own order
 KEPT = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
         "unreadable", "error", "cut", "_keys", "_retokenized", "trained", "superseded")
@@ -111,14 +110,6 @@ def flag_bits(names) -> int:
 def bit_flags(bits: int) -> list[str]:
     """The flags an integer of `flag_bits` holds, in the catalogue's order."""
     return [flag.name for position, flag in enumerate(FLAGS) if bits >> position & 1]
-
-
-def pack(value) -> bytes:
-    return zlib.compress(marshal.dumps(value), 1)
-
-
-def unpack(blob: bytes):
-    return marshal.loads(zlib.decompress(blob))
 
 
 def row_kinds(row: dict, gkey) -> list[tuple[str, object]]:

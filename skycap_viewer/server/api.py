@@ -12,10 +12,11 @@ from collections import Counter
 from pathlib import Path
 
 from skycap_viewer import __version__
+from skycap_viewer.catalog.blobs import unpack
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, GROUP_SORT_KEYS, build_grouping, ordered_by, repetition_of
 from skycap_viewer.catalog.index import Catalog, Snapshot
 from skycap_viewer.catalog.rows import present_sidecars, public
-from skycap_viewer.catalog.store import NEWEST_FIRST, build_group, flag_bits, unpack
+from skycap_viewer.catalog.store import NEWEST_FIRST, build_group, flag_bits
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
