@@ -37,17 +37,34 @@ def encode_json(payload) -> bytes:
 
     A top-level value that is `RawJson` is spliced in unencoded (a listing's pre-encoded rows)."""
     if isinstance(payload, dict) and any(type(value) is RawJson for value in payload.values()):
-        members = [_encode(key) + b":" + (value if type(value) is RawJson else _encode(value))
-                   for key, value in payload.items()]
-        return b"{" + b",".join(members) + b"}"
+        return b"{" + b",".join(_members(payload)) + b"}"
     return _encode(payload)
+
+
+def _members(payload: dict) -> Iterator[bytes]:
+    """`payload`'s members as JSON, in order: each run of plain values encoded in one call (an index
+    row has two dozen), each `RawJson` value spliced in as it is."""
+    plain = {}
+    for key, value in payload.items():
+        if type(value) is not RawJson:
+            plain[key] = value
+            continue
+        if plain:
+            yield _encode(plain)[1:-1]
+            plain = {}
+        yield _encode(key) + b":" + value
+    if plain:
+        yield _encode(plain)[1:-1]
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # made once, not per call
 
 
 def _encode(payload) -> bytes:
     try:
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODER.encode(payload)
     except ValueError:
-        text = json.dumps(_finite(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODER.encode(_finite(payload))
     return text.encode("utf-8")
 
 

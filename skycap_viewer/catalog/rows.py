@@ -26,13 +26,14 @@ import os
 from skycap_viewer.catalog.blobs import squeezed, unsqueezed
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import ordered, row_flags
+from skycap_viewer.record.blocks import BLOCK_KIND_WHY
 from skycap_viewer.record.document import link_leaving, read_document, record_id_of
 from skycap_viewer.record.fields import created_ts
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.schema import is_plain_file_name
 from skycap_viewer.record.verify import document_problems, sidecar_problems
-from skycap_viewer.wire import encode_json
+from skycap_viewer.wire import RawJson, encode_json
 
 STRIP_SEGMENTS = 400  # more than a table cell has pixels for; a path with more blocks is drawn merged
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "trained", "created")
@@ -41,6 +42,7 @@ KEPT_FIELDS = ("id", "task_id", "step", "status", "meta", "annotations", "create
 VALUE_JSON_LIMIT = 1024  # bytes of JSON: a longer meta or annotations value is kept as a cut marker
 MAPPING_JSON_LIMIT = 8 * 1024  # bytes of JSON of a row's meta (and of its annotations), markers included
 KEY_LIMIT = 256  # characters: a longer key is left out (no marker could be smaller than it)
+SORTED_JSON = json.JSONEncoder(sort_keys=True)  # the `q` text's encoding, made once
 
 
 def present_sidecars(directory, document: dict) -> set[str]:
@@ -49,15 +51,30 @@ def present_sidecars(directory, document: dict) -> set[str]:
     return {n for n in names if is_plain_file_name(n) and os.path.isfile(os.path.join(directory, n))}
 
 
-def strip_segments(blocks: list, token_blocked: bool) -> list[dict]:
-    """The first path's blocks as a table row's strip, at most `STRIP_SEGMENTS` of them.
+def strip_json(blocks: list, token_blocked: bool) -> RawJson:
+    """The first path's blocks as a table row's strip, at most `STRIP_SEGMENTS` of them, as JSON.
 
     A row is kept for every record of a run, so a path of a million blocks must not make a
     million-entry row: past the bound, consecutive blocks share a segment, drawn in the kind
     holding most of its size and saying how many blocks it stands for (`blocks`) and what it
-    holds of each kind (`kinds`)."""
+    holds of each kind (`kinds`). A segment of one block is written directly (its kind is one of
+    `BLOCK_KIND_WHY`'s names, its other values integers): encoding a dict per block was a
+    tenth of a row's cost."""
     if len(blocks) <= STRIP_SEGMENTS:  # the usual case: a segment per block, nothing merged
-        return [one_block_segment(block, token_blocked) for block in blocks]
+        openings, after_size = SEGMENT_OPENINGS[token_blocked], AFTER_SIZE[token_blocked]
+        segments = [f'{openings[b.kind]}{b.end - b.start}{after_size}"start":{b.start},"end":{b.end}}}' for b in blocks]
+        return RawJson(f"[{','.join(segments)}]".encode())
+    return RawJson(encode_json(merged_segments(blocks, token_blocked)))
+
+
+SIZE_MEMBER = {True: '"token_count":', False: '"token_count":null,"char_count":'}  # a segment's size, by unit
+AFTER_SIZE = {True: ',"char_count":null,', False: ","}
+SEGMENT_OPENINGS = {token_blocked: {kind: f'{{"kind":"{kind}",{SIZE_MEMBER[token_blocked]}' for kind in BLOCK_KIND_WHY}
+                    for token_blocked in (True, False)}
+
+
+def merged_segments(blocks: list, token_blocked: bool) -> list[dict]:
+    """`strip_json`'s segments of a path with more than `STRIP_SEGMENTS` blocks, each standing for several."""
     per_segment = -(-len(blocks) // STRIP_SEGMENTS)
     strip = []
     for first in range(0, len(blocks), per_segment):
@@ -79,20 +96,12 @@ def strip_segments(blocks: list, token_blocked: bool) -> list[dict]:
     return strip
 
 
-def one_block_segment(block, token_blocked: bool) -> dict:
-    """A strip segment standing for one block: what `strip_segments` merges, without the merging."""
-    size = block.end - block.start
-    return {"kind": block.kind, "token_count": size if token_blocked else None,
-            "char_count": None if token_blocked else size, "start": block.start, "end": block.end}
-
-
 def summary(rollout: Rollout) -> dict:
     """Sizes, flags, the re-tokenized copies and the first path's strip: what a table row shows."""
     first = rollout.paths[0] if rollout.paths else None
     kinds = {}
     for block in first.blocks if first else []:
         kinds[block.kind] = kinds.get(block.kind, 0) + block.end - block.start
-    strip = strip_segments(first.blocks, first.token_blocked) if first else []
     return {
         "tokens": rollout.tokens,
         "trainable": rollout.trainable,
@@ -100,7 +109,7 @@ def summary(rollout: Rollout) -> dict:
         "flags": rollout.flags,
         "paths": len(rollout.paths),
         "retokenized": len(rollout.retokenized_nodes),
-        "strip": strip,
+        "strip": strip_json(first.blocks, first.token_blocked) if first else [],
     }
 
 
@@ -205,9 +214,7 @@ def with_keys(row: dict) -> dict:
         "trained": None,  # what the run index says, given by the store (`run_index.overlaid`)
         "created": row["created_ts"],
     }
-    row["_text"] = " ".join(
-        [row["id"], json.dumps(row["meta"], sort_keys=True), json.dumps(row["annotations"], sort_keys=True)]
-    ).lower()
+    row["_text"] = " ".join([row["id"], *map(SORTED_JSON.encode, (row["meta"], row["annotations"]))]).lower()
     row["_flagkey"] = " ".join(row["summary"]["flags"])  # rows with the same flags are counted together
     row["_retokenized"] = row["summary"]["retokenized"]
     return row
@@ -216,7 +223,9 @@ def with_keys(row: dict) -> dict:
 def slim(row: dict) -> dict:
     """The row as kept: the fields listings read, plus the whole public row encoded once."""
     kept = {key: row[key] for key in KEPT_FIELDS if key in row}
-    kept["_json_z"] = squeezed(encode_json({k: v for k, v in row.items() if not k.startswith("_")}))
+    sent = {key: value for key, value in row.items() if not key.startswith("_")}
+    sent["summary"] = RawJson(encode_json(sent["summary"]))  # its strip is JSON already: spliced in
+    kept["_json_z"] = squeezed(encode_json(sent))
     kept.update({key: value for key, value in row.items() if key.startswith("_")})
     return kept
 
