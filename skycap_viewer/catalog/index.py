@@ -246,12 +246,24 @@ class RunIndex:
         return changed
 
     def store_row(self, name: str, version: int, row: dict):
-        if row.get("unreadable") and not os.path.lexists(self.directory / name):
-            self.remove(name)  # deleted between the listing and the read: gone, not unreadable
-            return
-        self.store.put(name, *version_parts(version), row, replacing=self.reopened or name in self.versions)
-        self.versions[name] = version
-        self.changed.pop(name, None)
+        self.store_rows([(name, version, row)])
+
+    def store_rows(self, computed: list[tuple[str, int, dict]]):
+        """Keep the rows of some documents (name, version, row), in one batch of writes; a document
+        given twice keeps its last row."""
+        latest = {}
+        for name, version, row in computed:
+            latest.pop(name, None)
+            latest[name] = version, row
+        stored = []
+        for name, (version, row) in latest.items():
+            if row.get("unreadable") and not os.path.lexists(self.directory / name):
+                self.remove(name)  # deleted between the listing and the read: gone, not unreadable
+                continue
+            stored.append((name, *version_parts(version), row, self.reopened or name in self.versions))
+            self.versions[name] = version
+            self.changed.pop(name, None)
+        self.store.put_many(stored)
 
     def unverified(self, limit: int) -> list[str]:
         """Up to `limit` documents whose sidecars are still to be checked, those a request reported first."""

@@ -223,10 +223,14 @@ def with_keys(row: dict) -> dict:
 def slim(row: dict) -> dict:
     """The row as kept: the fields listings read, plus the whole public row encoded once."""
     kept = {key: row[key] for key in KEPT_FIELDS if key in row}
-    sent = {key: value for key, value in row.items() if not key.startswith("_")}
+    sent = {}
+    for key, value in row.items():
+        if key[0] == "_":
+            kept[key] = value
+        else:
+            sent[key] = value
     sent["summary"] = RawJson(encode_json(sent["summary"]))  # its strip is JSON already: spliced in
     kept["_json_z"] = squeezed(encode_json(sent))
-    kept.update({key: value for key, value in row.items() if key.startswith("_")})
     return kept
 
 

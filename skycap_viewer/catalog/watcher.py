@@ -26,6 +26,7 @@ PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often...
 PUBLISH_COST_FACTOR = 10  # ...or, for a big run, so that publishing takes at most a tenth of the time
 HUGE_LISTING_SECONDS = 0.25  # a directory taking longer to list (~100k documents) is not listed every poll...
 FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed
+STORE_BATCH = 64  # rows written together (a worker's chunk)
 VERIFY_BATCH = 512  # documents whose sidecars are checked per poll at most, once indexing is done...
 VERIFY_SECONDS = 1.0  # ...fewer when they take long: a batch takes about this long, so a change waits no longer
 VERIFY_FIRST = 32  # the first batch, before its cost is known
@@ -166,16 +167,22 @@ class Watcher(threading.Thread):
         for name in changes.removed:
             run.remove(name)
         last_publish, interval = time.monotonic(), PUBLISH_SECONDS
+        batch = []  # rows come a worker's chunk at a time: stored in batches, a third of a write each
         for name, row in self.compute_rows(run.directory, changes.compute):
             if name in run.changed:  # else its listing is gone (the run was listed again meanwhile)
-                run.store_row(name, run.changed[name], row)
-            if time.monotonic() - last_publish > interval:
+                batch.append((name, run.changed[name], row))
+            publishing = time.monotonic() - last_publish > interval
+            if len(batch) >= STORE_BATCH or publishing:
+                run.store_rows(batch)
+                batch = []
+            if publishing:
                 started = time.monotonic()
                 self.publish_prepared(run, pending)
                 last_publish = time.monotonic()
                 interval = max(PUBLISH_SECONDS, PUBLISH_COST_FACTOR * (last_publish - started))
             if self.stopped.is_set():
                 break
+        run.store_rows(batch)
         if not self.stopped.is_set():
             run.store.build_listing_indexes()
         pending.discard(run.location.id)
