@@ -8,10 +8,10 @@ the mean counting reward exists only as the `reward` sort key.
 
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from skycap_viewer.flags import GROUP_FLAGS, row_flags
 from skycap_viewer.record.fields import attempt_of, reward_as_number, scalar_text
+from skycap_viewer.record.lazy import lazy
 
 DEFAULT_GROUP_BY = ("step", "instance_id")
 GROUP_SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
@@ -100,20 +100,20 @@ class Group:
     def task(self):
         return self.counting[0]["task_id"]
 
-    @cached_property
+    @lazy
     def members(self) -> list:
         return self.counting + [row for row, _ in self.superseded]
 
-    @cached_property
+    @lazy
     def member_flags(self) -> set:
         """Every rollout flag any member carries (the band of an unfiltered listing)."""
         return {flag for row in self.members for flag in row["flags"]}
 
-    @cached_property
+    @lazy
     def rewards(self) -> list:
         return [row["_keys"]["reward"] for row in self.counting]
 
-    @cached_property
+    @lazy
     def rollup(self) -> dict:
         counts = {}
         for row in self.counting:
@@ -121,7 +121,7 @@ class Group:
                 counts[flag] = counts.get(flag, 0) + 1
         return counts
 
-    @cached_property
+    @lazy
     def keys(self) -> dict:
         """Sort values: the mean counting reward is one, and only ever used to order groups."""
         numeric = [r for r in self.rewards if r is not None]

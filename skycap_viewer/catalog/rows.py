@@ -130,8 +130,8 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
         rollout = Rollout(document, present, file_id, found)
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
         row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document), symlink_to=link)
-        row["summary"] = summary(rollout)
         row.update(bounded_values(row))
+        row["summary"] = summary(rollout)  # last: the row's JSON is then one encoding and its strip spliced in
     except RecordError as error:
         return unreadable_row(file_id, str(error), link)
     except Exception as error:  # a document shape the analysis did not foresee: show it, don't crash

@@ -8,7 +8,8 @@ node is a target in the first path that contains it and context (`sampled-elsewh
 """
 
 from dataclasses import dataclass, field
-from functools import cached_property
+
+from skycap_viewer.record.lazy import lazy
 
 
 @dataclass
@@ -26,7 +27,7 @@ class PathInfo:
     def leaf(self) -> int:
         return self.nodes[-1]
 
-    @cached_property
+    @lazy
     def target_set(self) -> frozenset[int]:
         """`targets` to look a node up in: a long path's list holds half its nodes, walked per node it was quadratic."""
         return frozenset(self.targets)

@@ -5,11 +5,11 @@ record. `present` is the set of file names in the record directory; it tells a l
 sidecar that a mirror left out (absent) from one that is there.
 """
 
-from functools import cached_property
 
 from skycap_viewer.flags import ordered
 from skycap_viewer.record.blocks import Block, path_has_tokens, sampled_tokens, text_blocks, token_blocks
 from skycap_viewer.record.graph import Graph, PathInfo
+from skycap_viewer.record.lazy import lazy
 from skycap_viewer.record.manifest import layout_problems, listed_kinds
 
 ABSENT = "absent"
@@ -88,7 +88,7 @@ class Rollout:
         self.record_problems = layout_problems(document, file_id) + self.graph.problems + (
             sidecars.problems if sidecars is not None else [])
 
-    @cached_property
+    @lazy
     def mode(self) -> str:
         """Token mode is read from the data, not `capture.mode`, which graph-API records leave out."""
         capture_mode = (self.document.get("capture") or {}).get("mode")
@@ -96,12 +96,12 @@ class Rollout:
             return capture_mode
         return "tokens" if "tokens" in self.listed_kinds or self.slices_tokens else "text"
 
-    @cached_property
+    @lazy
     def slices_tokens(self) -> bool:
         """Whether any node has a tokens slice (the first node tells, in a token record)."""
         return any(node.get("tokens") is not None for node in self.nodes)
 
-    @cached_property
+    @lazy
     def text_only(self) -> str | None:
         """Why a token record must be shown from message text: tokens missing, unlisted, or found damaged."""
         if not self.slices_tokens:
@@ -112,11 +112,11 @@ class Rollout:
             return "tokens-missing"
         return "tokens-unreadable" if "tokens" in self.damaged_sidecars else None
 
-    @cached_property
+    @lazy
     def paths(self) -> list[PathView]:
         return [PathView(self, info) for info in self.graph.paths]
 
-    @cached_property
+    @lazy
     def call_signs(self) -> tuple[dict, list[int], list[int]]:
         """(bridged counts, unbridged nodes, truncated nodes) in one pass over every call."""
         bridged = {"true": 0, "false": 0, "null": 0, ABSENT: 0}
@@ -147,7 +147,7 @@ class Rollout:
     def truncated_nodes(self) -> list[int]:
         return self.call_signs[2]
 
-    @cached_property
+    @lazy
     def retokenized_pairs(self) -> list[tuple[int, int]]:
         """(model node, its re-tokenized copy) per copy, in node order: a client node shadowed by a
         model-authored sibling in a token record, the model's reply rendered again to other tokens (§8).
@@ -162,12 +162,12 @@ class Rollout:
                 pairs.append((by, node["id"]))
         return pairs
 
-    @cached_property
+    @lazy
     def retokenized_nodes(self) -> list[int]:
         """The re-tokenized copies (`retokenized_pairs`), in node order."""
         return [copy for _, copy in self.retokenized_pairs]
 
-    @cached_property
+    @lazy
     def copy_set(self) -> frozenset[int]:
         return frozenset(self.retokenized_nodes)
 
@@ -183,7 +183,7 @@ class Rollout:
             current = self.nodes[current].get("parent")
         return None
 
-    @cached_property
+    @lazy
     def inferred_unbridged_nodes(self) -> list[int]:
         """Model nodes whose prompt passes a re-tokenized copy since the previous model node."""
         if not self.copy_set:
@@ -191,7 +191,7 @@ class Rollout:
         return [node["id"] for node in self.nodes
                 if node["author"] == "model" and self.prompt_copy(node["id"]) is not None]
 
-    @cached_property
+    @lazy
     def flags(self) -> list[str]:
         d = self.document
         token_blocked = [p for p in self.paths if p.token_blocked]

@@ -83,8 +83,11 @@ def _check_node(index: int, node) -> str | None:
     if role is not None and type(role) is not str:
         return "role is not a string"
     calls = node.get("calls", [])
-    if type(calls) is not list or any(type(call) is not dict for call in calls):
+    if type(calls) is not list:
         return "calls is not a list of objects"
+    for call in calls:  # a loop, not any(): most nodes hold one call or none, and a generator costs more
+        if type(call) is not dict:
+            return "calls is not a list of objects"
     shadowed_by = node.get("shadowed_by")
     if shadowed_by is not None and type(shadowed_by) is not int:
         return "shadowed_by is not a node id"
