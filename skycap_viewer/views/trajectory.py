@@ -68,10 +68,14 @@ def text_and_offsets(raw: bytes, starts: list[int]) -> tuple[str, list[int]]:
     """A node's text (its tokens' pieces joined) and each token's UTF-16 offset into it, plus the end.
 
     `read_tokens` has checked that every start is a character boundary, so the text decodes
-    once instead of per token; for ASCII text (most of it) UTF-16 offsets are the byte offsets."""
+    once instead of per token; for ASCII text (most of it) UTF-16 offsets are the byte offsets, and
+    `starts` itself (the caller's own list) is returned as them when the text begins at its first."""
     first = starts[0] if starts else len(raw)
     text = raw[first:].decode("utf-8")
     if text.isascii():
+        if not first:  # the node's text starts at its first token (nearly always): the starts as they are
+            starts.append(len(raw))
+            return text, starts
         return text, [start - first for start in starts] + [len(raw) - first]
     units = [0, *accumulate(raw.translate(UTF16_UNITS))]  # UTF-16 units before each byte offset
     return text, [units[start] - units[first] for start in starts] + [units[len(raw)] - units[first]]
