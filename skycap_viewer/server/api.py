@@ -318,12 +318,13 @@ class Api:
         start = part_start(params)
 
         def answer(snapshot, row, view):
-            payload = answer_part(view.paths_part, text, path, start, self.part_limit)
+            encoded = answer_part(view.encoded_paths_part, text, path, start, self.part_limit)
             found = support_flags(view.support[0]) if text else []
-            if "mask_error" in payload and "malformed-record" not in row["flags"] \
+            mask_error = text and path is None and view.tokens[0] is not None and view.support[1] is not None
+            if mask_error and "malformed-record" not in row["flags"] \
                     or any(flag not in row["flags"] for flag in found):  # a damaged tokens sidecar: `settled_answer`
                 self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
-            return payload
+            return encoded
 
         return self.settled_answer(record_id, params, ("paths", text, path, start), answer, reads_sidecars=text)
 
@@ -365,7 +366,8 @@ class Api:
         return 200, path_messages(self.view(record_id, params)[3], number)
 
     def settled_answer(self, record_id: str, params, key: tuple, answer, reads_sidecars: bool = True):
-        """`answer(snapshot, row, view)` about one record, kept encoded by its files' versions and `key`.
+        """`answer(snapshot, row, view)` about one record (a payload, or one already encoded: `RawJson`),
+        kept encoded by its files' versions and `key`.
         An answer that read sidecars is read again while a rewrite of the record is landing, so it
         never mixes two versions' files (409 when they keep changing); a refusal (`ApiError` from
         `answer`) waits for the files the same way: it may be the rewrite's."""
@@ -383,7 +385,7 @@ class Api:
             if not reads_sidecars or self.settled(view.directory, record_id, view.document):
                 if refused is not None:
                     raise refused
-                encoded = RawJson(encode_json(payload))  # kept encoded: asking again costs nothing
+                encoded = payload if type(payload) is RawJson else RawJson(encode_json(payload))  # kept encoded
                 if version and version[0] == files_version(view.directory, record_id, view.present):
                     self.encoded_paths.put((version, *key), encoded)
                 return 200, encoded

@@ -5,6 +5,7 @@ rollout's paths are; the page draws what these say and derives none of it again.
 on the wire as `"n<id>"` (`fields.wire_id`).
 """
 
+import json
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,7 +23,7 @@ from skycap_viewer.record.support import NodeSupport, read_mask, support_by_node
 from skycap_viewer.views.notable import notable_tokens
 from skycap_viewer.views.retokenized import retokenized_payload
 from skycap_viewer.views.timeline import Layout, lay_out
-from skycap_viewer.wire import encode_json
+from skycap_viewer.wire import RawJson, encode_json
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
 
@@ -67,10 +68,14 @@ def text_and_offsets(raw: bytes, starts: list[int]) -> tuple[str, list[int]]:
     """A node's text (its tokens' pieces joined) and each token's UTF-16 offset into it, plus the end.
 
     `read_tokens` has checked that every start is a character boundary, so the text decodes
-    once instead of per token; for ASCII text (most of it) UTF-16 offsets are the byte offsets."""
+    once instead of per token; for ASCII text (most of it) UTF-16 offsets are the byte offsets, and
+    `starts` itself (the caller's own list) is returned as them when the text begins at its first."""
     first = starts[0] if starts else len(raw)
     text = raw[first:].decode("utf-8")
     if text.isascii():
+        if not first:  # the node's text starts at its first token (nearly always): the starts as they are
+            starts.append(len(raw))
+            return text, starts
         return text, [start - first for start in starts] + [len(raw) - first]
     units = [0, *accumulate(raw.translate(UTF16_UNITS))]  # UTF-16 units before each byte offset
     return text, [units[start] - units[first] for start in starts] + [units[len(raw)] - units[first]]
@@ -127,6 +132,16 @@ def path_lists(items: list[tuple]) -> dict:
         "messages": [item[1] for item in items],
         "blocks": [block for item in items for block in item[2]],
     }
+
+
+def path_item_size(item: tuple) -> int:
+    """What a `RecordView.path_item` adds to a part: its list entries, and its text as encoded."""
+    return encoded_size(item[:4]) + len(item[4] or b"")
+
+
+def nodes_json(texts: dict[str, bytes]) -> RawJson:
+    """`{node_id: text}` from the nodes' encoded texts."""
+    return RawJson(b"{" + b",".join(encode_json(key) + b":" + text for key, text in texts.items()) + b"}")
 
 
 def paths_payload(directory, document: dict, present_names, file_id: str | None, text: bool = True,
@@ -418,32 +433,39 @@ class RecordView:
         return [block_payload(block, block.start - first, path.token_blocked) for block in blocks]
 
     def path_item(self, path: PathView, position: int, targets: set, sent, tokens) -> tuple:
-        """(node id, message, blocks, trains, text) of the path's node at `position`; text None when
-        not asked for (`sent` None) or already in `sent`."""
+        """(node id, message, blocks, trains, text) of the path's node at `position`; text (the node's
+        `node_payload`, encoded: it is most of a part's bytes, so it is encoded once, when measured)
+        None when not asked for (`sent` None) or already in `sent`."""
         node_id = path.info.nodes[position]
         node = self.rollout.nodes[node_id]
         key = wire_id(node_id)
         message = {"role": node.get("role"), "author": node["author"], "chars": node_chars(node)}
         text = None
         if sent is not None and key not in sent:
-            text = node_payload(node, tokens, self.support[0].get(node_id) if tokens is not None else None)
+            text = encode_json(node_payload(node, tokens, self.support[0].get(node_id) if tokens is not None else None))
         return key, message, self.node_blocks(path, position), node_id in targets, text
 
     def path_window(self, path: PathView, start: int, limit: PartLimit, sent, tokens, least: int = 1):
-        """(the path's lists from `start`, its part, the nodes' texts, the size) for one part."""
+        """(the path's lists from `start`, its part, the nodes' encoded texts, the size) for one part."""
         targets = self.layout(path)[1]
         total = len(path.info.nodes)
-        items, end, size = window(lambda p: self.path_item(path, p, targets, sent, tokens), start, total, limit, least)
+        items, end, size = window(lambda p: self.path_item(path, p, targets, sent, tokens), start, total, limit, least,
+                                  size_of=path_item_size)
         texts = {item[0]: item[4] for item in items if item[4] is not None}
         return path_lists(items), part_of(start, end, total), texts, size
 
     def paths_part(self, text: bool = True, path: int | None = None, start: int = 0,
                    limit: PartLimit = SERVED_PARTS) -> dict:
-        """A part of the `/paths` answer. Without `path`, the first part: the header and every path's
-        summary, then each path's lists (node ids, targets, messages, blocks) from its first node, the
-        paths in order, as far as one part holds; with `path`, that path's lists from `start`. With
-        text, `nodes` holds the text (and tokens) of the nodes in the part. Raises IndexError for a
-        path there is not, ValueError for a start there is not."""
+        """`encoded_paths_part` as a dict (`show --json`, the snapshot)."""
+        return json.loads(self.encoded_paths_part(text, path, start, limit))
+
+    def encoded_paths_part(self, text: bool = True, path: int | None = None, start: int = 0,
+                           limit: PartLimit = SERVED_PARTS) -> RawJson:
+        """A part of the `/paths` answer, encoded. Without `path`, the first part: the header and every
+        path's summary, then each path's lists (node ids, targets, messages, blocks) from its first
+        node, the paths in order, as far as one part holds; with `path`, that path's lists from
+        `start`. With text, `nodes` holds the text (and tokens) of the nodes in the part, each encoded
+        once (`path_item`). Raises IndexError for a path there is not, ValueError for a start there is not."""
         tokens, error = self.tokens if text else (None, None)
         shown = self.shown(text)
         if path is not None:
@@ -452,7 +474,8 @@ class RecordView:
             view = shown.paths[path]
             check_start(start, len(view.info.nodes))
             lists, part, texts, _ = self.path_window(view, start, limit, {} if text else None, tokens)
-            return {"path": path, **lists, **({"nodes": texts} if text else {}), "part": part}
+            return RawJson(encode_json({"path": path, **lists, **({"nodes": nodes_json(texts)} if text else {}),
+                                        "part": part}))
         payload = {
             "trajectory": self.header,
             "mode": self.rollout.mode,
@@ -464,8 +487,6 @@ class RecordView:
         if text and tokens is not None and self.support[1] is not None:
             payload["mask_error"] = self.support[1]
         nodes = {} if text else None
-        if text:
-            payload["nodes"] = nodes
         summaries = []
         for view in shown.paths:
             lists, part, texts, size = self.path_window(view, 0, limit, nodes, tokens, least=0 if summaries else 1)
@@ -473,8 +494,10 @@ class RecordView:
             if text:
                 nodes.update(texts)
             summaries.append({**path_summary(self.record_id, view), **lists, "part": part})
+        if text:
+            payload["nodes"] = nodes_json(nodes)
         payload["paths"] = summaries
-        return payload
+        return RawJson(encode_json(payload))
 
     def graph_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
         """A part of the `/graph` answer: the nodes from `start` in document order; the first part
