@@ -6,18 +6,21 @@ test, the node text rebuilt by the rule the README states), never by the search 
 """
 
 import json
+import multiprocessing
+import os
 import re
 import shutil
+import signal
 import time
 import urllib.parse
 from pathlib import Path
 
 import pytest
 
-from skycap_viewer.catalog.searcher import search_document
+from skycap_viewer.catalog.searcher import DIED, SearchPool, search_document
 from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.errors import RecordError
-from skycap_viewer.record.document import read_document
+from skycap_viewer.record.document import is_document_name, read_document, record_id_of
 from skycap_viewer.record.frames import decompress_one_frame
 from skycap_viewer.record.search import Query, document_hits
 from skycap_viewer.server import searches
@@ -287,3 +290,23 @@ def test_ruling_a_document_out_from_its_json_text_never_loses_a_hit(root, case):
                 assert found.hits == document_hits(document, query, record_id)[0], (path, text)
                 compared += 1
     assert compared > 1000
+
+
+def test_a_search_whose_workers_die_reports_every_document_once():
+    """Documents are handed out a few chunks at a time: when the workers die mid-search, those in flight
+    and those not handed out yet are all reported skipped, none lost, none twice."""
+    directory = FIXTURES / "groups"
+    ids = [record_id_of(name) for name in sorted(os.listdir(directory)) if is_document_name(name)] * 40
+    pool = SearchPool(workers=2)
+    try:
+        found = pool.search(directory, ids, Query("a", False, False, "all", None))
+        got = [next(found)]
+        workers = multiprocessing.active_children()
+        assert workers, "the search's worker processes"
+        for worker in workers:
+            os.kill(worker.pid, signal.SIGKILL)
+        got.extend(found)
+    finally:
+        pool.close()
+    assert sorted(result.record_id for result in got) == sorted(ids)
+    assert any(result.skipped == DIED for result in got), "the documents the dead workers did not read"

@@ -111,12 +111,17 @@ def test_every_filter_lists_and_counts_what_the_rows_say(indexed, run, asked, ke
     filters = Filters(**asked)
     ids = expected(rows, filters, key, "desc")
     assert snapshot.sorted, "the run's sort and text indexes are built once it is indexed"
-    for plan in (filters, filters.on(snapshot)):  # the text scanned, then found through its index
+    with snapshot.reading() as db:
+        looked_up = filters.on(snapshot).with_text_matches(db, len(rows))
+    assert (looked_up.text_rids is not None) == (len(filters.q or "") >= 3)
+    # the text scanned, found through its index, then its rows looked up once
+    for plan in (filters, filters.on(snapshot), looked_up):
         assert listed(snapshot, plan, key, "desc") == ids
         assert listed(snapshot, plan, key, "desc", sparse=True) == ids
         assert listed(snapshot, plan, key, "desc", indexed=True) == ids
     with snapshot.reading() as db:
         total, rewards = kept_counts(counted(db, filters), filters)
+        assert kept_counts(counted(db, looked_up), looked_up) == (total, rewards)
     assert total == len(ids)
     values = [row["_keys"]["reward"] for row in rows if row["id"] in set(ids) and row["_keys"]["reward"] is not None]
     assert rewards == ({"min": min(values), "max": max(values)} if values else None)

@@ -30,6 +30,7 @@ SEARCH_NICENESS = 5  # below the server's own process (requests first), above in
 # (niceness 10): someone is waiting for a search, nobody for the background sidecar checks
 MATCH_SECONDS = 2.0  # the most one document's matching may take; past it the document is skipped
 DIED = "the worker reading it died (out of memory, or a signal)"
+AHEAD = 4  # chunks handed to each worker at a time: every core kept busy, searches running side by side take turns
 
 
 @dataclass
@@ -101,24 +102,49 @@ class SearchPool(IdleWorkers):
         self.lifeline = None
 
     def search(self, directory, record_ids: list[str], query: Query):
-        """`Found` for each document, in the order chunks finish (a generator: closing it drops the rest)."""
+        """`Found` for each document, in the order chunks finish (a generator: closing it drops the rest).
+
+        Only `AHEAD` chunks a worker are handed out at a time, the next as one comes back: handing out a
+        million documents at once would cost seconds before the first was read, and would queue every
+        later search behind this one's last document."""
         executor = self._acquire()
         if executor is None:
             return
-        futures = {}
+        chunks = chunked(list(record_ids), self.workers)
+        handed = 0
+        finished = queue.SimpleQueue()
+        pending = {}
+
+        def hand_out():
+            nonlocal handed
+            if handed < len(chunks):
+                future = executor.submit(search_chunk, str(directory), chunks[handed], query, self.seconds)
+                pending[future] = chunks[handed]
+                handed += 1
+                future.add_done_callback(finished.put)  # fires for a cancelled future too
+
         try:
-            for chunk in chunked(list(record_ids), self.workers):
-                futures[executor.submit(search_chunk, str(directory), chunk, query, self.seconds)] = chunk
-            for future in _as_finished(futures):
+            for _ in range(self.workers * AHEAD):
+                hand_out()
+            while pending:
+                future = finished.get()
+                chunk = pending.pop(future)
                 if future.cancelled():  # the pool was closed: the server is stopping
                     return
+                found = []
                 try:
-                    yield from future.result()
-                except BrokenProcessPool:
+                    found = future.result()
+                    hand_out()
+                except BrokenProcessPool:  # every document not read yet is reported, none silently lost
                     self._discard(executor)
-                    yield from (Found(record_id, [], skipped=DIED) for record_id in futures[future])
+                    unread = ([] if found else [chunk]) + list(pending.values()) + chunks[handed:]
+                    found += [Found(record_id, [], skipped=DIED) for lost in unread for record_id in lost]
+                    pending.clear()
+                except RuntimeError:  # the pool was closed while handing out more: the server is stopping
+                    return
+                yield from found
         finally:
-            for future in futures:
+            for future in pending:
                 future.cancel()
             self._done()
 
@@ -137,12 +163,3 @@ class SearchPool(IdleWorkers):
     def close(self):
         """Stop the search workers without waiting: a search being matched is of no use any more."""
         super().close(wait=False)
-
-
-def _as_finished(futures):
-    """The futures as they finish (done callbacks: they fire for cancelled ones too)."""
-    finished = queue.SimpleQueue()
-    for future in futures:
-        future.add_done_callback(finished.put)
-    for _ in range(len(futures)):
-        yield finished.get()

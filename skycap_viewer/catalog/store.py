@@ -67,6 +67,8 @@ SCHEMA = [
         summary BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS groups_in_order ON groups ((step IS NULL), step DESC, (task IS NULL), task, gkey)",
     "CREATE INDEX IF NOT EXISTS groups_by_size ON groups (n)",
+    # what an unfiltered groups listing counts (its band, total and reward range), without reading the summaries
+    "CREATE INDEX IF NOT EXISTS groups_band ON groups (flags, member_flags, n, low, high)",
     # the run index: its files as read (`problem`: why one is ignored) and their rows (`present`: its record is here)
     """CREATE TABLE IF NOT EXISTS index_files (file TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
         phase TEXT, step INTEGER, rows INTEGER NOT NULL, problem TEXT)""",

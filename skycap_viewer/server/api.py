@@ -171,8 +171,8 @@ class Api:
         keys = self.group_keys(params)
         by_bits, total, rewards, listed, last = Counter(), 0, [], [], None
         for snapshot in snapshots:
-            run_filters = filters.on(snapshot)
             with snapshot.reading() as db:
+                run_filters = filters.on(snapshot).with_text_matches(db, sparse_rows(snapshot))
                 where = self.ungrouped_where(snapshot, db, keys) if ungrouped else None
                 counts = self.keyless(snapshot, db, run_filters, keys) if ungrouped else counted(db, run_filters)
                 for bits, (n, _, _) in counts.items():
@@ -182,7 +182,7 @@ class Api:
                 rewards += [reward["min"], reward["max"]] if reward else []
                 wanted, start = (limit, cursor) if len(snapshots) == 1 else (cursor.offset + limit, Cursor())
                 found, last = listed_rows(db, run_filters, key, order, wanted, start, where,
-                                          sparse=matching < SPARSE_SHARE * snapshot.row_count,
+                                          sparse=matching < sparse_rows(snapshot),
                                           indexed=snapshot.sorted)
                 listed += [(snapshot.id, *entry) for entry in found]
         if len(snapshots) > 1:  # merged in the listing's order: the sort values each row came with
@@ -560,8 +560,8 @@ class Api:
             return 200, self.unfiltered_groups(snapshots[0], key, order, limit, offset)
         listed, band, count, ungrouped, modal_sizes = [], Counter(), 0, 0, set()
         for snapshot in snapshots:
-            run_filters = filters.on(snapshot)
             with snapshot.reading() as db:
+                run_filters = filters.on(snapshot).with_text_matches(db, sparse_rows(snapshot))
                 if keys == self.group_by:
                     modal_n, groups = snapshot.groups["modal_n"], snapshot.groups["group_count"]
                     found = group_listing.table_groups(snapshot.id, db, run_filters, modal_n)
@@ -800,6 +800,11 @@ def answer_part(make, *args) -> dict:
         raise ApiError(400, str(error)) from None
     except IndexError as error:
         raise ApiError(404, f"no such path: {error}") from None
+
+
+def sparse_rows(snapshot: Snapshot) -> int:
+    """Fewer matching rows than this make a sparse listing: its matches are found first (`listed_rows`)."""
+    return int(SPARSE_SHARE * snapshot.row_count)
 
 
 def coverage(snapshots) -> tuple[int, int]:

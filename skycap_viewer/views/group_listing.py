@@ -82,18 +82,20 @@ def group_ordering(key: str, order: str, modal_n) -> str:
 
 def unfiltered_page(run_id: str, db, modal_n, key: str, order: str, limit: int, offset: int) -> tuple:
     """(a page of the server's groups, the band's counts, how many groups, their reward range) when
-    no filter is set: one query for the page, one pass over the groups table for the counts."""
+    no filter is set: one query for the page, one pass over the `groups_band` index for the counts."""
     page = [from_table(run_id, found, modal_n) for found in db.execute(
         f"SELECT {GROUP_FIELDS} FROM groups ORDER BY {group_ordering(key, order, modal_n)} LIMIT ? OFFSET ?",
         (limit, offset))]
     for group in page:
         group.kept = group.matched
-    short = f"CASE WHEN n < {int(modal_n)} THEN {SHORT} ELSE 0 END" if modal_n is not None else "0"
-    band = Counter()
-    for bits, count in db.execute(f"SELECT flags | member_flags | {short}, count(*) FROM groups GROUP BY 1"):
-        band[bits] += count
-    total, low, high = db.execute("SELECT count(*), min(low), max(high) FROM groups").fetchone()
-    return page, band, total, ({"min": low, "max": high} if low is not None else None)
+    band, lows, highs = Counter(), [], []
+    for flags, member_flags, n, count, low, high in db.execute(  # in the order of `groups_band`: no sort
+            "SELECT flags, member_flags, n, count(*), min(low), max(high) FROM groups GROUP BY flags, member_flags, n"):
+        band[flags | member_flags | (SHORT if modal_n is not None and n < modal_n else 0)] += count
+        lows += [low] if low is not None else []
+        highs += [high] if high is not None else []
+    total = sum(band.values())
+    return page, band, total, ({"min": min(lows), "max": max(highs)} if lows else None)
 
 
 def table_groups(run_id: str, db, filters: Filters, modal_n) -> list[Listed]:

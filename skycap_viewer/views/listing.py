@@ -72,6 +72,12 @@ def flag_names(params: dict, name: str) -> tuple[str, ...]:
     return names
 
 
+# A row's annotation, looked up by the row: (key, value, rid) is a seek for a value, but for a key alone
+# SQLite would walk every row's entry of that key in it (a million at 1M rows) for each row it tests.
+HOLDS = "SELECT 1 FROM annotations a WHERE a.key = ? AND a.value = ? AND a.rid = rows.rid"
+PRESENT = "SELECT 1 FROM annotations a INDEXED BY annotations_by_row WHERE a.rid = rows.rid AND a.key = ?"
+
+
 @dataclass
 class Filters:
     """What a listing keeps: the row filters (`where`, before the health band is counted) and
@@ -88,6 +94,7 @@ class Filters:
     flags: tuple = ()  # required
     exclude_flags: tuple = ()
     text_index: bool = False  # whether the run's `q` text is indexed yet (`on`)
+    text_rids: str | None = None  # the rows holding `q`, as a JSON list, once looked up (`with_text_matches`)
     trained: str | None = None  # true | false | null, as the run index says (`null` also: not listed, no index)
 
     @classmethod
@@ -131,17 +138,29 @@ class Filters:
             clauses.append("reward <= ?")
             values.append(self.reward_max)
         for key, wanted in self.annotations:
-            held = "SELECT 1 FROM annotations a WHERE a.rid = rows.rid AND a.key = ?"
-            clauses.append(f"EXISTS ({held})" if wanted is None else f"EXISTS ({held} AND a.value = ?)")
+            clauses.append(f"EXISTS ({PRESENT})" if wanted is None else f"EXISTS ({HOLDS})")
             values += [key] if wanted is None else [key, wanted]
         if self.q is not None:
-            if self.indexed_text():  # the trigram index finds it
+            if self.text_rids is not None:
+                clauses.append("rid IN (SELECT value FROM json_each(?))")
+                values.append(self.text_rids)
+            elif self.indexed_text():  # the trigram index finds it
                 clauses.append("rid IN (SELECT rowid FROM texts WHERE texts MATCH ?)")
                 values.append(self.text_phrase())
             else:
                 clauses.append("rid IN (SELECT rid FROM rowtexts WHERE instr(text, ?) > 0)")
                 values.append(self.q)
         return (" AND ".join(clauses) or "1"), values
+
+    def with_text_matches(self, db, most: int) -> "Filters":
+        """These filters with the rows holding `q` looked up once, when the text index finds at most `most`:
+        a listing counts and pages them without asking the index again (each asking reads the lists of
+        the rows holding each of the text's trigrams, a million entries each for a common one)."""
+        if not self.indexed_text():
+            return self
+        found = db.execute("SELECT rowid FROM texts WHERE texts MATCH ? LIMIT ?", (self.text_phrase(), most + 1))
+        rids = [rid for (rid,) in found]
+        return self if len(rids) > most else replace(self, text_rids=json.dumps(rids))
 
     def indexed_text(self) -> bool:
         """Whether `q` is found through the trigram index (built, and three characters or more)."""
@@ -170,8 +189,8 @@ class Filters:
 
     def source(self, db) -> tuple[str, list] | None:
         """A query of the rids of (a superset of) the matching rows through an index, the most
-        selective filter's: a value (step, task, status, annotation), the text, the reward range,
-        else the flag combinations the flag filters keep."""
+        selective filter's: a value (step, task, status, annotation), the text, the reward range, an
+        annotation key's presence, else the flag combinations the flag filters keep."""
         for column, value in (("step", self.step), ("task", self.task_id), ("status", self.status)):
             if value is not None:
                 return f"SELECT rid FROM rows WHERE {column} = ?", [value]
@@ -180,10 +199,14 @@ class Filters:
                 return "SELECT rid FROM annotations WHERE key = ? AND value = ?", [key, wanted]
         if self.trained is not None:
             return f"SELECT rid FROM rows WHERE {TRAINED_WHERE[self.trained]}", []
+        if self.text_rids is not None:
+            return "SELECT value AS rid FROM json_each(?)", [self.text_rids]
         if self.indexed_text():
             return "SELECT rowid AS rid FROM texts WHERE texts MATCH ?", [self.text_phrase()]
         if self.reward_interval() is not None:
             return "SELECT rid FROM rows WHERE reward BETWEEN ? AND ?", list(self.reward_interval())
+        if self.annotations:  # only keys' presence is left (a value returned above)
+            return "SELECT rid FROM annotations WHERE key = ?", [self.annotations[0][0]]
         if self.by_flag:
             combinations = [bits for (bits,) in db.execute("SELECT DISTINCT flags FROM tally WHERE kind = 'all'")
                             if self.keeps_bits(bits)]
