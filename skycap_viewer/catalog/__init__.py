@@ -1,5 +1,5 @@
 """The runs being served.
 
-Discovery, index rows, groups, each run's rows in SQLite (the store, the run index and its snapshots,
-where the databases live), the worker pools, the watcher.
+Discovery, index rows, groups, each run's rows in SQLite (the store, the viewer's index of each run and
+its snapshots, where the databases live), the trainer's run index files, the worker pools, the watcher.
 """

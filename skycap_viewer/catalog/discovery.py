@@ -1,8 +1,9 @@
 """Find runs: record directories under the directories given on the command line.
 
 A root is a run if it holds a record; otherwise its children, and failing that their
-children, are looked at (two levels, no further, so a symlink loop cannot trap the scan).
-Anything inside a record directory (a pulled run's `index/` folder) is neither run nor record.
+children, are looked at (two levels, no further, so a symlink loop cannot trap the scan); a record
+directory a level deeper is not served, and said (`Skipped`). Anything inside a record directory
+(a pulled run's `index/` folder) is neither run nor record.
 A directory skyrl-capture wrote (`manifest.json` naming its `record_version`, and `committed/`
 shards) is another tool's format: it is skipped whole, shards included, and said (`Skipped`).
 
@@ -32,7 +33,8 @@ class RunLocation:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A directory under a root that holds another tool's records, not skycap v1 ones."""
+    """A directory under a root that is not served: another tool's records, or skycap records deeper
+    than runs are looked for."""
 
     path: Path
     why: str
@@ -73,6 +75,13 @@ def skipped_directory(path: Path) -> Skipped | None:
     if version is None:
         return None
     return Skipped(path, f"written by skyrl-capture (record_version {version}), not a skycap v1 record directory")
+
+
+def too_deep(path: Path) -> list[Skipped]:
+    """The record directories just below `path`, the last level discovery looks at: not served, and said."""
+    return [Skipped(child, "skycap records three levels below the directory given, deeper than runs are looked "
+                           "for (two levels): give this directory, or a folder nearer it")
+            for child in _subdirectories(path) if is_record_directory(child)]
 
 
 def say_skipped(skipped: list[Skipped], said: set[Path]) -> None:
@@ -123,7 +132,11 @@ def record_directories(root: Path, skipped: list[Skipped] | None = None) -> list
             return []
         if is_record_directory(path):
             return [(path, project_name(path))]
-        return [found for child in _subdirectories(path) for found in look(child, levels - 1)] if levels else []
+        if not levels:
+            if skipped is not None:
+                skipped.extend(too_deep(path))
+            return []
+        return [found for child in _subdirectories(path) for found in look(child, levels - 1)]
 
     return look(root, 2)
 

@@ -87,18 +87,19 @@ class Group:
     key: str
     values: dict
     counting: list  # rows, in repetition order
-    superseded: list  # (row, id of the attempt that counts instead)
+    superseded: list  # (row, id of the attempt that counts instead; None when it is not in this copy)
     modal_n: int | None = None
     flags: list = field(default_factory=list)
 
     @property
     def step(self):
-        """The group's step and task: its first counting rollout's."""
-        return self.counting[0]["step"]
+        """The group's step and task: its first counting rollout's (its first member's when the run
+        index calls every attempt superseded)."""
+        return (self.counting or self.members)[0]["step"]
 
     @property
     def task(self):
-        return self.counting[0]["task_id"]
+        return (self.counting or self.members)[0]["task_id"]
 
     @lazy
     def members(self) -> list:
@@ -130,8 +131,8 @@ class Group:
             "step": self.step,
             "task": self.task,
             "reward": sum(numeric) / len(numeric) if numeric else None,
-            "turns": max(row["_keys"]["turns"] for row in self.counting),
-            "tokens": max(row["_keys"]["tokens"] for row in self.counting),
+            "turns": max((row["_keys"]["turns"] for row in self.counting), default=None),
+            "tokens": max((row["_keys"]["tokens"] for row in self.counting), default=None),
             "health": len(self.flags) + sum(self.rollup.values()),
             "created": min(created) if created else None,
         }
@@ -201,7 +202,9 @@ def build_grouping(rows, keys: tuple) -> Grouping:
 
 
 def split_attempts(key: str, values: dict, rows: list) -> Group:
-    """Per repetition, the highest attempt counts (ties: the newest); the rest are superseded."""
+    """Per repetition, the highest attempt counts (ties: the newest); the rest are superseded, and so is
+    every attempt the trainer's run index says was (`superseded: true`), even when the attempt that
+    replaced it is not in this copy (then superseded by None)."""
     by_repetition: dict = {}
     for row in rows:
         by_repetition.setdefault(repetition_of(row), []).append(row)
@@ -210,7 +213,9 @@ def split_attempts(key: str, values: dict, rows: list) -> Group:
         attempts = by_repetition[repetition]
         if len(attempts) > 1:
             attempts.sort(key=lambda r: (attempt_of(r["meta"]), r["created_ts"] or 0, r["id"]))
-        winner = attempts[-1]
-        counting.append(winner)
-        superseded.extend((row, winner["id"]) for row in attempts[:-1])
+        candidates = [row for row in attempts if row.get("superseded") is not True]
+        winner = candidates[-1] if candidates else None
+        if winner is not None:
+            counting.append(winner)
+        superseded.extend((row, winner and winner["id"]) for row in attempts if row is not winner)
     return Group(key, values, counting, superseded)

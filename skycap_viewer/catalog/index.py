@@ -1,6 +1,6 @@
-"""The run index: per run, its rows in a `RunStore` (SQLite), updated incrementally by (size, mtime).
+"""The viewer's index of each run (an `IndexedRun`): its rows in a `RunStore` (SQLite), updated by (size, mtime).
 
-`RunIndex.changes(listing)` says what to (re)compute, and `RunIndex.update_run_index()` reads the
+`IndexedRun.changes(listing)` says what to (re)compute, and `IndexedRun.update_run_index()` reads the
 trainer's run index files that changed (`catalog/run_index.py`); the rows themselves come from
 `rows.compute_row`, which the watcher may run anywhere (a process pool). `publish()` commits the
 batch and freezes the run's facts into an immutable `Snapshot`: requests read a snapshot's facts
@@ -118,7 +118,8 @@ class Snapshot:
 
     @property
     def rows(self) -> list:
-        """Every row, decoded (a whole run: tests and small runs only)."""
+        """Every row, decoded: for the answers that need the whole run (a grouping by a request's own
+        keys, the rows in no such group, a side of a runs comparison), and for tests."""
         return self.rows_where()
 
     def with_run(self, row: dict) -> dict:
@@ -166,7 +167,7 @@ def count_groups(db) -> dict:
     return {"group_count": sum(sizes.values()), "modal_n": modal(sizes), "grouped_rows": grouped}
 
 
-class RunIndex:
+class IndexedRun:
     """One run directory's rows, in its database, with the version each document was read at."""
 
     def __init__(self, location: RunLocation, database: Path, facts: dict, group_by=DEFAULT_GROUP_BY):
@@ -317,10 +318,11 @@ class Catalog:
         for root in self.roots:  # runs may appear anywhere under them
             self.index_files.refuse_inside(root, "directory served")
         self.group_by = tuple(group_by)
-        self.runs: dict[str, RunIndex] = {}
+        self.runs: dict[str, IndexedRun] = {}
         self.generation = 0
         self.lock = threading.Lock()
         self._published: tuple[Snapshot, ...] = ()
+        self.skipped: tuple = ()  # the directories under the roots not served, and why (`discovery.Skipped`)
 
     def snapshots(self) -> tuple[Snapshot, ...]:
         """Every run's latest snapshot (an immutable tuple; safe to read from any thread)."""
@@ -329,7 +331,7 @@ class Catalog:
     def snapshot(self, run_id: str) -> Snapshot | None:
         return next((s for s in self._published if s.id == run_id), None)
 
-    def publish(self, changed: list[RunIndex], indexing: set[str]):
+    def publish(self, changed: list[IndexedRun], indexing: set[str]):
         """Commit the changed runs' batches and make them visible to requests at once."""
         with self.lock:
             generation = self.generation + 1
@@ -340,7 +342,7 @@ class Catalog:
             self.generation = generation
 
     def set_runs(self, locations: list[RunLocation]):
-        """Keep known runs, add new ones, drop vanished ones; returns the new RunIndex objects."""
+        """Keep known runs, add new ones, drop vanished ones; returns the new IndexedRun objects."""
         by_path = {run.location.path: run for run in self.runs.values()}
         fresh = []
         runs = {}
@@ -350,7 +352,7 @@ class Catalog:
                 run.store.close()
                 run = None
             if run is None:
-                run = RunIndex(location, *self.index_files.database_for(location.path, self.group_by),
+                run = IndexedRun(location, *self.index_files.database_for(location.path, self.group_by),
                                group_by=self.group_by)
                 fresh.append(run)
             runs[location.id] = run

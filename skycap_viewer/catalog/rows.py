@@ -32,7 +32,7 @@ from skycap_viewer.record.fields import created_ts
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.schema import is_plain_file_name
-from skycap_viewer.record.verify import document_problems, sidecar_problems
+from skycap_viewer.record.verify import verified_rollout
 from skycap_viewer.wire import RawJson, encode_json
 
 STRIP_SEGMENTS = 400  # more than a table cell has pixels for; a path with more blocks is drawn merged
@@ -125,9 +125,8 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
     try:
         document = read_document(path)
         present = present_sidecars(directory, document)
-        found = sidecar_problems(directory, document, present, not document_problems(document, file_id)) \
-            if verify else None
-        rollout = Rollout(document, present, file_id, found)
+        rollout = verified_rollout(directory, document, present, file_id) if verify \
+            else Rollout(document, present, file_id)
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
         row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document), symlink_to=link)
         row.update(bounded_values(row))
@@ -142,17 +141,18 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
 
 
 def unreadable_row(file_id: str, error: str, symlink_to: str | None = None) -> dict:
-    """A record that cannot be read: listed with its error, flagged `malformed-record`."""
+    """A record that cannot be read: listed with its error, flagged `malformed-record`; what only its
+    document could say (its sizes, calls, paths) is null, not 0."""
     flags = ["malformed-record"]
     row = {
         "id": file_id, "task_id": None, "step": None, "mode": None, "status": None, "ended": None,
         "meta": {}, "annotations": {}, "created_at": None, "finished_at": None, "tokenizer": None,
-        "capture": {"node_count": 0, "exchange_count": 0, "failure_count": 0}, "retries": {},
+        "capture": {"node_count": None, "exchange_count": None, "failure_count": None}, "retries": {},
         "sidecars": {}, "missing_sidecars": [], "record_problems": [error], "flags": flags,
-        "skycap": None, "size": {"unit": None, "tokens": 0, "trainable": 0, "longest": 0, "samples": 0},
+        "skycap": None, "size": {"unit": None, "tokens": None, "trainable": None, "longest": None, "samples": None},
         "samples_rule": None, "reward_value": None,
         "created_ts": None, "unreadable": True, "error": error, "cut": {}, "symlink_to": symlink_to,
-        "summary": {"tokens": 0, "trainable": 0, "kinds": {}, "flags": flags, "paths": 0, "retokenized": 0,
+        "summary": {"tokens": None, "trainable": None, "kinds": {}, "flags": flags, "paths": None, "retokenized": 0,
                     "strip": []},
     }
     row = slim(with_keys(row))

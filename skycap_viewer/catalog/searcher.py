@@ -160,6 +160,8 @@ class SearchPool(IdleWorkers):
             self._busy()
             return self.executor
 
-    def close(self):
-        """Stop the search workers without waiting: a search being matched is of no use any more."""
-        super().close(wait=False)
+    def close(self, wait: bool = False):
+        """Stop the search workers, by default without waiting: a search being matched is of no use any
+        more. A command that has read every answer waits (nothing is left running): Python 3.10's exit
+        hook may otherwise wake the executor's thread through a pipe that thread is closing."""
+        super().close(wait=wait)

@@ -21,6 +21,7 @@ generation, whatever the watcher commits meanwhile.
 import json
 import os
 import sqlite3
+import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,9 +38,11 @@ SCHEMA_VERSION = 4
 SORT_COLUMNS = ("step", "task", "reward", "turns", "tokens", "health", "trained")  # `created`: the index's own order
 KEPT = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
         "unreadable", "error", "cut", "_keys", "_retokenized", "trained", "superseded")
+GROUPS_AT_ONCE = 2000  # groups computed again in one go (their members in memory at once)
 WRITER_CACHE_KIB = 32 * 1024  # the watcher's page cache: a big run's indexes stay in memory while it is written
 MADE = "made"  # the facts' token of one database file: how a reader tells it from one made again at its path
 BUSY_MS = 30_000  # how long a connection waits on another's lock (a checkpoint), at most
+MODE_SWITCH_MS = 200  # how long switching a file to WAL waits: a file someone else holds is made anew instead
 NEWEST_FIRST = "(created IS NULL), created DESC, id"  # the index's own order: newest first, undated last
 RETOKENIZED = "retokenized"  # the `tally` kind whose `n` counts re-tokenized copies (nodes), not rows
 
@@ -161,10 +164,10 @@ class RunStore:
         self.reused = False
         made = None
         try:
-            self.db = self.connect()
+            self.db, wal = self.connect()
             stored = self.stored_facts()
             made = stored.pop(MADE, None)
-            self.reused = made is not None and stored == facts
+            self.reused = wal and made is not None and stored == facts
         except sqlite3.DatabaseError:
             self.db = None
         if not self.reused:
@@ -187,15 +190,18 @@ class RunStore:
         self.index_summary: dict | None = None  # what `index_facts` says of the files, kept until one changes
         self.count_index()
 
-    def connect(self) -> sqlite3.Connection:
+    def connect(self) -> tuple[sqlite3.Connection, bool]:
+        """A writing connection, and whether its file is in WAL mode (SQLite leaves the mode as it was,
+        without an error, when another connection holds the file: readers would then block the writer)."""
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute(f"PRAGMA busy_timeout = {MODE_SWITCH_MS}")
+        wal = db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal"
         db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         db.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
-        db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")  # an index: rebuilt from the records if a crash loses it
         for statement in SCHEMA:
             db.execute(statement)
-        return db
+        return db, wal
 
     def stored_facts(self) -> dict:
         return dict(self.db.execute("SELECT key, value FROM facts"))
@@ -206,7 +212,10 @@ class RunStore:
             self.db.close()
         for suffix in ("", "-wal", "-shm"):
             Path(str(self.path) + suffix).unlink(missing_ok=True)
-        self.db = self.connect()
+        self.db, wal = self.connect()
+        if not wal:
+            print(f"skycap-viewer: {self.path}: SQLite would not switch the index to WAL mode; "
+                  "listings may wait while it is written", file=sys.stderr, flush=True)
 
     def close(self):
         self.db.close()
@@ -481,10 +490,16 @@ class RunStore:
         self.stale_ranges.clear()
 
     def write_groups(self):
-        """Compute every touched group again from its members (a gone group is deleted)."""
-        if not self.touched_groups:
-            return
-        touched = json.dumps(sorted(self.touched_groups))  # three statements in all, not three a group
+        """Compute every touched group again from its members (a gone group is deleted), `GROUPS_AT_ONCE`
+        groups at a time: the first indexing of a big run touches every group at its end, and a million
+        members read at once would hold gigabytes."""
+        touched = sorted(self.touched_groups)
+        for start in range(0, len(touched), GROUPS_AT_ONCE):
+            self.write_some_groups(json.dumps(touched[start : start + GROUPS_AT_ONCE]))
+        self.touched_groups.clear()
+
+    def write_some_groups(self, touched: str):
+        """`write_groups` for the groups of `touched` (a JSON list of keys): three statements, not three a group."""
         members: dict[str, list] = {}
         for gkey, *found in self.db.execute(
                 "SELECT gkey, kept, json, verified, mtime_ns FROM rows WHERE gkey IN (SELECT value FROM json_each(?))"
@@ -493,7 +508,6 @@ class RunStore:
         self.db.execute("DELETE FROM groups WHERE gkey IN (SELECT value FROM json_each(?))", (touched,))
         self.db.executemany("INSERT INTO groups VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             [group_record(gkey, rows, self.group_by) for gkey, rows in members.items()])
-        self.touched_groups.clear()
 
 
 def member_row(kept: bytes, json_z: bytes, verified, mtime_ns: int) -> dict:

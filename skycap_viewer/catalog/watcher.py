@@ -14,7 +14,7 @@ from skycap_viewer.catalog.discovery import discover_runs, say_skipped
 from skycap_viewer.catalog.index import (
     Catalog,
     Changes,
-    RunIndex,
+    IndexedRun,
     directory_updated_at,
     scan_directory,
     version_size,
@@ -44,7 +44,7 @@ class Watcher(threading.Thread):
         self.prepare = prepare  # prepare(snapshot): what every request asks of a new snapshot, computed here
         self.stopped = threading.Event()
         self.missing_roots: set = set()  # roots found gone (said once)
-        self.said_skipped: set = set()  # skyrl-capture directories found (said once)
+        self.said_skipped: set = set()  # directories not served (another tool's, or too deep): said once
         self.discovered = threading.Event()  # set once the first poll has published the runs it found
 
     def run(self):
@@ -67,6 +67,9 @@ class Watcher(threading.Thread):
         skipped = []
         locations = discover_runs(catalog.roots, catalog.known_ids(), skipped)
         say_skipped(skipped, self.said_skipped)
+        if tuple(skipped) != catalog.skipped:  # `/v1/runs` says them: a new generation to say it
+            catalog.skipped = tuple(skipped)
+            catalog.publish([], set())
         previous = set(catalog.runs)
         fresh = catalog.set_runs(locations)
         if fresh:  # listed at once, before their directories are even listed: as indexing, unless reopened
@@ -91,7 +94,7 @@ class Watcher(threading.Thread):
         if not work:  # the lowest priority: only once nothing is left to index
             self.verify_some(runs)
 
-    def verify_some(self, runs: list[RunIndex]):
+    def verify_some(self, runs: list[IndexedRun]):
         """Read and check a batch of rows' sidecars, as `check` does; a damaged record gets its problem.
 
         A batch per poll, so new records are indexed first and a request never waits on it; what is
@@ -126,7 +129,7 @@ class Watcher(threading.Thread):
                 news = "is back" if present else "is gone; its runs are not listed until it is back"
                 print(f"skycap-viewer: {root}: the directory {news}", file=sys.stderr, flush=True)
 
-    def list_run(self, run: RunIndex):
+    def list_run(self, run: IndexedRun):
         """(changes, whether the run's own facts changed) after listing its directory.
 
         A huge directory (its listing takes a while) whose own mtime has not moved is listed again only
@@ -160,7 +163,7 @@ class Watcher(threading.Thread):
         run.updated_at, run.scan_error = updated_at, error
         return run.changes(listing), facts_changed
 
-    def index_run(self, run: RunIndex, changes, pending: set[str]):
+    def index_run(self, run: IndexedRun, changes, pending: set[str]):
         """Read what changed and publish as it comes. Each publish costs what the run's size costs
         (its order, facts and groups, and the save), so publishing is spaced out to stay a tenth of
         the work: a big run's cold index grows with its documents, not with their square."""
@@ -188,7 +191,7 @@ class Watcher(threading.Thread):
         pending.discard(run.location.id)
         self.publish_prepared(run, pending)
 
-    def publish_prepared(self, run: RunIndex, pending: set[str]):
+    def publish_prepared(self, run: IndexedRun, pending: set[str]):
         """Publish the run's rows, then compute what requests ask of them first, here and timed."""
         self.catalog.publish([run], pending)
         if self.prepare is not None:

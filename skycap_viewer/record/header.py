@@ -57,7 +57,7 @@ def trajectory_header(rollout: Rollout, **context) -> dict:
         "flags": rollout.flags,
         "skycap": skycap,
         "size": {"unit": rollout.unit, "tokens": rollout.tokens, "trainable": rollout.trainable,
-                 "longest": rollout.longest, "samples": len(rollout.training_paths)},
+                 "longest": rollout.longest, "samples": len(rollout.samples)},
         "samples_rule": rollout.graph.rule,
         "reward_value": reward_as_number(document.get("annotations")),
     }

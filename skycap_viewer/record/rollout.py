@@ -6,6 +6,8 @@ sidecar that a mirror left out (absent) from one that is there.
 """
 
 
+from dataclasses import dataclass
+
 from skycap_viewer.flags import ordered
 from skycap_viewer.record.blocks import Block, path_has_tokens, sampled_tokens, text_blocks, token_blocks
 from skycap_viewer.record.graph import Graph, PathInfo
@@ -69,10 +71,23 @@ class PathView:
         return None if self.token_blocked else self.size
 
 
+@dataclass(frozen=True)
+class Sample:
+    """One sample the trainer gets: a row of the record's `samples` (or, without them, a path the `all`
+    rule trains): `input_ids[:size]` of the path that carries it, through its leaf, with the loss on its
+    targets' sampled tokens. A custom rule's row may end before its path's leaf, and a path may carry
+    several rows: each is a sample of its own."""
+
+    number: int  # its row in `samples.rows`, or the path's index under the viewer's `all` rule
+    path: int  # the path that carries it (the first holding its leaf)
+    leaf: int
+    targets: tuple[int, ...]
+    size: int  # tokens through its leaf (characters without tokens)
+    trainable: int | None  # tokens in its loss; None without tokens
+
+
 class Rollout:
-    def __init__(self, document: dict, present: set[str] | None = None, file_id: str | None = None,
-                 sidecars=None):
-        """`sidecars`: what reading the sidecars found (a `record.verify.SidecarReport`), when they were read."""
+    def __init__(self, document: dict, present: set[str] | None = None, file_id: str | None = None):
         self.document = document
         self.nodes = document["nodes"]
         self.graph = Graph(self.nodes, document.get("samples"))
@@ -83,10 +98,18 @@ class Rollout:
             kind for kind in self.listed_kinds
             if present is not None and (kind not in self.sidecars or self.sidecars[kind]["file"] not in present)
         )
-        self.damaged_sidecars = sidecars.damaged if sidecars is not None else set()
-        self.sidecar_flags = sidecars.flags if sidecars is not None else []  # what only the sidecars tell
-        self.record_problems = layout_problems(document, file_id) + self.graph.problems + (
-            sidecars.problems if sidecars is not None else [])
+        self.damaged_sidecars: set[str] = set()
+        self.sidecar_flags: list[str] = []  # what only the sidecars tell (`read_sidecars`)
+        self.sidecars_read: dict = {}  # kind -> what reading it gave without a problem (`TokenData`, ...)
+        self.record_problems = layout_problems(document, file_id) + self.graph.problems
+
+    def read_sidecars(self, report) -> None:
+        """Take what reading the sidecars found (a `record.verify.SidecarReport`): before any fact is asked,
+        as they depend on it (`record.verify.verified_rollout` does both)."""
+        self.damaged_sidecars = report.damaged
+        self.sidecar_flags = report.flags
+        self.sidecars_read = report.read
+        self.record_problems = self.record_problems + report.problems
 
     @lazy
     def mode(self) -> str:
@@ -205,7 +228,7 @@ class Rollout:
             "unbridged-inferred": self.bridged[ABSENT] > 0 and bool(self.inferred_unbridged_nodes),
             "re-tokenized": bool(self.retokenized_nodes),
             "replayed": any(b.kind == "replayed" for p in self.paths for b in p.blocks),
-            "no-train": any(p.trainable_count == 0 for p in token_blocked if p.info.trains)
+            "no-train": any(sample.trainable == 0 for sample in self.samples)  # None (no tokens): no verdict
             or (self.graph.samples_recorded and bool(self.nodes) and not any(p.info.trains for p in self.paths)),
             "empty": not self.nodes,
             "truncated": bool(self.truncated_nodes) or any(p.stop_reason == "length" for p in self.paths),
@@ -227,15 +250,41 @@ class Rollout:
         """The paths the trainer gets as samples: the record's rows (every path under the `all` rule)."""
         return [p for p in self.paths if p.info.trains]
 
+    @lazy
+    def samples(self) -> list[Sample]:
+        """What the trainer gets, one `Sample` per row of the record's `samples` (per trained path under
+        the viewer's `all` rule)."""
+        if not self.graph.samples_recorded:
+            return [Sample(p.info.index, p.info.index, p.info.leaf, tuple(p.info.targets), p.size,
+                           p.trainable_count if p.token_blocked else None) for p in self.training_paths]
+        samples = []
+        for row in self.graph.sample_rows:
+            path = self.paths[row.path]
+            size = path.size if row.leaf == path.info.leaf else \
+                max((block.end for block in path.blocks if block.node == row.leaf), default=0)
+            trainable = sum(sampled_tokens(self.nodes[t]) for t in row.targets) if path.token_blocked else None
+            samples.append(Sample(row.number, row.path, row.leaf, tuple(row.targets), size, trainable))
+        return samples
+
+    @lazy
+    def samples_by_path(self) -> dict[int, list[Sample]]:
+        """The samples each path carries (a path that carries none is not in it)."""
+        carried: dict[int, list[Sample]] = {}
+        for sample in self.samples:
+            carried.setdefault(sample.path, []).append(sample)
+        return carried
+
     @property
     def tokens(self) -> int:
         """The samples' sizes added up (what the trainer gets): tokens, or characters without tokens."""
-        return sum(p.size for p in self.training_paths)
+        return sum(sample.size for sample in self.samples)
 
     @property
-    def trainable(self) -> int:
-        """The tokens in the loss, over every sample."""
-        return sum(p.trainable_count for p in self.training_paths)
+    def trainable(self) -> int | None:
+        """The tokens in the loss, over every sample; None without tokens (nothing to count it in)."""
+        if self.unit != "tokens":
+            return None
+        return sum(sample.trainable or 0 for sample in self.samples)
 
     @property
     def longest(self) -> int:

@@ -11,15 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
-from skycap_viewer.record.graph import Graph
-from skycap_viewer.record.manifest import EXPECTED_ARRAYS, layout_problems, listed_kinds
+from skycap_viewer.record.manifest import EXPECTED_ARRAYS, listed_kinds
+from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.sidecars import TokenData, decode_arrays, read_payload
 from skycap_viewer.record.support import SamplingMask, support_by_node, support_flags
-
-
-def document_problems(document: dict, file_id: str | None) -> list[str]:
-    """What the document alone says is wrong with it: its manifest and slices, its samples rows."""
-    return layout_problems(document, file_id) + Graph(document["nodes"], document.get("samples")).problems
 
 
 @dataclass
@@ -28,6 +23,7 @@ class SidecarReport:
     absent: list[str] = field(default_factory=list)  # listed kinds whose files are not in the directory
     damaged: set[str] = field(default_factory=set)  # kinds with a problem (a damaged `tokens` hides the text)
     flags: list[str] = field(default_factory=list)  # flags only the sidecars can raise (`support_flags`)
+    read: dict = field(default_factory=dict)  # kind -> what was read of it without a problem (shown, not read again)
 
 
 def sidecar_problems(directory, document: dict, present, consistent: bool) -> SidecarReport:
@@ -38,7 +34,7 @@ def sidecar_problems(directory, document: dict, present, consistent: bool) -> Si
     sidecar raises no support flag."""
     sidecars = document.get("sidecars") or {}
     report = SidecarReport(absent=sorted(listed_kinds(document) - set(sidecars)))  # a mirror's `omitted_sidecars`
-    sound = {}  # kind -> what was read of it without a problem (`TokenData`, `SamplingMask`)
+    sound = report.read  # kind -> what was read of it without a problem (`TokenData`, `SamplingMask`)
     for kind, manifest in sidecars.items():
         if manifest["file"] not in present:
             report.absent.append(kind)
@@ -53,6 +49,15 @@ def sidecar_problems(directory, document: dict, present, consistent: bool) -> Si
     if "tokens" in sound and "sampling_mask" in sound:
         report.flags = support_flags(support_by_node(document, sound["tokens"], sound["sampling_mask"]))
     return report
+
+
+def verified_rollout(directory, document: dict, present, file_id: str) -> Rollout:
+    """The record's rollout with every present sidecar read: the one place its flags are decided with the
+    sidecars' (damage, `out-of-support`, `forced-run`), for the index's verified rows, `check`, `summary`,
+    `show` and the snapshot alike."""
+    rollout = Rollout(document, present, file_id)  # its problems so far are the document's own
+    rollout.read_sidecars(sidecar_problems(directory, document, present, consistent=not rollout.record_problems))
+    return rollout
 
 
 def one_sidecar_problems(path: Path, document: dict, kind: str, manifest: dict,
