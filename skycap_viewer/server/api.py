@@ -1,22 +1,20 @@
 """The read API: one function per route, each taking the parsed request and returning (status, payload).
 
-Records are found through the catalog's in-memory index by id, never by a path taken from
-the request. Listings read only snapshots; the detail routes read one document (cached by
-the file's version) and `/paths` with text also reads the tokens sidecar, checking afterwards
-that a writer did not replace the record's files in between.
+A route finds the runs it covers and hands the answer to its view (`views/`: the listings, the
+groups, the parameters). What stays here is the reading of records: they are found through the
+catalog's index by id, never by a path taken from the request; the detail routes read one
+document (cached by the file's version) and `/paths` with text also reads the tokens sidecar,
+checking afterwards that a writer did not replace the record's files in between. And the text
+searches, which outlive a request.
 """
 
 import os
 import time
-from collections import Counter
 from pathlib import Path
 
 from skycap_viewer import __version__
-from skycap_viewer.catalog.blobs import unpack
-from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, GROUP_SORT_KEYS, build_grouping, ordered_by, repetition_of
 from skycap_viewer.catalog.index import Catalog, Snapshot
-from skycap_viewer.catalog.rows import present_sidecars, public
-from skycap_viewer.catalog.store import NEWEST_FIRST, build_group, flag_bits
+from skycap_viewer.catalog.rows import present_sidecars
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
@@ -35,34 +33,35 @@ from skycap_viewer.server.caches import (
     files_version,
 )
 from skycap_viewer.server.searches import Search, Searches
-from skycap_viewer.views import group_listing, runs_compare
+from skycap_viewer.views import runs_compare
 from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.experts import experts_part
 from skycap_viewer.views.export import CONTENT_TYPE as EXPORT_TYPE
 from skycap_viewer.views.export import ExportAsk, exported, file_name, spooled_rows
+from skycap_viewer.views.group_listing import ungrouped_where
+from skycap_viewer.views.groups_answer import found_group, group_answer, groups_page
 from skycap_viewer.views.lineup import lineup
-from skycap_viewer.views.listing import (
-    SPARSE_SHARE,
-    Cursor,
-    Filters,
-    counted,
-    health,
-    is_rollout_flag,
-    kept_counts,
-    listed_rows,
+from skycap_viewer.views.listing import Filters, searched_ids, with_run
+from skycap_viewer.views.missing import missing_answer
+from skycap_viewer.views.params import (
+    as_written,
+    bounded_count,
+    group_keys,
+    key_list,
+    layer_param,
+    node_param,
     number,
     one,
-    ordering,
-    page,
     parse_page,
-    parse_sort,
-    reward_range,
-    row_encoder,
+    part_start,
+    path_number,
+    path_segment,
+    side_scope,
 )
-from skycap_viewer.views.missing import missing_page, missing_where
 from skycap_viewer.views.retokenized import AROUND, AROUND_MAX
 from skycap_viewer.views.row import path_messages, trainer_row
+from skycap_viewer.views.runs_listing import found_row, rollouts_page
 from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
 from skycap_viewer.views.snapshot import snapshot_data, snapshot_html
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
@@ -78,14 +77,14 @@ SETTLE_WINDOW_NS = 500_000_000  # a sidecar newer than its document for longer w
 class Api:
     """Route functions over one catalog, safe to call from many request threads at once."""
 
-    def __init__(self, catalog: Catalog, group_by=DEFAULT_GROUP_BY, part_limit: PartLimit = SERVED_PARTS):
+    def __init__(self, catalog: Catalog, part_limit: PartLimit = SERVED_PARTS):
         self.catalog = catalog
         self.documents = DocumentCache(DOCUMENT_CACHE_BYTES)
         self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions and the part
         # RecordViews by the record's files' versions
         self.views = ViewCache(RECORD_VIEW_CACHE_SIZE, RECORD_VIEW_CACHE_NODES, RecordView.node_count)
         self.part_limit = part_limit  # how much one part of /paths, /graph, /exchanges, /timeline holds
-        self.group_by = tuple(group_by)
+        self.group_by = catalog.group_by  # the store's groups are the catalog's
         self.searches = Searches()  # its worker processes start with the first search
         self.runs_answer = (None, None)  # (the published snapshots it was encoded from, `/v1/runs` encoded)
 
@@ -117,7 +116,8 @@ class Api:
             entries.sort(key=lambda e: e.get("created_at") or e.get("updated_at") or "", reverse=True)
             encoded = RawJson(encode_json(entries))
             self.runs_answer = (snapshots, encoded)
-        return 200, {"data": encoded}
+        skipped = [{"path": str(entry.path), "why": entry.why} for entry in self.catalog.skipped]
+        return 200, {"data": encoded, "skipped": skipped}
 
     def run_entry(self, snapshot: Snapshot) -> dict:
         """The run as `/v1/runs` lists it, from the facts its snapshot keeps."""
@@ -158,49 +158,13 @@ class Api:
         return [snapshot]
 
     def trajectories(self, params):
+        """A page of the rollouts (`views.runs_listing`), or with `missing=true` the run index's rows
+        without a record (`views.missing`)."""
         if one(params, "missing") == "true":
-            return self.missing(params)
-        snapshots = self.scope(params)
-        filters = Filters.parse(params)
-        key, order, _ = parse_sort(params)
-        limit, _ = parse_page(params)
-        cursor = Cursor.parse(one(params, "cursor"))
-        if len(snapshots) > 1:
-            cursor.last = None  # the runs' pages are merged: an offset says where
-        ungrouped = one(params, "ungrouped") == "true"  # only the rows no group holds (the Groups view's notice)
-        keys = self.group_keys(params)
-        by_bits, total, rewards, listed, last = Counter(), 0, [], [], None
-        for snapshot in snapshots:
-            with snapshot.reading() as db:
-                run_filters = filters.on(snapshot).with_text_matches(db, sparse_rows(snapshot))
-                where = self.ungrouped_where(snapshot, db, keys) if ungrouped else None
-                counts = self.keyless(snapshot, db, run_filters, keys) if ungrouped else counted(db, run_filters)
-                for bits, (n, _, _) in counts.items():
-                    by_bits[bits] += n
-                matching, reward = kept_counts(counts, run_filters)
-                total += matching
-                rewards += [reward["min"], reward["max"]] if reward else []
-                wanted, start = (limit, cursor) if len(snapshots) == 1 else (cursor.offset + limit, Cursor())
-                found, last = listed_rows(db, run_filters, key, order, wanted, start, where,
-                                          sparse=matching < sparse_rows(snapshot),
-                                          indexed=snapshot.sorted)
-                listed += [(snapshot.id, *entry) for entry in found]
-        if len(snapshots) > 1:  # merged in the listing's order: the sort values each row came with
-            listed = merged(listed, ordering(key, order))[cursor.offset: cursor.offset + limit]
-            last = None
-        more = cursor.offset + limit < total
-        runs = {s.id: s.location for s in snapshots}
-        return 200, {
-            "data": encoded_rows(listed, runs),
-            "next_cursor": cursor.next(limit, last) if more else None,
-            "has_more": more,
-            "total": total,
-            "indexing": any(s.indexing for s in snapshots),
-            "indexed_trajectories": sum(s.row_count for s in snapshots),
-            "health": health(by_bits, "rollouts", *coverage(snapshots)),
-            "sort": {"key": key, "order": order},
-            "reward_range": reward_range(rewards),
-        }
+            if one(params, "run_id") is None:
+                raise ApiError(400, "missing=true lists one run's index: pass run_id")
+            return 200, missing_answer(self.scope(params)[0], params)
+        return 200, rollouts_page(self.scope(params), params, self.group_by)
 
     def export(self, params):
         """Every row of one run the listing's filters keep, as JSON lines (`views.export`): read in one
@@ -209,63 +173,14 @@ class Api:
             raise ApiError(400, "an export covers one run: pass run_id")
         snapshot = self.scope(params)[0]
         ask = ExportAsk.parse(params)
-        keys = self.group_keys(params)
-        where_of = (lambda db: self.ungrouped_where(snapshot, db, keys)) if ask.ungrouped else None
-        spool = spooled_rows(snapshot, ask, where_of)
+        where = ungrouped_where(snapshot, group_keys(params, self.group_by), self.group_by) if ask.ungrouped else None
+        spool = spooled_rows(snapshot, ask, where)
         return 200, Download(EXPORT_TYPE, file_name(snapshot.id, ask),
                              pieces=exported(spool, snapshot.location.path, ask), close=spool.close)
 
-    def missing(self, params):
-        """The run index's rows whose record is not in this copy, with where each lives (`views.missing`)."""
-        if one(params, "run_id") is None:
-            raise ApiError(400, "missing=true lists one run's index: pass run_id")
-        snapshot = self.scope(params)[0]
-        filters = Filters.parse(params)
-        missing_where(filters)  # a filter index rows cannot answer is refused, index or not
-        limit, offset = parse_page(params)
-        rows, total = [], 0
-        if snapshot.run_index is not None:
-            with snapshot.reading() as db:
-                rows, total = missing_page(db, filters, limit, offset)
-        more = offset + limit < total
-        return 200, {
-            "data": rows,
-            "next_cursor": str(offset + limit) if more else None,
-            "has_more": more,
-            "total": total,
-            "indexing": snapshot.indexing,
-            "run_index": snapshot.run_index,
-        }
-
-    def keyless(self, snapshot: Snapshot, db, filters: Filters, keys: tuple) -> dict:
-        """`counted` for the rows in no group by `keys` (kept counts for the server's keys, unfiltered)."""
-        if keys == self.group_by and not filters:
-            return counted(db, filters, entry=("ungrouped", ""))
-        return counted(db, filters, self.ungrouped_where(snapshot, db, keys))
-
-    def ungrouped_where(self, snapshot: Snapshot, db, keys: tuple) -> tuple[str, list]:
-        """The rows in no group by `keys`: the store's own when they are the server's keys."""
-        if keys == self.group_by:
-            return "gkey IS NULL", []
-        ids = [row["id"] for row in build_grouping(snapshot.rows, keys).ungrouped]
-        return "id IN (SELECT value FROM json_each(?))", [encode_json(ids).decode()]
-
     def find(self, record_id: str, params) -> tuple[Snapshot, dict]:
-        """The index row of `record_id`; `run_id` is required when the id is in several runs.
-
-        The id is looked up as the exact string it is in the index, whatever characters its file
-        name has (spaces, `#`, `%`, unicode...): any listed record can be opened, and a path is only
-        ever built from an id the index holds, never from a request's own text."""
-        found = []
-        for snapshot in self.scope(params):
-            rows = snapshot.rows_where("id = ?", [record_id])
-            found += [(snapshot, row) for row in rows[:1]]
-        if not found:
-            raise ApiError(404, f"no trajectory {record_id}")
-        if len(found) > 1:
-            runs = ", ".join(s.id for s, _ in found)
-            raise ApiError(400, f"trajectory {record_id} is in several runs ({runs}): pass run_id")
-        return found[0]
+        """The index row of `record_id` in the runs in scope (`views.runs_listing.found_row`)."""
+        return found_row(self.scope(params), record_id)
 
     def trajectory(self, record_id: str, params):
         snapshot, row = self.find(record_id, params)
@@ -289,12 +204,15 @@ class Api:
         """(snapshot, row, directory, document) of a readable record."""
         snapshot, row = self.find(record_id, params)
         if row.get("unreadable"):
-            raise ApiError(404, f"trajectory {record_id} cannot be read: {row['error']}")
+            raise ApiError(422, f"trajectory {record_id} cannot be read: {row['error']}")
         directory = snapshot.location.path
+        path = document_path(directory, record_id)
         try:
-            document = self.documents.get(document_path(directory, record_id))
+            document = self.documents.get(path)
         except RecordError as error:
-            raise ApiError(404, f"trajectory {record_id} cannot be read: {error}") from None
+            if not os.path.lexists(path):  # deleted since it was listed: not there, so not "unreadable"
+                raise ApiError(404, f"trajectory {record_id} is gone from disk") from None
+            raise ApiError(422, f"trajectory {record_id} cannot be read: {error}") from None
         return snapshot, row, directory, document
 
     def view(self, record_id: str, params) -> tuple[Snapshot, dict, tuple | None, RecordView]:
@@ -333,8 +251,9 @@ class Api:
         `path` and `tab` are the state it opens in."""
         path, tab = path_number(params, "path", 0), one(params, "tab") or "path"
 
-        def answer(snapshot, row, view):
-            return answer_part(snapshot_data, view, path, tab)
+        def answer(snapshot, row, view):  # its sidecars read: the flags they raise are in the file's header
+            verified = RecordView(view.directory, view.document, view.present, record_id, view.context, verified=True)
+            return answer_part(snapshot_data, verified, path, tab)
 
         encoded = self.settled_answer(record_id, params, ("snapshot", path, tab), answer)[1]
         return 200, Download(HTML_TYPE, safe_file_name(record_id, ".html", "rollout"), body=snapshot_html(encoded))
@@ -477,7 +396,7 @@ class Api:
 
     def lineup(self, group_key: str, params):
         """A group's counting members compared with one anchor member (`views.lineup`)."""
-        snapshot, group, _ = self.found_group(group_key, params)
+        snapshot, group, _ = self.scoped_group(group_key, params)
         scope = {"run_id": [snapshot.id]}
         return 200, lineup(group, snapshot.id, one(params, "anchor"), lambda record_id: self.view(record_id, scope)[3])
 
@@ -518,17 +437,7 @@ class Api:
     def new_search(self, snapshot: Snapshot, query: Query, filters: Filters, asked):
         """The search over the rows the filters keep, in the listing's order: their ids (from the order's
         index alone when nothing is filtered), and why the unreadable ones are skipped."""
-        where, values = filters.on(snapshot).where()
-        flag_where, flag_values = filters.flag_where()
-        kept = f"{where} AND {flag_where}", [*values, *flag_values]
-        with snapshot.reading() as db:
-            ids = [record_id for (record_id,) in db.execute(
-                f"SELECT id FROM rows WHERE {kept[0]} ORDER BY {NEWEST_FIRST}", kept[1])]
-            broken = {record_id: unpack(fields).get("error") for record_id, fields in db.execute(
-                f"SELECT id, kept FROM rows WHERE unreadable AND {kept[0]}", kept[1])}
-        readable = [record_id for record_id in ids if record_id not in broken]
-        unreadable = [{"trajectory_id": record_id, "reason": f"unreadable: {broken[record_id]}"}
-                      for record_id in ids if record_id in broken]
+        readable, unreadable = searched_ids(snapshot, filters)
         return Search((*asked, snapshot.generation), query, snapshot.location.path, readable, unreadable)
 
     def cursor_search(self, cursor: str, asked) -> tuple:
@@ -546,132 +455,18 @@ class Api:
 
     # -- groups ---------------------------------------------------------------------------
 
-    def group_keys(self, params) -> tuple:
-        return key_list(params, "group_by") or self.group_by
-
     def groups(self, params):
-        """The runs' groups under the filters: the server's kept groups, or a request's own grouping."""
-        keys = self.group_keys(params)
-        snapshots = self.scope(params)
-        filters = Filters.parse(params)
-        key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("step", "desc"))
-        limit, offset = parse_page(params)
-        if keys == self.group_by and not filters and not filters.by_flag and len(snapshots) == 1:
-            return 200, self.unfiltered_groups(snapshots[0], key, order, limit, offset)
-        listed, band, count, ungrouped, modal_sizes = [], Counter(), 0, 0, set()
-        for snapshot in snapshots:
-            with snapshot.reading() as db:
-                run_filters = filters.on(snapshot).with_text_matches(db, sparse_rows(snapshot))
-                if keys == self.group_by:
-                    modal_n, groups = snapshot.groups["modal_n"], snapshot.groups["group_count"]
-                    found = group_listing.table_groups(snapshot.id, db, run_filters, modal_n)
-                    members = members_counter(db, run_filters)
-                else:
-                    grouping = build_grouping(snapshot.rows, keys)
-                    modal_n, groups = grouping.modal_n, len(grouping.groups)
-                    matched = None if not run_filters else matching_ids(db, run_filters)
-                    found = group_listing.from_grouping(snapshot.id, grouping, matched)
-                    members = grouping_counter(grouping, run_filters, matched)
-                keyless = self.keyless(snapshot, db, run_filters, keys)
-            band += group_listing.band_counts(found, keyless)
-            count += groups + sum(n for n, _, _ in keyless.values())
-            ungrouped += kept_counts(keyless, run_filters)[0]
-            if run_filters.by_flag:
-                found = group_listing.keep_flagged(found, run_filters, members)
-            else:
-                for group in found:
-                    group.kept = group.matched
-            modal_sizes.add(modal_n)
-            listed += [(group, modal_n) for group in found]
-        default = (key, order) == ("step", "desc") and len(snapshots) == 1
-        listed = listed if default else ordered_by(listed, lambda item: item[0].sort[key], order)
-        chunk = page(listed, limit, offset)
-        chunk["data"] = RawJson(b"[" + b",".join(group.json(modal_n) for group, modal_n in chunk["data"]) + b"]")
-        lows = [group.low for group, _ in listed if group.low is not None]
-        highs = [group.high for group, _ in listed if group.high is not None]
-        return 200, {
-            **chunk,
-            "group_by": list(keys),
-            "modal_n": modal_sizes.pop() if len(modal_sizes) == 1 else None,
-            "sort": {"key": key, "order": order},
-            "reward_range": {"min": min(lows), "max": max(highs)} if lows else None,
-            "total": len(listed),
-            "ungrouped": ungrouped,
-            "indexing": any(s.indexing for s in snapshots),
-            "health": health(band, "groups", count, count),
-        }
+        """The runs' groups under the filters (`views.groups_answer`)."""
+        return 200, groups_page(self.scope(params), params, self.group_by)
 
-    def unfiltered_groups(self, snapshot: Snapshot, key: str, order: str, limit: int, offset: int) -> dict:
-        """`/v1/groups` of one run with no filter: a page of its kept groups, counts kept or counted in SQL."""
-        modal_n = snapshot.groups["modal_n"]
-        with snapshot.reading() as db:
-            found, band, total, rewards = group_listing.unfiltered_page(snapshot.id, db, modal_n, key, order,
-                                                                        limit, offset)
-            keyless = counted(db, Filters(), entry=("ungrouped", ""))
-        ungrouped = sum(n for n, _, _ in keyless.values())
-        for bits, (n, _, _) in keyless.items():
-            band[bits] += n
-        more = offset + limit < total
-        return {
-            "data": RawJson(b"[" + b",".join(group.json(modal_n) for group in found) + b"]"),
-            "next_cursor": str(offset + limit) if more else None,
-            "has_more": more,
-            "group_by": list(self.group_by),
-            "modal_n": modal_n,
-            "sort": {"key": key, "order": order},
-            "reward_range": rewards,
-            "total": total,
-            "ungrouped": ungrouped,
-            "indexing": snapshot.indexing,
-            "health": health(band, "groups", total + ungrouped, total + ungrouped),
-        }
-
-    def found_group(self, group_key: str, params) -> tuple:
-        """(snapshot, group, keys) of one group; `run_id` is required when several runs have the key."""
-        keys = self.group_keys(params)
-        found = []
-        for snapshot in self.scope(params):
-            if keys == self.group_by:
-                members = snapshot.rows_where("gkey = ?", [group_key])
-                if members:
-                    found.append((snapshot, build_group(group_key, members, keys, snapshot.groups["modal_n"])))
-            else:
-                grouping = build_grouping(snapshot.rows, keys)
-                if group_key in grouping.by_key:
-                    found.append((snapshot, grouping.by_key[group_key]))
-        if not found:
-            raise ApiError(404, f"no group {group_key} for {','.join(keys)}")
-        if len(found) > 1:
-            runs = ", ".join(s.id for s, _ in found)
-            raise ApiError(400, f"group {group_key} is in several runs ({runs}): pass run_id")
-        return (*found[0], keys)
+    def scoped_group(self, group_key: str, params) -> tuple:
+        """(snapshot, group, keys) of one group of the runs in scope, by the request's keys."""
+        keys = group_keys(params, self.group_by)
+        return (*found_group(self.scope(params), group_key, keys, self.group_by), keys)
 
     def group(self, group_key: str, params):
-        snapshot, group, keys = self.found_group(group_key, params)
-        filters = Filters.parse(params)
-        key, order, _ = parse_sort(params, GROUP_SORT_KEYS, default=("reward", "desc"))
-        members = filters.rollout_only()  # a member is judged by the row filters and the rollout flags
-        judged = bool(members) or members.by_flag
-        runs = {snapshot.id: snapshot.location}
-        with snapshot.reading() as db:
-            selected = matching_ids(db, filters.on(snapshot), [row["id"] for row in group.members]) if filters else None
-
-        def matches(row, flags: Filters) -> bool:
-            return (selected is None or row["id"] in selected) and flags.keeps_bits(flag_bits(row["flags"]))
-
-        def shown(row, **extra):
-            match = matches(row, members) if judged else None
-            return {**with_run(row, runs), "repetition_id": repetition_of(row), **extra, "match": match}
-
-        rollouts = ordered_by(group.counting, lambda row: row["_keys"][key], order)
-        return 200, {
-            "group": {**group.summary(snapshot.id), "matching": len(flagged_members(group, filters, matches))},
-            "sort": {"key": key, "order": order},
-            "reward_range": reward_range(group.rewards),
-            "group_by": list(keys),
-            "rollouts": [shown(row) for row in rollouts],
-            "superseded": [shown(row, superseded_by=by) for row, by in group.superseded],
-        }
+        snapshot, group, keys = self.scoped_group(group_key, params)
+        return 200, group_answer(snapshot, group, keys, params)
 
     # -- comparing runs and steps ---------------------------------------------------------------
 
@@ -703,93 +498,9 @@ class Api:
         return 200, {**asked, **runs_compare.lineage(snapshot, asked["key"], asked["value"])}
 
 
-def key_list(params, name: str) -> tuple:
-    """A comma-separated list of keys (`group_by=step,instance_id`); empty when not given."""
-    return tuple(k.strip() for k in (one(params, name) or "").split(",") if k.strip())
-
-
-def as_written(number: float | None):
-    """A parsed number as the request wrote it: `3`, not `3.0`."""
-    return int(number) if number is not None and number.is_integer() else number
-
-
-def computed(_key, compute):
-    """`Snapshot.memoized` for answers that are not worth keeping."""
-    return compute()
-
-
-def side_scope(params, name: str) -> dict:
-    """The scope one side of a comparison is looked up in: `run_a` / `run_b` as its `run_id`."""
-    run_id = one(params, name)
-    return {"run_id": [run_id]} if run_id is not None else {}
-
-
 def context(snapshot: Snapshot, row: dict) -> dict:
     """The run fields a record's header carries."""
     return {"run_id": snapshot.id, "project": snapshot.location.project, "revision": row["revision"]}
-
-
-def path_number(params, name: str, default: int) -> int:
-    value = one(params, name)
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ApiError(400, f"{name} must be a path index, not {value!r}") from None
-
-
-def bounded_count(params, name: str, default: int, most: int) -> int:
-    """A count in 0..`most` (`default` when not given); anything else is the request's fault."""
-    value = one(params, name)
-    if value is None:
-        return default
-    try:
-        count = int(value)
-    except ValueError:
-        count = -1
-    if not 0 <= count <= most:
-        raise ApiError(400, f"{name} must be a count of tokens in 0..{most}, not {value!r}")
-    return count
-
-
-def node_param(params) -> int:
-    """The node a per-node answer is about (`node=n<id>`, or the bare number)."""
-    value = one(params, "node")
-    if value is None:
-        raise ApiError(400, "name the node: pass node=n<id>")
-    digits = value[1:] if value.startswith("n") else value
-    if not digits.isdecimal() or not digits.isascii():
-        raise ApiError(400, f"node must be a node id like n3, not {value!r}")
-    return int(digits)
-
-
-def layer_param(params) -> int:
-    value = one(params, "layer")
-    if value is None:
-        return 0
-    if not value.isdecimal() or not value.isascii():
-        raise ApiError(400, f"layer must be a layer number (0, 1, ...), not {value!r}")
-    return int(value)
-
-
-def path_segment(text: str) -> int:
-    """A path number given in the route (`/paths/{n}/row`)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise ApiError(400, f"the path must be a path index, not {text!r}") from None
-
-
-def part_start(params) -> int:
-    """Where the asked part of an answer starts (`from`, 0 when not given)."""
-    value = one(params, "from")
-    if value is None:
-        return 0
-    try:
-        return int(value)
-    except ValueError:
-        raise ApiError(400, f"from must be a position, not {value!r}") from None
 
 
 def answer_part(make, *args) -> dict:
@@ -800,69 +511,3 @@ def answer_part(make, *args) -> dict:
         raise ApiError(400, str(error)) from None
     except IndexError as error:
         raise ApiError(404, f"no such path: {error}") from None
-
-
-def sparse_rows(snapshot: Snapshot) -> int:
-    """Fewer matching rows than this make a sparse listing: its matches are found first (`listed_rows`)."""
-    return int(SPARSE_SHARE * snapshot.row_count)
-
-
-def coverage(snapshots) -> tuple[int, int]:
-    """(rows indexed, documents listed) over `snapshots`: the band's `scanned` and `total`."""
-    return sum(s.row_count for s in snapshots), sum(s.file_count for s in snapshots)
-
-
-def with_run(row: dict, runs: dict) -> dict:
-    """The row as sent, with its run's id and project and the version it was read at."""
-    location = runs[row["_run"]]
-    return {**public(row), "revision": row["revision"], "run_id": location.id, "project": location.project}
-
-
-def encoded_rows(entries: list, runs: dict) -> RawJson:
-    """`[with_run(row) ...]` as JSON for listed (run id, compressed JSON, mtime_ns, ...) entries."""
-    encode = row_encoder(runs)
-    return RawJson(b"[" + b",".join(encode(run_id, json_z, mtime_ns) for run_id, json_z, mtime_ns, *_ in entries)
-                   + b"]")
-
-
-def flagged_members(group, filters: Filters, matches) -> list:
-    """The members that keep a group under the filters (see `group_listing.keep_flagged`)."""
-    if not filters.by_flag:
-        return [row for row in group.members if matches(row, Filters())]
-    if not all(flag in group.flags for flag in filters.flags if not is_rollout_flag(flag)):
-        return []
-    if any(flag in group.flags for flag in filters.exclude_flags if not is_rollout_flag(flag)):
-        return []
-    return [row for row in group.members if matches(row, filters.rollout_only())]
-
-
-def matching_ids(db, filters: Filters, among: list | None = None) -> set:
-    """The ids of the rows the row filters keep (of `among` when given)."""
-    where, values = filters.where()
-    if among is not None:
-        where, values = f"{where} AND id IN (SELECT value FROM json_each(?))", [*values, encode_json(among).decode()]
-    return {record_id for (record_id,) in db.execute(f"SELECT id FROM rows WHERE {where}", values)}
-
-
-def members_counter(db, filters: Filters):
-    """How `keep_flagged` counts the members of the server's groups that the rollout flags keep."""
-    return lambda groups: group_listing.rollout_flag_counts(db, filters, [g.key for g in groups])
-
-
-def grouping_counter(grouping, filters: Filters, matched: set | None):
-    """The same for a grouping built for one request, from its members' rows."""
-    rollout = filters.rollout_only()
-
-    def count(groups):
-        return {g.key: sum(1 for row in grouping.by_key[g.key].members
-                           if (matched is None or row["id"] in matched) and rollout.keeps_bits(flag_bits(row["flags"])))
-                for g in groups}
-    return count
-
-
-def merged(entries: list, sort: list) -> list:
-    """Rows of several runs (run id, json, mtime_ns, *sort values) in the listing's order."""
-    for position in reversed(range(len(sort))):
-        entries.sort(key=lambda entry, p=3 + position: (entry[p] is None, entry[p] if entry[p] is not None else 0),
-                     reverse=sort[position][1] == "desc")
-    return entries

@@ -37,6 +37,8 @@ import socket
 import threading
 import time
 
+from skycap_viewer.errors import ApiError
+
 MAX_CONNECTIONS = 128
 IDLE_SECONDS = 30
 HEAD_SECONDS = 10
@@ -54,15 +56,6 @@ BUSY_REPLY = (
     b"X-Content-Type-Options: nosniff\r\nContent-Security-Policy: default-src 'none'\r\n"
     b"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(BUSY_BODY), BUSY_BODY)
 )
-
-
-class HeadRefused(Exception):
-    """A request head past a limit: answered with `status` (414 or 431), then the connection closes."""
-
-    def __init__(self, status: int, detail: str):
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
 
 
 class Connections:
@@ -137,26 +130,26 @@ def read_head(connection: socket.socket, pending: bytearray) -> bytes | None:
     is no HTTP/1.x line (one or two words) is returned alone, at once, to be refused.
 
     Raises TimeoutError past `IDLE_SECONDS` before the first byte or `HEAD_SECONDS` after it, and
-    `HeadRefused` past a size limit."""
+    `ApiError` (414 or 431) past a size limit: answered, then the connection closes."""
     deadline = time.monotonic() + (HEAD_SECONDS if pending else IDLE_SECONDS)
     while True:
         end = HEAD_END.search(pending)
         line_end = pending.find(b"\n")
         if line_end > MAX_REQUEST_LINE or (line_end < 0 and len(pending) > MAX_REQUEST_LINE):
-            raise HeadRefused(414, "request line too long")
+            raise ApiError(414, "request line too long")
         if line_end >= 0 and len(pending[:line_end].split()) < 3:
             end = line_end + 1
         elif end is not None:
             end = end.end()
         if end is not None:
             if end > MAX_HEAD_BYTES:
-                raise HeadRefused(431, "request head too large")
+                raise ApiError(431, "request head too large")
             head = bytes(pending[:end])
             del pending[:end]
             check_header_lines(head)
             return head
         if len(pending) > MAX_HEAD_BYTES:
-            raise HeadRefused(431, "request head too large")
+            raise ApiError(431, "request head too large")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError("request head too slow")
@@ -170,12 +163,12 @@ def read_head(connection: socket.socket, pending: bytearray) -> bytes | None:
 
 
 def check_header_lines(head: bytes):
-    """`HeadRefused` (431) when a header line is too long or there are too many of them."""
+    """`ApiError` (431) when a header line is too long or there are too many of them."""
     lines = head.split(b"\n")[1:]
     if len(lines) > MAX_HEADERS + 2:  # the blank line ends in two items
-        raise HeadRefused(431, f"more than {MAX_HEADERS} headers")
+        raise ApiError(431, f"more than {MAX_HEADERS} headers")
     if any(len(line) > MAX_HEADER_LINE for line in lines):
-        raise HeadRefused(431, "header line too long")
+        raise ApiError(431, "header line too long")
 
 
 def has_body(headers) -> bool:

@@ -11,7 +11,6 @@ import webbrowser
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import discover_runs
-from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
 from skycap_viewer.catalog.pool import RowPool
@@ -56,15 +55,15 @@ def stop_like_ctrl_c(signum, frame):
     raise KeyboardInterrupt
 
 
-def run_serve(dirs: list[Path], host: str = "127.0.0.1", port: int = 8765, group_by=DEFAULT_GROUP_BY,
+def run_serve(dirs: list[Path], group_by: tuple, host: str = "127.0.0.1", port: int = 8765,
               quiet: bool = False, open_browser: bool = False, use_cache: bool = True, verify: bool = True,
               allowed_hosts=()) -> int:
-    """Serve `dirs` (checked by the command line) until Ctrl-C or SIGTERM."""
+    """Serve `dirs` (checked by the command line), grouped by `group_by`, until Ctrl-C or SIGTERM."""
     raise_descriptor_limit()
     catalog = Catalog(dirs, IndexFiles(cache_directory() if use_cache else None), group_by)
     shown_host, host = host, host.strip("[]")
     try:
-        api = Api(catalog, group_by)
+        api = Api(catalog)
         server = ViewerServer((host, port), api, quiet=quiet, allowed_hosts=allowed_hosts)
     except OSError as error:
         raise UsageError(f"cannot listen on {shown_host}:{port}: {error.strerror or error}") from None

@@ -30,7 +30,6 @@ from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
 from skycap_viewer.server.connections import (
     MAX_CONNECTIONS,
     Connections,
-    HeadRefused,
     has_body,
     read_head,
     refuse_busy,
@@ -273,7 +272,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
         self.started = time.monotonic()
         try:
             head = read_head(self.connection, self.pending)
-        except HeadRefused as refused:
+        except ApiError as refused:  # a head past a limit of `connections.py`
             self.send_error(refused.status, refused.detail)
             return
         except (TimeoutError, ConnectionError):

@@ -12,26 +12,16 @@ time, each record's files read within the file limit and each path's row written
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from skycap_viewer.catalog.rows import present_sidecars
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.record.document import document_path, read_document
-from skycap_viewer.views.listing import (
-    MAX_LIMIT,
-    SPARSE_SHARE,
-    Cursor,
-    Filters,
-    counted,
-    kept_counts,
-    listed_rows,
-    one,
-    parse_sort,
-    row_encoder,
-)
-from skycap_viewer.views.row import path_facts, record_refusal, trainer_row
+from skycap_viewer.views.listing import Cursor, Filters, counted, kept_counts, listed_rows, row_encoder, sparse_rows
+from skycap_viewer.views.params import MAX_LIMIT, one, parse_sort
+from skycap_viewer.views.row import path_facts, record_refusal, sample_rows
 from skycap_viewer.views.trajectory import RecordView
 from skycap_viewer.wire import encode_json, safe_file_name
 
@@ -72,20 +62,19 @@ def file_name(run_id: str, ask: ExportAsk) -> str:
     return safe_file_name(run_id, f"-{ask.format}.jsonl", "run")
 
 
-def spooled_rows(snapshot, ask: ExportAsk, where_of: Callable | None = None):
+def spooled_rows(snapshot, ask: ExportAsk, where: tuple[str, list] | None = None):
     """A spool of every kept row as a line, in the listing's order, all read in one transaction, to be
-    read from its start. `where_of(db)` adds a clause the filters do not say (`ungrouped`)."""
+    read from its start. `where` adds a clause the filters do not say (`ungrouped`)."""
     filters = ask.filters.on(snapshot)
     encode = row_encoder({snapshot.id: snapshot.location})
     spool = tempfile.SpooledTemporaryFile(SPOOL_MEMORY)
     try:
         with snapshot.reading() as db:
-            where = where_of(db) if where_of is not None else None
             matching, _ = kept_counts(counted(db, filters, where), filters)
             cursor = Cursor()
             while True:
                 found, last = listed_rows(db, filters, ask.key, ask.order, BATCH, cursor, where,
-                                          sparse=matching < SPARSE_SHARE * snapshot.row_count,
+                                          sparse=matching < sparse_rows(snapshot),
                                           indexed=snapshot.sorted)
                 spool.writelines(encode(snapshot.id, json_z, mtime_ns) + b"\n" for json_z, mtime_ns, *_ in found)
                 if last is None:
@@ -109,7 +98,8 @@ def exported(spool, directory: Path, ask: ExportAsk) -> Iterator[bytes]:
 
 
 def with_rows(line: bytes, directory: Path) -> Iterator[bytes]:
-    """One listing line with its record's trainer rows (`rows`, one per path), or `row_error` saying
+    """One listing line with its record's trainer rows (`rows`, one per path, or one per sample of a path
+    that carries several: `row.sample_rows`), or `row_error` saying
     why it has none; a path without a token row has its own `row_error`."""
     row = json.loads(line)
     head = line.rstrip(b"\n")[:-1]  # the row without its closing brace
@@ -122,12 +112,15 @@ def with_rows(line: bytes, directory: Path) -> Iterator[bytes]:
         yield head + b',"row_error":' + encode_json(why) + b"}\n"
         return
     yield head + b',"rows":['
+    first = True
     for index, path in enumerate(view.rollout.paths):
         try:
-            entry = trainer_row(view, index)
+            entries = sample_rows(view, index)  # one a path, or one a sample when a path carries several
         except ApiError as refused:  # a node without tokens, a path past the row limit
-            entry = {**path_facts(view, path), "trains": path.info.trains, "row_error": refused.detail}
-        yield (b"," if index else b"") + encode_json(entry)
+            entries = [{**path_facts(view, path), "trains": path.info.trains, "row_error": refused.detail}]
+        for entry in entries:
+            yield (b"" if first else b",") + encode_json(entry)
+            first = False
     yield b"]}\n"
 
 

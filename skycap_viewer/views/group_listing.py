@@ -3,17 +3,18 @@
 Unfiltered, a page is one indexed query, and the band and reward range are counted over the
 groups table alone (no member is read). Filtered, the matching rows are found first and only
 their groups are read. Groupings by a request's own keys are built for that request
-(`catalog/groups.py`) and listed the same way. Nothing is averaged for display: the mean
-counting reward exists only as the `reward` sort key.
+(`catalog/groups.py`) and listed the same way; the rows in no group are found by either
+(`ungrouped_where`). Nothing is averaged for display: the mean counting reward exists only as
+the `reward` sort key.
 """
 
 from collections import Counter
 from dataclasses import dataclass
 
-from skycap_viewer.catalog.groups import Grouping, ordered_by
+from skycap_viewer.catalog.groups import Grouping, build_grouping, ordered_by
 from skycap_viewer.catalog.store import flag_bits, listed_summary, reward_bounds
 from skycap_viewer.flags import FLAG_ORDER, GROUP_FLAGS
-from skycap_viewer.views.listing import Filters, is_rollout_flag
+from skycap_viewer.views.listing import Filters, counted, is_rollout_flag
 from skycap_viewer.wire import encode_json
 
 SHORT = 1 << FLAG_ORDER["short"]
@@ -156,3 +157,18 @@ def band_counts(listed: list[Listed], keyless: dict) -> Counter:
     for bits, (n, _, _) in keyless.items():
         counts[bits] += n
     return counts
+
+
+def ungrouped_where(snapshot, keys: tuple, server_keys: tuple) -> tuple[str, list]:
+    """The rows in no group by `keys`: the store's own when they are the server's keys."""
+    if keys == server_keys:
+        return "gkey IS NULL", []
+    ids = [row["id"] for row in build_grouping(snapshot.rows, keys).ungrouped]
+    return "id IN (SELECT value FROM json_each(?))", [encode_json(ids).decode()]
+
+
+def keyless(snapshot, db, filters: Filters, keys: tuple, server_keys: tuple) -> dict:
+    """`counted` for the rows in no group by `keys` (kept counts for the server's keys, unfiltered)."""
+    if keys == server_keys and not filters:
+        return counted(db, filters, entry=("ungrouped", ""))
+    return counted(db, filters, ungrouped_where(snapshot, keys, server_keys))

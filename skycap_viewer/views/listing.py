@@ -1,4 +1,5 @@
-"""Listing requests: filters as SQL over a run's store, sorts (nulls last), paging, health counts.
+"""Listing requests: filters as SQL over a run's store, sorts (nulls last), paging, health counts,
+rows as sent, and the rows a text search reads.
 
 A listing touches only the rows it returns: filters are WHERE clauses, sorts follow the store's
 indexes, and a page starts after the last row of the one before (keyset paging). Totals, bands
@@ -11,35 +12,13 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from skycap_viewer.catalog.rows import SORT_KEYS, json_of
-from skycap_viewer.catalog.store import annotation_value, bit_flags, flag_bits, order_index
+from skycap_viewer.catalog.blobs import unpack
+from skycap_viewer.catalog.rows import SORT_KEYS, json_of, public
+from skycap_viewer.catalog.store import NEWEST_FIRST, annotation_value, bit_flags, flag_bits, order_index
 from skycap_viewer.errors import ApiError
 from skycap_viewer.flags import FLAG_BY_NAME, FLAG_ORDER
+from skycap_viewer.views.params import number, one
 from skycap_viewer.wire import encode_json
-
-DEFAULT_LIMIT = 100
-MAX_LIMIT = 1000
-
-
-def one(params: dict, name: str) -> str | None:
-    """The last value of a query parameter, or None; empty means absent."""
-    values = params.get(name)
-    return values[-1] if values and values[-1] != "" else None
-
-
-def number(params: dict, name: str) -> float | None:
-    """A numeric query parameter, or None when absent; anything else is a 400."""
-    value = one(params, name)
-    if value is None:
-        return None
-    try:
-        parsed = float(value)
-    except ValueError:
-        parsed = math.nan
-    if math.isnan(parsed):
-        raise ApiError(400, f"{name} must be a number, not {value!r}")
-    return parsed
-
 
 TRAINED_VALUES = ("true", "false", "null")
 TRAINED_WHERE = {"true": "trained = 1", "false": "trained = 0", "null": "trained IS NULL"}
@@ -247,29 +226,6 @@ def is_rollout_flag(flag: str | None) -> bool:
     return flag is not None and FLAG_BY_NAME[flag].unit == "rollout"
 
 
-def parse_sort(params: dict, keys=SORT_KEYS, default=("created", "desc")) -> tuple[str, str, bool]:
-    """(key, order, asked): `asked` is False when the default order applies."""
-    key = one(params, "sort")
-    if key is None:
-        return default[0], default[1], False
-    if key not in keys:
-        raise ApiError(400, f"sort must be one of {'|'.join(keys)}")
-    return key, "asc" if one(params, "order") == "asc" else "desc", True
-
-
-def parse_page(params: dict) -> tuple[int, int]:
-    """(limit, offset): limit 1-1000 (junk means 100), cursor an offset (junk means 0)."""
-    try:
-        limit = min(max(int(one(params, "limit") or DEFAULT_LIMIT), 1), MAX_LIMIT)
-    except ValueError:
-        limit = DEFAULT_LIMIT
-    try:
-        offset = max(int(one(params, "cursor") or 0), 0)
-    except ValueError:
-        offset = 0
-    return limit, offset
-
-
 def health(by_bits: dict, unit: str, scanned: int, total: int) -> dict:
     """How many rows carry each flag, in flag order, from the counts of each combination of flags."""
     counts = Counter()
@@ -349,6 +305,12 @@ class Cursor:
         return following + "." + base64.urlsafe_b64encode(json.dumps(last).encode()).decode()
 
 
+def with_run(row: dict, runs: dict) -> dict:
+    """The row as sent, with its run's id and project and the version it was read at."""
+    location = runs[row["_run"]]
+    return {**public(row), "revision": row["revision"], "run_id": location.id, "project": location.project}
+
+
 def row_encoder(runs: dict):
     """`encode(run id, compressed JSON, mtime_ns)`: a listed row as sent, with its run's id and project
     and the version it was read at, joined from the row's encoded JSON instead of encoding it again."""
@@ -391,6 +353,11 @@ def kept_counts(counts: dict, filters: Filters) -> tuple[int, dict | None]:
 SPARSE_SHARE = 0.05  # a listing keeping less of the run than this reads its matches first, then sorts them
 
 
+def sparse_rows(snapshot) -> int:
+    """Fewer matching rows than this make a sparse listing: its matches are found first (`listed_rows`)."""
+    return int(SPARSE_SHARE * snapshot.row_count)
+
+
 def listed_rows(db, filters: Filters, key: str, order: str, limit: int, cursor: Cursor,
                 where: tuple[str, list] | None = None, sparse: bool = False,
                 indexed: bool = False) -> tuple[list, list | None]:
@@ -424,3 +391,20 @@ def listed_rows(db, filters: Filters, key: str, order: str, limit: int, cursor: 
     found = db.execute(f"SELECT json, mtime_ns, {keys} FROM {tables} WHERE {clause} ORDER BY {order_by}"
                        " LIMIT ? OFFSET ?", [*(source[1] if source else ()), *values, limit + 1, offset]).fetchall()
     return found[:limit], (list(found[limit - 1][2:]) if len(found) > limit else None)
+
+
+def searched_ids(snapshot, filters: Filters) -> tuple[list, list]:
+    """(the ids of the readable rows the filters keep, newest first; the unreadable ones with why they are
+    skipped): what a text search reads, from the order's index alone when nothing is filtered."""
+    where, values = filters.on(snapshot).where()
+    flag_where, flag_values = filters.flag_where()
+    kept = f"{where} AND {flag_where}", [*values, *flag_values]
+    with snapshot.reading() as db:
+        ids = [record_id for (record_id,) in db.execute(
+            f"SELECT id FROM rows WHERE {kept[0]} ORDER BY {NEWEST_FIRST}", kept[1])]
+        broken = {record_id: unpack(fields).get("error") for record_id, fields in db.execute(
+            f"SELECT id, kept FROM rows WHERE unreadable AND {kept[0]}", kept[1])}
+    readable = [record_id for record_id in ids if record_id not in broken]
+    unreadable = [{"trajectory_id": record_id, "reason": f"unreadable: {broken[record_id]}"}
+                  for record_id in ids if record_id in broken]
+    return readable, unreadable

@@ -12,6 +12,7 @@ import json
 from skycap_viewer.catalog.run_index import where_it_lives
 from skycap_viewer.errors import ApiError
 from skycap_viewer.views.listing import Filters, equal_clauses
+from skycap_viewer.views.params import parse_page
 
 NOT_FOR_INDEX_ROWS = ("task_id", "q", "reward_min", "reward_max")
 
@@ -40,3 +41,23 @@ def missing_page(db, filters: Filters, limit: int, offset: int) -> tuple[list, i
         rows.append({**row, "phase": phase, "step": step, "index_file": file, "missing": True,
                      "why": where_it_lives(row)})
     return rows, total
+
+
+def missing_answer(snapshot, params: dict) -> dict:
+    """A page of the run's index rows without a record here; none when the run has no index."""
+    filters = Filters.parse(params)
+    missing_where(filters)  # a filter index rows cannot answer is refused, index or not
+    limit, offset = parse_page(params)
+    rows, total = [], 0
+    if snapshot.run_index is not None:
+        with snapshot.reading() as db:
+            rows, total = missing_page(db, filters, limit, offset)
+    more = offset + limit < total
+    return {
+        "data": rows,
+        "next_cursor": str(offset + limit) if more else None,
+        "has_more": more,
+        "total": total,
+        "indexing": snapshot.indexing,
+        "run_index": snapshot.run_index,
+    }

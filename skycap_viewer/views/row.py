@@ -12,7 +12,7 @@ import sys
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.rollout import PathView
-from skycap_viewer.views.trajectory import PartLimit, RecordView, window
+from skycap_viewer.views.trajectory import PartLimit, RecordView, samples_said, window
 
 ROW_TOKENS = 2**20  # tokens in one row: up to about 30 MB of JSON, a 1M-token context's whole path
 MESSAGES_BYTES = 32 * 2**20  # of encoded messages in one chat answer
@@ -100,6 +100,32 @@ def trainer_row(view: RecordView, path_index: int, limit: int = ROW_TOKENS) -> d
         "blocks": blocks,
         "not_included": not_included(view, path),
     }
+
+
+def sample_rows(view: RecordView, path_index: int, limit: int = ROW_TOKENS) -> list[dict]:
+    """The trainer's rows of the samples path `path_index` carries, one each, as `trainer_row` gives a
+    path's (same errors): the path's row when it carries the one usual sample through its leaf (or
+    none); else, per sample, `input_ids[:end]` through its leaf with the loss on its own targets only
+    (`sample`: its row), exactly what skycap's sample builder gives for the recorded rows."""
+    whole = trainer_row(view, path_index, limit)
+    carried = view.rollout.samples_by_path.get(path_index, [])
+    if not samples_said(view.rollout.paths[path_index], carried):
+        return [whole]
+    rows = []
+    for sample in carried:
+        targets = {wire_id(t) for t in sample.targets}
+        blocks = [block for block in whole["blocks"] if block["end"] <= sample.size]
+        loss_mask = [0] * sample.size
+        for block in blocks:
+            if block["trainable"] and block["node_id"] in targets:
+                loss_mask[block["start"]:block["end"]] = [1] * (block["end"] - block["start"])
+        rows.append({**whole, "sample": sample.number, "leaf_node_id": wire_id(sample.leaf),
+                     "token_count": sample.size, "trained_count": sum(loss_mask),
+                     "input_ids": whole["input_ids"][:sample.size], "loss_mask": loss_mask,
+                     "logprobs": whole["logprobs"][:sample.size],
+                     "blocks": [{**block, "trainable": block["trainable"] and block["node_id"] in targets}
+                                for block in blocks]})
+    return rows
 
 
 def not_included(view: RecordView, path: PathView) -> list[str]:

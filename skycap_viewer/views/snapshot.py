@@ -1,17 +1,20 @@
 """One rollout as one self-contained HTML file, to attach to a bug report or a chat thread.
 
-The file opens from disk on any machine: its data is the server's own answers (`/paths` per path,
-`/graph`, `/exchanges`, the flag catalogue) as JSON in a `<script type="application/json">`, drawn
-by one inline script with `textContent` only, styled by the page's stylesheet and the snapshot's
-own, all under a CSP (a `<meta>`) that allows exactly those two inline pieces by hash and no
-request of any kind. It is bounded: each path's first `PATH_TOKENS` tokens (`PATH_CHARS` characters
-in text mode) and `PATH_NODES` nodes, the first `PATHS` paths, the tree's first `TREE_NODES` nodes
-and the first `CALLS` calls; what was left out is said in the file (`cut`). The file holds the
-record, not the run: the same bytes from `GET /v1/trajectories/{id}/snapshot` and `show --html`.
+The file opens from disk on any machine: its data is the server's own answers (the header, `/paths`
+per path, `/graph`, `/exchanges`, the flag and block-kind catalogues) as JSON in a `<script
+type="application/json">`, drawn by the page's own renderers (the drawer's header, Path, Tree and
+Calls tabs, as `snapshot.js` imports them: each module a block of one inline script, since a file://
+page under its CSP loads no module), styled by the page's stylesheet and the snapshot's own, all
+under a CSP (a `<meta>`) that allows exactly those two inline pieces by hash and no request of any
+kind. It is bounded: each path's first `PATH_TOKENS` tokens (`PATH_CHARS` characters in text mode)
+and `PATH_NODES` nodes, the lists of the first `PATHS` paths (every path's summary), the tree's first
+`TREE_NODES` nodes and the first `CALLS` calls; what was left out is said in the file (`cut`, and each
+answer's `part`). The file holds the record, not the run: the same bytes from
+`GET /v1/trajectories/{id}/snapshot` and `show --html`.
 """
-
 import base64
 import hashlib
+import json
 import re
 from importlib.resources import files
 
@@ -37,12 +40,16 @@ ESCAPES = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026",
            "\u2028".encode(): b"\\u2028", "\u2029".encode(): b"\\u2029"}
 PAGE_FILES = files("skycap_viewer.views") / "snapshot_page"
 PAGE_JS = files("skycap_viewer.static") / "js"
-SHARED_MODULES = ("dom.js", "facts.js")  # the page's modules inlined before snapshot.js: none imports
+IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([\w.-]+)";\n', re.M)  # the one import form the page uses
+REEXPORT = re.compile(r'^export \{([^}]*)\} from "\./([\w.-]+)";[^\n]*\n', re.M)
+EXPORTED = re.compile(r"^export (?:async function|function|class|const|let) (\w+)", re.M)
 
 
 def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
-    """What the file draws, from the view's answers; raises IndexError for a path there is not and
-    ValueError for a tab the file does not have. `path` is shown first, and held even past `PATHS`."""
+    """What the file draws: the view's answers as the page's drawer has them (`trajectory`, `paths`,
+    `graph`, `exchanges`) and the catalogues its modules look names up in (`viewer`), each held as
+    far as the limits allow; raises IndexError for a path there is not and ValueError for a tab the
+    file does not have. `path` is shown first, and held even past `PATHS`."""
     if tab not in TABS:
         raise ValueError(f"tab must be one of {', '.join(TABS)}, not {tab!r}")
     first = view.paths_part(True, limit=PartLimit(items=0, bytes=None))  # the header and every path's summary
@@ -51,38 +58,45 @@ def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
         raise IndexError(f"the trajectory has {len(summaries)} path(s)")
     header = {key: value for key, value in first.pop("trajectory").items() if key not in view.context}
     first.pop("nodes")
+    held = {*range(min(len(summaries), PATHS)), *([path] if summaries else [])}
     paths, texts, needs = [], {}, {}
-    for index in sorted({*range(min(len(summaries), PATHS)), *([path] if summaries else [])}):
-        part = view.paths_part(True, path=index, limit=PartLimit(PATH_NODES, PATH_BYTES))
-        entry, wants = cut_path(summaries[index], part)
+    for index, summary in enumerate(summaries):  # every path's summary, as /paths sends them; the lists of those held
+        part = view.paths_part(True, path=index, limit=PartLimit(PATH_NODES, PATH_BYTES)) if index in held else summary
+        entry, wants = cut_path(summary, part)
         paths.append(entry)
-        texts.update(part["nodes"])
+        texts.update(part.get("nodes", {}))
         needs.update(wants)  # a node's history is the same on every path that holds it, so is its cut
+    nodes = {key: cut_node(texts[key], want) for key, want in needs.items()}
     graph = view.graph_part(limit=PartLimit(TREE_NODES, TREE_BYTES))
     graph.pop("trajectory")
     for node in graph["nodes"]:
-        node.pop("message")  # its text is in `nodes`, once
+        if node["node_id"] in nodes:
+            node.pop("message")  # its text is in `nodes`, once
+    exchanges = view.exchanges_part(limit=PartLimit(CALLS, CALLS_BYTES))
     return {
         "made_by": f"skycap-viewer {__version__}",
         "record_id": view.record_id,  # the id it is looked up by (its file's name), as the page's drawer says
         "initial": {"path": path, "tab": tab},
         "limits": LIMITS,
         "trajectory": header,
-        **first,
-        "nodes": {key: cut_node(texts[key], want) for key, want in needs.items()},
-        "paths": paths,
-        "path_count": len(summaries),
-        "graph": graph,
-        "exchanges": view.exchanges_part(limit=PartLimit(CALLS, CALLS_BYTES)),
-        "flags": flag_catalogue(),
-        "block_kinds": [{"kind": kind, "why": why} for kind, why in BLOCK_KIND_WHY.items()],
-        "text_only_reasons": text_only_catalogue(),
+        "paths": {**first, "paths": paths, "nodes": nodes},
+        "graph": {**graph, "part": held_part(graph["part"])},
+        "exchanges": {**exchanges, "part": held_part(exchanges["part"])},
+        "viewer": {"flags": flag_catalogue(), "text_only": text_only_catalogue(),
+                   "block_kinds": [{"kind": kind, "why": why} for kind, why in BLOCK_KIND_WHY.items()]},
     }
+
+
+def held_part(part: dict) -> dict:
+    """An answer's `part` as the file holds it: which window of how many, and no next part to ask for
+    (the file asks for nothing; `from`, `to` and `total` say what was left out)."""
+    return {key: value for key, value in part.items() if key != "next"}
 
 
 def cut_path(summary: dict, part: dict) -> tuple[dict, dict]:
     """(the path's summary with its lists as far as the snapshot holds them, how much of each node
-    shown it draws: None for all of it, else the node's first N tokens or characters)."""
+    shown it draws: None for all of it, else the node's first N tokens or characters). A block cut
+    inside ends where the file's text of its node ends."""
     budget = PATH_TOKENS if summary["unit"] == "tokens" else PATH_CHARS
     blocks, used, cut = [], 0, None
     for block in part["blocks"]:
@@ -90,7 +104,9 @@ def cut_path(summary: dict, part: dict) -> tuple[dict, dict]:
         if used + size > budget:
             cut = (block["node_id"], block["node_start"] + budget - used)
             if budget > used:
-                blocks.append({**block, "shown_end": cut[1]})  # the block drawn as far as this
+                shown = budget - used
+                blocks.append({**block, "end": block["start"] + shown, "node_end": cut[1],
+                               ("token_count" if "token_count" in block else "char_count"): shown})
                 used = budget
             break
         blocks.append(block)
@@ -109,7 +125,7 @@ def cut_path(summary: dict, part: dict) -> tuple[dict, dict]:
         "targets": [key for key in part["targets"] if key in kept],
         "messages": part["messages"][:len(node_ids)],
         "blocks": blocks,
-        "part": part["part"],
+        "part": held_part(part["part"]),
         "cut": None if whole else {"unit": summary["unit"], "shown": used, "total": total,
                                    "nodes_shown": len(node_ids), "nodes": summary["node_count"]},
     }
@@ -155,11 +171,42 @@ def embedded_json(encoded: bytes) -> str:
     return encoded.decode("utf-8")
 
 
-def shared_script() -> str:
-    """The page's modules the snapshot's script uses, as plain script: they import nothing, so
-    dropping their `export`s makes them one scope with it (the file and the page say things alike)."""
-    sources = "".join((PAGE_JS / name).read_text("utf-8") for name in SHARED_MODULES)
-    return re.sub(r"^export ", "", sources, flags=re.M)
+def page_modules(source: str, order: list[str] | None = None) -> list[str]:
+    """The page's modules `source` imports and theirs, each once and after the modules it imports."""
+    order = [] if order is None else order
+    for _, name in IMPORT.findall(source):
+        if name not in order:
+            page_modules((PAGE_JS / name).read_text("utf-8"), order)
+            order.append(name)
+    return order
+
+
+def module_block(source: str, name: str | None = None) -> str:
+    """One ES module as a block of the file's one plain script (a file:// page under its CSP loads no
+    module): its imports read from `pageModules`, what it exports left there under `name`."""
+    exported = EXPORTED.findall(source)
+    exported += [f"{alias}: pageModules[{json.dumps(origin)}].{alias}"
+                 for names, origin in REEXPORT.findall(source) for alias in split_names(names)]
+    body = IMPORT.sub(lambda found: f"const {{{', '.join(split_names(found[1])).replace(' as ', ': ')}}} = "
+                                    f"pageModules[{json.dumps(found[2])}];\n", REEXPORT.sub("", source))
+    body = re.sub(r"^export (?=async function|function|class|const|let)", "", body, flags=re.M)
+    if re.search(r"^\s*(import|export)\b", body, re.M):
+        raise ValueError(f"{name or 'snapshot.js'}: an import or export the snapshot cannot inline")
+    register = f"pageModules[{json.dumps(name)}] = {{{', '.join(exported)}}};\n" if name else ""
+    return f"{{\n{body}{register}}}\n"
+
+
+def split_names(names: str) -> list[str]:
+    """`a, b as c` (an import's or export's braces) as ["a", "b as c"]."""
+    return [part.strip() for part in names.split(",") if part.strip()]
+
+
+def snapshot_script() -> str:
+    """The file's one script: snapshot.js and the page's modules it imports, each a block in order,
+    so the file draws with the very functions the drawer draws with."""
+    own = (PAGE_FILES / "snapshot.js").read_text("utf-8")
+    blocks = [module_block((PAGE_JS / name).read_text("utf-8"), name) for name in page_modules(own)]
+    return '"use strict";\nconst pageModules = {};\n' + "".join(blocks) + module_block(own)
 
 
 def source_hash(text: str) -> str:
@@ -172,7 +219,7 @@ def snapshot_html(encoded: bytes) -> bytes:
     script, and the CSP naming the style and the script by hash (nothing else loads, nothing is fetched)."""
     style = (files("skycap_viewer.static") / "style.css").read_text("utf-8") + (PAGE_FILES / "snapshot.css").read_text(
         "utf-8")
-    script = shared_script() + (PAGE_FILES / "snapshot.js").read_text("utf-8")
+    script = snapshot_script()
     policy = (f"default-src 'none'; style-src {source_hash(style)}; script-src {source_hash(script)}; "
               "img-src 'none'; connect-src 'none'; base-uri 'none'; form-action 'none'")
     return "".join([

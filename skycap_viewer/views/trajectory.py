@@ -20,6 +20,7 @@ from skycap_viewer.record.media import node_media
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData, read_tokens
 from skycap_viewer.record.support import NodeSupport, read_mask, support_by_node
+from skycap_viewer.record.verify import verified_rollout
 from skycap_viewer.views.notable import notable_tokens
 from skycap_viewer.views.retokenized import retokenized_payload
 from skycap_viewer.views.timeline import Layout, lay_out
@@ -99,8 +100,19 @@ def block_payload(block: Block, node_start: int, token_blocked: bool) -> dict:
     return entry
 
 
-def path_summary(record_id: str, path: PathView) -> dict:
-    """One path's facts without its per-node lists (those come in parts: `RecordView.path_lists`)."""
+def samples_said(path: PathView, carried: list) -> list[dict] | None:
+    """The samples a path carries, said when they are not the usual one sample through its leaf (a custom
+    rule's row ending before it, or several rows on one path: the trainer got one sample each); else None."""
+    if len(carried) == 1 and carried[0].leaf == path.info.leaf or not carried:
+        return None
+    return [{"row": sample.number, "leaf_node_id": wire_id(sample.leaf),
+             "targets": [wire_id(t) for t in sample.targets], "size": sample.size, "trainable": sample.trainable}
+            for sample in carried]
+
+
+def path_summary(record_id: str, path: PathView, carried: list = ()) -> dict:
+    """One path's facts without its per-node lists (those come in parts: `RecordView.path_lists`);
+    `carried`, the rollout's samples on it (`samples`: see `samples_said`)."""
     info = path.info
     return {
         "path_id": f"{record_id}-p{info.index:04d}",
@@ -120,6 +132,7 @@ def path_summary(record_id: str, path: PathView) -> dict:
         "trainable_count": path.trainable_count,
         "blocking": BLOCKING if path.token_blocked else None,
         "logprob_count": path.logprob_count,
+        "samples": samples_said(path, list(carried)),
     }
 
 
@@ -145,16 +158,17 @@ def nodes_json(texts: dict[str, bytes]) -> RawJson:
 
 
 def paths_payload(directory, document: dict, present_names, file_id: str | None, text: bool = True,
-                  **context) -> dict:
+                  verified: bool = False, **context) -> dict:
     """The whole `/v1/trajectories/{id}/paths` answer for one record, in one part (`show --json`).
 
     `present_names` is the set of file names in `directory` (tells a mirror's absent sidecar
     from a present one). With `text=False` no sidecar is opened: blocks carry kinds and
     ranges only, taken from the document. With text, a damaged tokens sidecar does not hide
     the record: it is shown from message text, `text_only: "tokens-unreadable"`, with the
-    error in `tokens_error`. `context` (run_id, project, ...) is merged into the header.
+    error in `tokens_error`. `context` (run_id, project, ...) is merged into the header; `verified`, every
+    sidecar is read first and what it finds is in the header's flags and problems (as `check` finds it).
     """
-    return RecordView(directory, document, present_names, file_id, context).paths_part(text, limit=WHOLE)
+    return RecordView(directory, document, present_names, file_id, context, verified).paths_part(text, limit=WHOLE)
 
 # -- the record's graph, its calls, and two paths compared (server routes) -------------------
 
@@ -219,16 +233,6 @@ def fork_payload(fork: Fork) -> dict:
             "sibling_id": wire_id(fork.sibling_id), "kind": fork.kind, "detail": fork.detail}
 
 
-def graph_payload(document: dict, present_names, file_id: str | None, **context) -> dict:
-    """The whole `/graph` answer in one part: every node once, leaves, branch points, each fork
-    named as skycap's `check` names it, and the train-once check."""
-    return RecordView(None, document, present_names, file_id, context).graph_part(limit=WHOLE)
-
-def exchanges_payload(document: dict) -> dict:
-    """The whole `/exchanges` answer in one part: every model call and every failed call, in time order."""
-    return RecordView(None, document, (), None, {}).exchanges_part(limit=WHOLE)
-
-
 def time_key(value) -> tuple:
     """Calls and failures sort by time; those without one go last, in the order they were found."""
     return (not _is_time(value), value if _is_time(value) else 0)
@@ -241,11 +245,6 @@ def call_duration_ms(call: dict):
     """How long a call took, from its `t_start` and `t_end`, or None when either is not a time."""
     start, end = call.get("t_start"), call.get("t_end")
     return round((end - start) * 1000, 3) if _is_time(start) and _is_time(end) else None
-
-
-def forks_payload(document: dict, present_names, file_id: str | None, a: int, b: int) -> dict:
-    """The `/forks` answer (see `RecordView.forks`)."""
-    return RecordView(None, document, present_names, file_id, {}).forks(a, b)
 
 
 # -- answers in parts ---------------------------------------------------------------------------
@@ -322,8 +321,10 @@ class RecordView:
     the server keeps a few views by the record's files' versions, and could ask one in another process.
     """
 
-    def __init__(self, directory, document: dict, present_names, file_id: str | None, context: dict):
+    def __init__(self, directory, document: dict, present_names, file_id: str | None, context: dict,
+                 verified: bool = False):
         self.directory = directory
+        self.verified = verified  # its rollout read with its sidecars: their verdicts in its header (`show`)
         self.document = document
         self.present = set(present_names)
         self.record_id = file_id or document["id"]  # the id the record is looked up by
@@ -339,6 +340,8 @@ class RecordView:
 
     @cached_property
     def rollout(self) -> Rollout:
+        if self.verified:
+            return verified_rollout(self.directory, self.document, self.present, self.file_id)
         return Rollout(self.document, self.present, self.file_id)
 
     @cached_property
@@ -348,8 +351,10 @@ class RecordView:
     @cached_property
     def tokens(self) -> tuple[TokenData | None, str | None]:
         """(the tokens sidecar, the error that kept it from being read); (None, None) when not to be read."""
-        if self.rollout.text_only is not None:
+        if self.rollout.text_only not in (None, "tokens-unreadable"):  # read again when found damaged: its error
             return None, None
+        if "tokens" in self.rollout.sidecars_read:  # verified: read once, by the verification
+            return self.rollout.sidecars_read["tokens"], None
         try:
             return read_tokens(self.directory, self.document), None
         except RecordError as error:
@@ -369,7 +374,7 @@ class RecordView:
         if tokens is None or self.rollout.record_problems:
             return {}, None
         try:
-            mask = read_mask(self.directory, self.document)
+            mask = self.rollout.sidecars_read.get("sampling_mask") or read_mask(self.directory, self.document)
         except RecordError as error:
             return {}, str(error)
         return ({} if mask is None else support_by_node(self.document, tokens, mask)), None
@@ -487,13 +492,14 @@ class RecordView:
         if text and tokens is not None and self.support[1] is not None:
             payload["mask_error"] = self.support[1]
         nodes = {} if text else None
-        summaries = []
+        summaries, carried = [], shown.samples_by_path
         for view in shown.paths:
             lists, part, texts, size = self.path_window(view, 0, limit, nodes, tokens, least=0 if summaries else 1)
             limit = limit.less(len(lists["node_ids"]), size)
             if text:
                 nodes.update(texts)
-            summaries.append({**path_summary(self.record_id, view), **lists, "part": part})
+            summary = path_summary(self.record_id, view, carried.get(view.info.index, ()))
+            summaries.append({**summary, **lists, "part": part})
         if text:
             payload["nodes"] = nodes_json(nodes)
         payload["paths"] = summaries

@@ -9,8 +9,8 @@ nothing here averages or rates anything.
 import math
 
 from skycap_viewer.catalog.index import Snapshot
-from skycap_viewer.errors import ApiError
 from skycap_viewer.record.fields import scalar_text
+from skycap_viewer.views.params import parsed
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -56,11 +56,8 @@ def bounded(values: list, q: str | None, limit: int) -> dict:
 
 
 def parse_limit(params: dict) -> int:
-    text = (params.get("limit") or [""])[-1]
-    try:
-        return min(max(int(text), 1), MAX_LIMIT) if text else DEFAULT_LIMIT
-    except ValueError:
-        raise ApiError(400, f"limit must be a whole number, not {text!r}") from None
+    """How many values a list holds (`limit`): 1..`MAX_LIMIT`, `DEFAULT_LIMIT` when not given."""
+    return parsed(params, "limit", DEFAULT_LIMIT, lambda text: min(max(int(text), 1), MAX_LIMIT), "a whole number")
 
 
 def values_payload(snapshot: Snapshot, q: str | None, limit: int) -> dict:
