@@ -10,18 +10,22 @@ The layers, in the order the data flows (each imports only the ones before it, a
   experts (`experts`), the graph, its forks named as skycap's `check` names them, paths and blocks
   (`rollout`), the fields rules and the header, a node's searchable text and matching (`search`).
 - `catalog/`: the runs being served: discovery, the index row of a record, GRPO groups, each run's
-  rows in SQLite (`store`) with the run index and its snapshots, where the databases live
-  (`persisted`), the worker pools (indexing, `searcher`) and the watcher.
-- `views/`: answers computed from the catalog and records: listings (filters, sorts, pages, health),
-  the groups listing (`group_listing`), the picker's values (`values`), the answers about one record (paths, graph,
-  calls, calls placed in time in `timeline`, forks; its re-tokenized copies in `retokenized`), one node's routed
-  experts (`experts`), two records' paths compared (`compare`), a group lined up against one member (`lineup`),
-  one path taken away whole, as the trainer's row and as the chat the model saw (`row`), two runs or steps
-  group by group and one prompt across steps (`runs_compare`), and one rollout as one self-contained HTML
-  file (`snapshot`, drawn by `views/snapshot_page/`).
+  rows in SQLite (`store`) with the viewer's index of each run (`IndexedRun`) and its snapshots, the
+  trainer's run index files (`run_index`), where the databases live (`persisted`), the worker pools
+  (indexing, `searcher`) and the watcher.
+- `views/`: answers computed from the catalog and records: the request parameters (`params`), listings
+  (filters, sorts, pages, health in `listing`; one run's or several runs' rollouts in `runs_listing`; the
+  run index's rows without a record in `missing`; every kept row as JSON lines in `export`), the groups
+  (`groups_answer`, over the store's groups in `group_listing`), the picker's values (`values`), the answers
+  about one record (paths, graph, calls, calls placed in time in `timeline`, forks; its re-tokenized copies
+  in `retokenized`), one node's routed experts (`experts`), two records' paths compared (`compare`), a
+  group lined up against one member (`lineup`), one path taken away whole, as the trainer's row and as the
+  chat the model saw (`row`), two runs or steps group by group and one prompt across steps
+  (`runs_compare`), and one rollout as one self-contained HTML file (`snapshot`, drawn by
+  `views/snapshot_page/`).
 - `server/` (HTTP: the API, its caches, running searches in `searches`, routes and request policy
   in `web`, what one connection may hold in `connections`, `serve`) and
-  `commands/` (`check`, `show` and its `--html` in `snapshot`, `summary`, `diff`, `grep` in a terminal) sit side
+  `commands/` (`check`, `show` and its `--html` in `snapshot`, `summary`, `diff`, `export`, `grep`) sit side
   by side on top; neither imports the other. `demo/` (the example run and the writer that makes it) needs only
   `record/`.
 - `cli` parses the command line and starts one of them; `__main__` runs it.

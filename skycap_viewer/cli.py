@@ -13,6 +13,7 @@ from pathlib import Path
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
 from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
+from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, Query
 
@@ -26,6 +27,17 @@ def existing_directories(values) -> list[Path]:
         path = Path(value)
         if not path.is_dir():
             raise UsageError(f"not a directory: {value}")
+        paths.append(path)
+    return paths
+
+
+def directories_or_documents(values) -> list[Path]:
+    """The directories given, or record documents (`check` takes one record as `show` does)."""
+    paths = []
+    for value in values:
+        path = Path(value)
+        if not path.is_dir() and not (is_document_name(path.name) and path.is_file()):
+            raise UsageError(f"not a directory or a record document (*.json.zst): {value}")
         paths.append(path)
     return paths
 
@@ -143,7 +155,10 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     summary = directories_command("summary", "Print a summary of each run.")
     summary.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
 
-    check = directories_command("check", "Validate records against format v1.")
+    check = directories_command(
+        "check", "Validate records against format v1 (a DIR may be one record's document). Exit 1 when a record "
+        "breaks the format; what the sampling masks find (out-of-support, forced-run) is printed as findings and "
+        "does not change the exit status.")
     check.add_argument("--forks", action="store_true",
                        help="also name every fork the way skycap's check does (the exit status does not change)")
 
@@ -210,7 +225,7 @@ def main(argv=None) -> int:
         if command == "check":
             from skycap_viewer.commands.check import run_check
 
-            return run_check(given_directories(args, existing_directories), as_json=args.json, forks=args.forks)
+            return run_check(given_directories(args, directories_or_documents), as_json=args.json, forks=args.forks)
         if command == "show":
             from skycap_viewer.commands.show import run_show, run_show_path
 

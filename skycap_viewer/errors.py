@@ -2,7 +2,8 @@
 
 - `RecordError`: a record file that is not valid skycap format v1 (the reader's).
 - `UsageError`: a bad command-line argument (the commands'; exit status 2).
-- `ApiError`: a request the API answers with a status and `{"detail": ...}` (the views' and the server's).
+- `ApiError`: a request answered with a status and its detail: the API's `{"detail": ...}` (the views'
+  and the server's), and a request head past a limit of the server's (414, 431).
 """
 
 
@@ -24,7 +25,7 @@ class UsageError(Exception):
 
 
 class ApiError(Exception):
-    """A request the API answers with `status` and `{"detail": ...}`."""
+    """A request answered with `status` and `detail` (by the API as `{"detail": ...}`)."""
 
     def __init__(self, status: int, detail: str):
         super().__init__(detail)

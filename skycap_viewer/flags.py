@@ -1,4 +1,9 @@
-"""Health flags: their order, level and meaning, and the rollout flags of one record.
+"""The health flags and the text-only reasons, described once for the page, the API and the terminal.
+
+Each flag's name, level, unit (a rollout's or a group's) and why it is raised, and why a token
+record can be shown from message text only. Nothing here raises a flag: a record's are found by
+`record/rollout.py` (its document), `record/support.py` and `record/verify.py` (its sidecars), a
+group's by `catalog/groups.py`.
 
 The order is the display and sort order; group flags come first. `bridged-unknown` is true of
 every record older than the `bridged` field, so tables leave it out (the band keeps it).
@@ -19,7 +24,8 @@ FORCED_RUN_TOKENS = 4  # sampled tokens in a row, each with a support of one id,
 
 FLAGS = (
     Flag("no-signal", "warn", "every counting rollout of the group got the same reward: no learning signal", "group"),
-    Flag("masked", "warn", "a counting rollout ended with stop_reason agent_timeout or error", "group"),
+    Flag("masked", "warn", "a counting rollout's stop_reason annotation is agent_timeout or error (a trainer "
+         "masks such a group; the name is the original viewer's)", "group"),
     Flag("short", "warn", "the group has fewer rollouts than the run's usual group size", "group"),
     Flag("retried", "info", "the group has superseded attempts (a repetition was run again)", "group"),
     Flag("malformed-record", "error", "the record breaks the format: it cannot be read, or it disagrees with itself"),

@@ -65,7 +65,9 @@ def _encode(payload) -> bytes:
         text = _ENCODER.encode(payload)
     except ValueError:
         text = _ENCODER.encode(_finite(payload))
-    return text.encode("utf-8")
+    # A lone surrogate (`"\ud800"` is valid JSON, and record text) has no UTF-8 form: it only ever stands
+    # in a JSON string, where `backslashreplace` writes it back as the same escape.
+    return text.encode("utf-8", "backslashreplace")
 
 
 def _finite(value):

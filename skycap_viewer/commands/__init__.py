@@ -1,1 +1,10 @@
-"""The terminal commands: `check`, `show`, `summary`, and what they share for a terminal."""
+"""The terminal commands, one module each, and what they share for a terminal.
+
+- `check`: validate records against format v1, sidecars included.
+- `show`: one rollout as text (or the `/paths` JSON); `snapshot`: its one-file HTML (`show --html`).
+- `diff`: two rollouts compared turn by turn, as the page's pair view compares them.
+- `summary`: what each run holds, from its documents (`counts`: the run statistics it prints).
+- `export`: the rows a listing's filters keep, as JSON lines.
+- `grep`: the API's run-wide text search.
+- `terminal`: colour on a terminal only, a progress line, record text escaped for a terminal.
+"""

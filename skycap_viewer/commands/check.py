@@ -1,4 +1,5 @@
-"""`skycap-viewer check DIR...`: validate records against format v1, sidecars included.
+"""`skycap-viewer check DIR...`: validate records against format v1, sidecars included (a DIR may be
+one record's document: that record alone is checked).
 
 It applies every rule skycap's own `check` applies to documents, and what that checker cannot
 see because it never opens a sidecar: one zstd frame per file, arrays whose dtype, alignment
@@ -18,10 +19,11 @@ from pathlib import Path
 from skycap_viewer.catalog.discovery import record_directories, say_skipped
 from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
-from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document
+from skycap_viewer.flags import FLAG_BY_NAME
+from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document, record_id_of
 from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.graph import Graph
-from skycap_viewer.record.verify import document_problems, sidecar_problems
+from skycap_viewer.record.verify import verified_rollout
 from skycap_viewer.views.trajectory import fork_payload
 
 
@@ -30,6 +32,7 @@ class RecordReport:
     id: str
     problems: list[str]
     absent: list[str]  # listed sidecar kinds whose files are not in the directory
+    findings: list[str] = field(default_factory=list)  # flags its sidecars raise (`out-of-support`, ...)
     forks: list[Fork] = field(default_factory=list)  # only with --forks
     heading: str = ""  # skycap's line above a record's forks: `{document id}  {status}  {n} paths`
 
@@ -41,6 +44,7 @@ class DirectoryReport:
     bad: list[RecordReport] = field(default_factory=list)
     absent: dict[str, int] = field(default_factory=dict)
     listed: list[RecordReport] = field(default_factory=list)  # with problems or forks, in id order
+    found: list[RecordReport] = field(default_factory=list)  # with findings, in id order
     symlink_to: str | None = None  # the real directory, when a symlink took it out of its root
     symlinks: dict = field(default_factory=dict)  # record id -> real path, for documents linked out of it
 
@@ -48,6 +52,8 @@ class DirectoryReport:
         self.documents += 1
         if report.problems:
             self.bad.append(report)
+        if report.findings:
+            self.found.append(report)
         if report.problems or report.forks:
             self.listed.append(report)
         for kind in report.absent:
@@ -55,15 +61,16 @@ class DirectoryReport:
 
 
 def check_record(directory: Path, record_id: str, present: set[str], forks: bool = False) -> RecordReport:
-    """Every problem of one record (an unreadable document is one problem, its error), and with
-    `forks` the record's forks and skycap's heading line for them."""
+    """Every problem of one record (an unreadable document is one problem, its error), what its sidecars
+    found that is no problem of the format (`findings`: the flags only they raise, decided where the
+    index decides them), and with `forks` the record's forks and skycap's heading line for them."""
     try:
         document = read_document(document_path(directory, record_id))
     except RecordError as error:
         return RecordReport(record_id, [error.problem], [])
-    problems = document_problems(document, record_id)
-    sidecars = sidecar_problems(directory, document, present, consistent=not problems)
-    report = RecordReport(record_id, problems + sidecars.problems, sidecars.absent)
+    rollout = verified_rollout(directory, document, present, record_id)
+    report = RecordReport(record_id, rollout.record_problems, rollout.missing_sidecars,
+                          findings=list(rollout.sidecar_flags))
     if forks:
         report.forks = trajectory_forks(document)
         leaves = Graph(document["nodes"]).leaves
@@ -71,11 +78,13 @@ def check_record(directory: Path, record_id: str, present: set[str], forks: bool
     return report
 
 
-def check_directory(directory: Path, forks: bool = False, symlink_to: str | None = None) -> DirectoryReport:
+def check_directory(directory: Path, forks: bool = False, symlink_to: str | None = None,
+                    only: list[str] | None = None) -> DirectoryReport:
+    """Every record of `directory`, or those `only` names."""
     report = DirectoryReport(directory, symlink_to=symlink_to)
     try:
         present = set(os.listdir(directory))
-        ids = list_record_ids(directory)
+        ids = list_record_ids(directory) if only is None else only
     except OSError as error:
         raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
     progress = Progress(f"checking {directory}", len(ids))
@@ -125,9 +134,17 @@ def fork_counts(report: DirectoryReport) -> str:
     return "forks: " + ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
 
 
+def finding_line(report: DirectoryReport, record: RecordReport, name: str) -> str:
+    """One finding: `DIR/ID: finding out-of-support: why` (not a problem: the exit status ignores it)."""
+    return f"{report.path}/{record.id}: finding {name}: {FLAG_BY_NAME[name].why}"
+
+
 def summary_line(report: DirectoryReport, forks: bool = False) -> str:
     line = f"{report.path}{symlink_note(report.symlink_to)}: {plural(report.documents, 'document')}, "
     line += f"{len(report.bad)} with problems"
+    if report.found:
+        kinds = Counter(name for record in report.found for name in record.findings)
+        line += "; findings (not problems): " + ", ".join(f"{name} {n}" for name, n in sorted(kinds.items()))
     if report.absent:
         kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.absent.items()))
         line += f"; listed sidecar files not here (read as absent): {kinds}"
@@ -139,7 +156,7 @@ def summary_line(report: DirectoryReport, forks: bool = False) -> str:
 
 
 def record_entry(record: RecordReport, forks: bool) -> dict:
-    entry = {"id": record.id, "problems": record.problems}
+    entry = {"id": record.id, "problems": record.problems, "findings": record.findings}
     if forks:
         entry["forks"] = [fork_payload(fork) for fork in record.forks]
     return entry
@@ -158,6 +175,7 @@ def json_payload(reports: list[DirectoryReport], forks: bool = False) -> dict:
                 "with_problems": len(r.bad),
                 "absent_sidecars": dict(sorted(r.absent.items())),
                 "records": [record_entry(b, forks) for b in (r.listed if forks else r.bad)],
+                "findings": [record_entry(f, forks) for f in r.found],
             }
             for r in reports
         ],
@@ -167,11 +185,16 @@ def json_payload(reports: list[DirectoryReport], forks: bool = False) -> dict:
 def run_check(dirs, as_json: bool = False, forks: bool = False) -> int:
     """Exit 0 when every record is valid, 1 when any has a problem (2 is raised as UsageError);
     forks, when asked for, are printed and never change it."""
-    reports = [check_directory(directory, forks, link) for directory, link in resolve_directories(dirs)]
+    documents = [Path(path) for path in dirs if not Path(path).is_dir()]  # one record each, checked alone
+    reports = [check_directory(path.parent, forks, only=[record_id_of(path.name)]) for path in documents]
+    if len(documents) < len(dirs):
+        reports += [check_directory(directory, forks, link)
+                    for directory, link in resolve_directories([d for d in dirs if Path(d).is_dir()])]
     if as_json:
         print_out(json_text(json_payload(reports, forks)))
     else:
         lines = [line for r in reports for line in fork_lines(r)]
         lines += [f"{r.path}/{bad.id}: {'; '.join(bad.problems)}" for r in reports for bad in r.bad]
+        lines += [finding_line(r, record, name) for r in reports for record in r.found for name in record.findings]
         print_out(safe("\n".join(lines + [summary_line(r, forks) for r in reports])))  # names and problems too
     return 1 if any(r.bad for r in reports) else 0

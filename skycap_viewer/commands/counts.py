@@ -92,8 +92,9 @@ class RunStats:
         self.calls += len(rollout.calls)
         self.bridged.update(rollout.bridged)
         self.tokens += sum(n["tokens"]["length"] for n in rollout.nodes if n.get("tokens") is not None)
-        self.samples["sequences"] += len(rollout.training_paths)
+        self.samples["sequences"] += len(rollout.samples)
         if rollout.unit == "tokens":
+            self.samples["measured"] += len(rollout.samples)
             self.samples["tokens"] += rollout.tokens
             self.samples["trained_tokens"] += rollout.trainable
         self.rules[rollout.graph.rule or "none (all applied)"] += 1
@@ -115,6 +116,14 @@ class RunStats:
             "task_id": task_id(meta),
         })
 
+    def samples_counted(self) -> dict:
+        """Sequences, those with tokens, and their tokens and tokens in the loss: null when sequences there
+        are but none has tokens (text mode), where 0 would say they train nothing."""
+        sequences, measured = self.samples.get("sequences", 0), self.samples.get("measured", 0)
+        unmeasured = sequences and not measured
+        return {"sequences": sequences, "with_tokens": measured,
+                **{key: None if unmeasured else self.samples.get(key, 0) for key in ("tokens", "trained_tokens")}}
+
     def as_dict(self, groups: dict) -> dict:
         return {
             "records": self.records,
@@ -135,7 +144,7 @@ class RunStats:
             "nodes": self.nodes,
             "calls": {"total": self.calls, "bridged": {k: self.bridged.get(k, 0) for k in BRIDGED_KEYS}},
             "tokens": self.tokens,
-            "samples": {key: self.samples.get(key, 0) for key in ("sequences", "tokens", "trained_tokens")},
+            "samples": self.samples_counted(),
             "samples_rules": dict(sorted(self.rules.items())),
             "failures": {"total": self.failures, "records": self.with_failures},
             "flags": {flag.name: self.flags.get(flag.name, 0) for flag in FLAGS if flag.unit == "rollout"},

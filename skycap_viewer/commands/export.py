@@ -1,7 +1,7 @@
 """`skycap-viewer export DIR [filters] > out.jsonl`: the rows a listing's filters keep, as JSON lines.
 
 The directory is indexed as the server indexes it (runs discovered alike, a temporary index of the
-same rows, flags and run index; sidecars are not verified, as with `--no-verify`), then the lines are
+same rows, flags and run index, the sidecars read as the server's verification reads them), then the lines are
 written exactly as `/v1/trajectories/export` sends them for the same filters (`views/export.py`): the
 options are the API's parameters, parsed and refused by the same code. On a terminal, characters
 that could restyle it are written as JSON escapes (the same JSON values).
@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.commands.terminal import JSON_UNSAFE
 from skycap_viewer.errors import ApiError, UsageError
@@ -54,6 +55,11 @@ def terminal_safe(pieces):
         yield JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", decoder.decode(piece)).encode()
 
 
+def verified_rows(directory, names):
+    """Every row computed with its sidecars read: the flags the server's rows carry once verified."""
+    return compute_rows_here(directory, names, verify=True)
+
+
 def run_export(directory: Path, params: dict) -> int:
     """Write the export of the run under `directory` to stdout; bad filters are a usage error (exit 2)."""
     try:
@@ -61,7 +67,7 @@ def run_export(directory: Path, params: dict) -> int:
     except ApiError as error:
         raise UsageError(error.detail) from None
     catalog = Catalog([directory])
-    Watcher(catalog, verify=False).poll()
+    Watcher(catalog, compute_rows=verified_rows, verify=False).poll()  # verified as it goes, not after
     snapshot = chosen_run(catalog, directory, (params.get("run_id") or [None])[-1])
     spool = spooled_rows(snapshot, ask)
     out = sys.stdout.buffer

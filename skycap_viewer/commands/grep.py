@@ -42,7 +42,7 @@ def run_grep(dirs, query: Query, as_json: bool = False, pool: SearchPool | None 
         raise UsageError(problem)
     paint = Painter(wants_colour(sys.stdout) and not as_json)
     pool = pool or SearchPool()
-    found_any = False
+    found_any = finished = False
     try:
         for directory, _ in resolve_directories(dirs):
             try:
@@ -64,6 +64,7 @@ def run_grep(dirs, query: Query, as_json: bool = False, pool: SearchPool | None 
                     print(safe(f"skycap-viewer grep: {directory}/{result.record_id}: only the first "
                                f"{len(result.hits)} hits are shown"), file=sys.stderr)
             progress.close()
+        finished = True
     finally:
-        pool.close()
+        pool.close(wait=finished)  # interrupted: the workers' running matches are not waited for
     return 0 if found_any else 1

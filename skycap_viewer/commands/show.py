@@ -31,6 +31,7 @@ KIND_STYLES = {
     "sampled-elsewhere": ("cyan",),
     "sampled-untrained": ("yellow",),
 }
+OUTSIDE_MARKS = ("⟪", "⟫")  # around a sampled token its sampling mask did not allow (the page underlines it)
 LEVEL_STYLES = {"error": ("red", "bold"), "warn": ("yellow",), "info": ("blue",)}
 
 
@@ -83,21 +84,32 @@ def block_text(block: dict, node: dict | None, token_blocked: bool) -> str:
     return utf16_slice(node["text"], offsets[block["node_start"]], offsets[block["node_end"]])
 
 
+def marked_spans(node: dict) -> list[tuple[int, int, tuple[str, str]]]:
+    """The node's token ranges to mark, in order: each media item's placeholder tokens (`⟦ ⟧`), and each
+    sampled token outside its sampling mask's support (`⟪ ⟫`, the page's underline)."""
+    spans = [(item["offset"], item["offset"] + item["length"], MARKS) for item in node["media"]
+             if item["offset"] is not None]
+    spans += [(index, index + 1, OUTSIDE_MARKS) for index in node.get("outside_support") or []]
+    return sorted(spans)
+
+
 def marked_text(block: dict, node: dict | None, token_blocked: bool) -> str:
-    """The block's text, escaped, with each media item's placeholder tokens in it between `⟦ ⟧`."""
-    if node is None or not token_blocked or not node["media"]:
+    """The block's text, escaped, with its marked token ranges (`marked_spans`) between their marks."""
+    spans = marked_spans(node) if node is not None and token_blocked else []
+    if not spans:
         return safe(block_text(block, node, token_blocked))
+
+    def text(start: int, stop: int) -> str:
+        return safe(block_text({"node_start": start, "node_end": stop}, node, True))
+
     pieces, at, end = [], block["node_start"], block["node_end"]
-    for item in node["media"]:
-        if item["offset"] is None:
-            continue
-        start, stop = max(item["offset"], at), min(item["offset"] + item["length"], end)
+    for start, stop, (opening, closing) in spans:
+        start, stop = max(start, at), min(stop, end)
         if start >= stop:
             continue
-        placeholder = safe(block_text({"node_start": start, "node_end": stop}, node, True))
-        pieces += [safe(block_text({"node_start": at, "node_end": start}, node, True)), MARKS[0], placeholder, MARKS[1]]
+        pieces += [text(at, start), opening, text(start, stop), closing]
         at = stop
-    pieces.append(safe(block_text({"node_start": at, "node_end": end}, node, True)))
+    pieces.append(text(at, end))
     return "".join(pieces)
 
 
@@ -149,7 +161,8 @@ def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dic
     if header.get("tokenizer"):
         rows.append(("tokenizer", header["tokenizer"]))
     if header.get("created_at"):
-        rows.append(("created", f"{header['created_at']}  finished {header.get('finished_at') or '-'}"))
+        ended_as = "abandoned" if header["status"] == "abandoned" else "finished"  # the time skycap ended it
+        rows.append(("created", f"{header['created_at']}  {ended_as} {header.get('finished_at') or '-'}"))
     bridged = " ".join(f"{k}={n}" for k, n in header["skycap"]["bridged"].items())
     rows.append(("calls", f"{header['capture']['exchange_count']}  bridged {bridged}"))
     rows.append(("trains", trains_text(header)))
@@ -162,6 +175,10 @@ def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dic
         rows.append(("note", TEXT_ONLY_BY_REASON[payload["text_only"]].note))
     if payload.get("tokens_error"):
         rows.append(("tokens", payload["tokens_error"]))
+    outside = sum(len(node.get("outside_support") or []) for node in (payload.get("nodes") or {}).values())
+    if outside:
+        rows.append(("support", f"{plural(outside, 'sampled token')} outside the sampling mask's support, "
+                                f"marked {''.join(OUTSIDE_MARKS)} in the text"))
     lines = [first] + [f"{label:<12} {safe(str(value))}" for label, value in rows]  # escaped, then painted
     at = 1 + next((i for i, (label, _) in enumerate(rows) if label == "problem"), len(rows))
     lines[at:at] = [f"{'flag':<12} {paint(flag.name, *LEVEL_STYLES[flag.level])} ({flag.level}): {flag.why}"
@@ -189,6 +206,18 @@ def path_title(path: dict, source: int | None) -> str:
         title += f"  first new node {path['diverges_at']}"
         title += f" after {path['fork_from']}" if path["fork_from"] else " (a new root)"
     return title
+
+
+def samples_lines(path: dict, token_blocked: bool) -> list[str]:
+    """The samples the path carries, one line each, when they are not the one sample through its leaf
+    (a row ending before it, or several rows on it: the trainer got each as a sample of its own)."""
+    lines = []
+    for sample in path.get("samples") or []:
+        loss = f", {sample['trainable']} in the loss" if sample["trainable"] is not None else ""
+        targets = ", ".join(sample["targets"]) or "none"
+        lines.append(f"{'sample':<17} row {sample['row']}: through {sample['leaf_node_id']}, "
+                     f"{size_text(sample['size'], token_blocked)}{loss} (targets {targets})")
+    return lines
 
 
 def block_lines(block: dict, nodes: dict, token_blocked: bool, paint: Painter) -> list[str]:
@@ -260,6 +289,7 @@ def path_lines(path: dict, nodes: dict, paint: Painter, printed: Printed | None 
     blocks = path["blocks"]
     source = printed.path_of[path["fork_from"]] if printed is not None and path["shared_nodes"] else None
     lines = ["", paint(safe(path_title(path, source)), "bold")]
+    lines += [f"  {safe(line)}" for line in samples_lines(path, token_blocked)]
     if printed is not None:
         prefix = set(path["node_ids"][: path["shared_nodes"]])
         if source is not None:
@@ -296,7 +326,7 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False,
     directory, document, present, file_id = opened_record(record)
     if as_html:
         return print_snapshot(directory, document, present, file_id, path_index)
-    payload = paths_payload(directory, document, present, file_id)
+    payload = paths_payload(directory, document, present, file_id, verified=True)  # the sidecars' verdicts too
     path_count = len(payload["paths"])
     if path_index is not None:
         if not 0 <= path_index < len(payload["paths"]):

@@ -12,7 +12,7 @@ from skycap_viewer.views.trajectory import RecordView
 
 def print_snapshot(directory, document: dict, present, record_id: str, path_index: int | None) -> int:
     """Write the file opening on path `path_index` (0 when not given); a path there is not exits 2."""
-    view = RecordView(directory, document, present, record_id, {})
+    view = RecordView(directory, document, present, record_id, {}, verified=True)  # the sidecars' flags too
     try:
         body = record_snapshot(view, path_index or 0)
     except IndexError:

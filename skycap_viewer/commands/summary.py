@@ -1,4 +1,5 @@
-"""`skycap-viewer summary DIR...`: what each run holds, from its documents alone.
+"""`skycap-viewer summary DIR...`: what each run holds, from its documents and their sidecars (read as `check`
+reads them: the flags are the index's, decided by `record.verify.verified_rollout`).
 
 Runs are discovered exactly as the server discovers them, so the terminal and the page agree
 on what a run is. An unreadable document is counted and listed with its error, never fatal. A
@@ -18,7 +19,7 @@ from skycap_viewer.commands.terminal import Progress, json_text, links_text, plu
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import GROUP_FLAGS
 from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document
-from skycap_viewer.record.rollout import Rollout
+from skycap_viewer.record.verify import verified_rollout
 
 LABEL_WIDTH = 20
 
@@ -57,12 +58,16 @@ def run_stats(run: RunLocation) -> tuple[RunStats, dict | None]:
         except RecordError as error:
             stats.add_unreadable(record_id, error.problem)
         else:
-            stats.add(record_id, document, Rollout(document, present, record_id))
+            stats.add(record_id, document, verified_rollout(run.path, document, present, record_id))
         progress.update(done)
     progress.close()
     index = summarise_run_index(run.path, set(ids))
     if index is None:
         return stats, None
+    for row in stats.rows:  # the attempts the trainer superseded are grouped so, as the server groups them
+        overlay = index.overlays.get(row["id"])
+        if overlay is not None:
+            row["superseded"] = overlay.superseded
     facts = index.facts(len(ids))
     stats.flags[NOT_TRAINED] += facts["not_trained"]
     return stats, facts
@@ -70,6 +75,16 @@ def run_stats(run: RunLocation) -> tuple[RunStats, dict | None]:
 
 def counts(mapping: dict, empty: str = "none") -> str:
     return " ".join(f"{key}={n}" for key, n in mapping.items()) or empty
+
+
+def samples_sizes(samples: dict) -> str:
+    """The sequences' tokens and tokens in the loss, or that they have no tokens to count them in."""
+    if samples["tokens"] is None:
+        return "no tokens (text mode): nothing to count in the loss"
+    sizes = f"{samples['tokens']} tokens, {samples['trained_tokens']} in the loss"
+    if samples["with_tokens"] < samples["sequences"]:
+        sizes += f" (over the {samples['with_tokens']} with tokens)"
+    return sizes
 
 
 def reward_line(rewards: dict | None, missing: int) -> str:
@@ -116,8 +131,7 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
         ("nodes", str(summary["nodes"])),
         ("tokens", f"{summary['tokens']} stored (each node once)"),
         ("samples", f"{plural(summary['samples']['sequences'], 'sequence')} for the trainer: "
-                    f"{summary['samples']['tokens']} tokens, {summary['samples']['trained_tokens']} in the loss"
-                    f"; rules {counts(summary['samples_rules'])}"),
+                    f"{samples_sizes(summary['samples'])}; rules {counts(summary['samples_rules'])}"),
         ("failures", f"{summary['failures']['total']} in {plural(summary['failures']['records'], 'record')}"),
         ("flags", f"over all {plural(summary['documents'], 'document')}, unreadable ones included: "
                   + counts({k: n for k, n in summary["flags"].items() if n})),
