@@ -1,7 +1,8 @@
 // Boot and routing: the URL hash is the state; every change of it redraws the sidebar, the
 // run page (or the view that takes the main area: the pair view, which has no drawer and is
-// not polled, two runs compared, one prompt's steps) and the drawer from that state. A poll every few seconds picks up new runs and records without losing the scroll
-// position, the expanded groups or the open drawer.
+// not polled, two runs compared, one prompt's steps) and the drawer from that state. A poll
+// every few seconds picks up new runs and records without losing the scroll position, the
+// expanded groups or the open drawer.
 
 import {get} from "./api.js";
 import {Drawer} from "./drawer.js";
@@ -15,7 +16,7 @@ import {emptyState, format, parse} from "./route.js";
 import {RunsCompare} from "./runs-compare.js";
 import {Sidebar} from "./sidebar.js";
 import {setupTheme} from "./theme.js";
-import {loadViewer} from "./viewer.js";
+import {setViewer} from "./viewer.js";
 
 const POLL_MS = 3000;
 const main = document.getElementById("main");
@@ -29,9 +30,12 @@ function runOf(id) {
 
 /** Move to a new state: a new history entry, or `replace` the current one. */
 function go(patch, {replace: replacing = false} = {}) {
-  const next = {...state, ...patch};
-  if ("traj" in patch && patch.traj !== state.traj) Object.assign(next, {path: 0, tok: "", blk: "", fa: 0, fb: 1, retok: "", node: ""});
-  if (next.path !== state.path && !("tok" in patch || "blk" in patch)) Object.assign(next, {tok: "", blk: ""});  // a pin names a place in one path
+  const next = {...state, badTab: "", ...patch};  // a tab the link asked for and there is not: said until a move
+  if ("traj" in patch && patch.traj !== state.traj) {
+    Object.assign(next, {path: 0, tok: "", blk: "", fa: 0, fb: 1, retok: "", node: ""});
+  }
+  // a pin names a place in one path
+  if (next.path !== state.path && !("tok" in patch || "blk" in patch)) Object.assign(next, {tok: "", blk: ""});
   const hash = format(next);
   if (hash !== location.hash) history[replacing ? "replaceState" : "pushState"](null, "", hash);
   state = next;
@@ -87,7 +91,8 @@ function noRecords() {
     el("p", {}, "A run appears here once its directory holds a record (a ", el("code", {}, "*.json.zst"),
       " document). Watching:"),
     el("ul", {}, roots.map((root) => el("li", {}, el("code", {}, root)))),
-    el("p", {className: "muted"}, "Point a capture server's --record-dir here, or pass record directories on the command line.")));
+    el("p", {className: "muted"},
+      "Point a capture server's --record-dir here, or pass record directories on the command line.")));
 }
 
 async function render() {
@@ -144,7 +149,7 @@ function showSource(error) {
 async function refreshRuns() {
   try {
     runs = (await get("/runs", {}, {poll: true})).body.data || [];
-    if (!viewer) viewer = await loadViewer();
+    if (!viewer) viewer = setViewer(await get("/__viewer"));
     showSource(null);
     return true;
   } catch (error) {

@@ -14,16 +14,19 @@ function fence(text) {
 
 /** The block as Markdown: a header line and its text fenced. `text` null: no text was recorded
  *  (a token node without text): its token ids stand in. */
-export function blockMarkdown(block, node, text, {unit, path, traj}) {
+function blockMarkdown(block, node, text, {unit, path, traj}) {
   const role = block.role ?? "(no role)";
-  const head = `**${block.kind}** · ${role} · ${block.author ?? "?"} ${block.node_id} · ${unit} [${block.start}:${block.end}] of path ${path} of ${traj}`;
-  const body = text ?? `(no text recorded; token ids: ${(node?.token_ids ?? []).slice(block.node_start, block.node_end).join(" ")})`;
+  const head = `**${block.kind}** · ${role} · ${block.author ?? "?"} ${block.node_id}`
+    + ` · ${unit} [${block.start}:${block.end}] of path ${path} of ${traj}`;
+  const body = text
+    ?? `(no text recorded; token ids: ${(node?.token_ids ?? []).slice(block.node_start, block.node_end).join(" ")})`;
   const bar = fence(body);
   return `${head}\n\n${bar}\n${body}${body.endsWith("\n") ? "" : "\n"}${bar}\n`;
 }
 
 /** The block's "md" button: copies the block drawn in `section` as Markdown. */
 export function markdownButton(section, block, node, where) {
-  return el("button", {type: "button", className: "ghost copy-md", title: "copy this block as Markdown (its node, range and text)",
+  return el("button", {type: "button", className: "ghost copy-md",
+    title: "copy this block as Markdown (its node, range and text)",
     onclick: (event) => copyText(blockMarkdown(block, node, sectionText(section), where), event.currentTarget)}, "md");
 }

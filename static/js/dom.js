@@ -68,7 +68,9 @@ export function select(options, current, onchange, props = {}) {
 
 // Focus survives a redraw: the focused control is named by its data attribute (or id) before the
 // nodes are replaced, and the control with the same name is focused again after.
-const FOCUS_KEYS = ["tab", "path", "option", "fork", "flag", "sort", "filter", "view", "page", "link", "node", "traj", "key"];
+const FOCUS_KEYS = [
+  "tab", "path", "option", "fork", "flag", "sort", "filter", "view", "page", "link", "node", "traj", "key",
+];
 
 /** A selector for the focused element inside `root`, or null. */
 export function focusKey(root) {

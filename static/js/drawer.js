@@ -5,45 +5,26 @@
 import {apiUrl, get, trajectoryPath} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
 import {append, button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
-import {num, pct, unitShort} from "./format.js";
 import {forkPair, renderForks} from "./tab-forks.js";
 import {FindBar} from "./find-bar.js";
 import {renderJson} from "./tab-json.js";
 import {NotableTokens} from "./notable.js";
 import {pickButtons} from "./pair-picks.js";
-import {trainedText} from "./run-missing.js";
 import {renderPath} from "./tab-path.js";
 import {retokPanel} from "./retok-diff.js";
 import {renderTimeline} from "./tab-timeline.js";
 import {rewardCell} from "./reward.js";
+import {rolloutHead, tabLabels} from "./rollout-head.js";
 import {TABS} from "./route.js";
-import {fetchNext, partOf} from "./parts.js";
+import {fetchNext, partOf} from "./fetch-part.js";
 import {locate, markHit} from "./search-mark.js";
 import {PinnedPlace} from "./token-pin.js";
 import {LazyText} from "./tokens.js";
 import {renderTree} from "./tab-tree.js";
-import {flagBadge, forkKinds, snapshotTabs, textOnlyNotice} from "./viewer.js";
+import {snapshotTabs} from "./viewer.js";
 
 const WIDTH_KEY = "skycap-viewer.drawer-width";
 const CACHE_SIZE = 8;
-
-/** The header's trainable figure from the server's `size`: totals over the samples the trainer gets. */
-function trainableFact(size) {
-  if (!size?.tokens) return "-";
-  if (size.unit !== "tokens") return `- (no tokens: ${num(size.tokens)} ch)`;
-  return `${num(size.trainable)}/${num(size.tokens)} ${pct(size.trainable, size.tokens)}`;
-}
-
-/** Which rule chose what trains: the record's own samples, or (no samples) the viewer's `all`. */
-function ruleFact(rule) {
-  return rule ? `${rule} rule (the record's samples)` : "all rule (applied by the viewer: the record has no samples)";
-}
-
-/** How many samples the trainer gets, and the longest path (sample or not), from `size`. */
-function samplesFact(size) {
-  if (!size) return "-";
-  return `${num(size.samples)} · longest ${num(size.longest)} ${unitShort(size.unit)}`;
-}
 
 export class Drawer {
   constructor(root, body, grip, {go, close}) {
@@ -102,7 +83,9 @@ export class Drawer {
   setRewardRange(range) {
     if (JSON.stringify(range) === JSON.stringify(this.rewardRange)) return;
     this.rewardRange = range;
-    if (this.rewardBox && this.bundle) replace(this.rewardBox, rewardCell(this.bundle.trajectory.annotations?.reward, this.bundle.trajectory.reward_value, range));
+    if (!this.rewardBox || !this.bundle) return;
+    const t = this.bundle.trajectory;
+    replace(this.rewardBox, rewardCell(t.annotations?.reward, t.reward_value, range));
   }
 
   /** Open, switch or close the drawer to match `state`. */
@@ -128,7 +111,8 @@ export class Drawer {
         await this.load(state.run, state.traj);
       } catch (error) {
         if (key === this.key) {
-          replace(this.body, this.closeBar(state.traj), el("p", {className: "notice error"}, `Cannot open ${state.traj}: ${error.message}`));
+          replace(this.body, this.closeBar(state.traj),
+            el("p", {className: "notice error"}, `Cannot open ${state.traj}: ${error.message}`));
         }
         return;
       }
@@ -193,7 +177,7 @@ export class Drawer {
     const bundle = this.bundle;
     if (state.tab !== "timeline" || !bundle || bundle.trajectory.unreadable || bundle.timeline) return;
     try {
-      bundle.timeline = await get(`/trajectories/${encodeURIComponent(state.traj)}/timeline`, {run_id: state.run});
+      bundle.timeline = await get(`${trajectoryPath(state.traj)}/timeline`, {run_id: state.run});
     } catch (error) {
       bundle.timeline = {error: error.message};
     }
@@ -219,7 +203,8 @@ export class Drawer {
   }
 
   closeBar(id) {
-    return el("header", {className: "drawer-head"}, el("h2", {}, id), button("close  esc", () => this.close(), {className: "ghost close"}));
+    return el("header", {className: "drawer-head"}, el("h2", {}, id),
+      button("close  esc", () => this.close(), {className: "ghost close"}));
   }
 
   /** Draw the header and the current tab; `keepScroll` on a poll that found a change. */
@@ -228,9 +213,11 @@ export class Drawer {
     const bundle = this.bundle;
     if (!bundle) return;  // still loading: the show() that started the load draws when it lands
     const fork = forkPair(bundle.paths, state);
-    const place = JSON.stringify([this.key, state.tab, state.tab === "timeline" ? null : state.path, state.fa, state.fb]);
-    const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs, state.retok,
-      Boolean(fork && bundle.forks?.has(fork.key)), state.node, Boolean(bundle.timeline), state.experts]);
+    const place = JSON.stringify([this.key, state.tab, state.tab === "timeline" ? null : state.path,
+      state.fa, state.fb]);
+    const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs,
+      state.retok, Boolean(fork && bundle.forks?.has(fork.key)), state.node, Boolean(bundle.timeline),
+      state.experts, state.badTab]);
     if (this.drawn === drawn && !keepScroll) {
       this.pin.drawn();  // only the pin may have changed (a click, Esc, Back): mark it on what is drawn
       return;
@@ -249,7 +236,8 @@ export class Drawer {
       for (const entry of entries) if (entry.isIntersecting) entry.target.click();
     }, {root: this.content, rootMargin: "800px 0px"});
     if (bundle.trajectory.unreadable) {
-      this.content.append(el("p", {className: "notice error"}, `This record cannot be read: ${bundle.trajectory.error}`));
+      this.content.append(el("p", {className: "notice error"},
+        `This record cannot be read: ${bundle.trajectory.error}`));
       replace(this.body, this.header(bundle), this.content);
     } else {
       this.content.setAttribute("role", "tabpanel");
@@ -273,32 +261,21 @@ export class Drawer {
 
   header(bundle) {
     const t = bundle.trajectory;
-    const bridged = t.skycap?.bridged || {};
-    const facts = [
-      ["mode", t.mode ?? "-"], ["status", `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`], ["task", t.task_id ?? "-"],
-      ["step", num(t.step)], ["trains", ruleFact(t.samples_rule)], ["samples", samplesFact(t.size)],
-      ["trainable", trainableFact(t.size)],
-      ["tokenizer", t.tokenizer ?? "-"],
-      ["calls", `${num(t.capture?.exchange_count ?? 0)} · bridged true=${bridged.true ?? 0} false=${bridged.false ?? 0} null=${bridged.null ?? 0} absent=${bridged.absent ?? 0}`],
-      ["created", t.created_at ? String(t.created_at).replace("T", " ").slice(0, 19) : "-"],
-    ];
-    if ("superseded" in t) facts.push(["trained (run index)", trainedText(t)]);
-    const notes = [this.gone ? el("p", {className: "notice error gone"},
-      "This record is gone from disk: what is shown is the last version read.") : null, textOnlyNotice(bundle.paths)];
-    for (const problem of t.unreadable ? [] : t.record_problems || []) notes.push(el("p", {className: "notice error"}, `Malformed record: ${problem}.`));
-    return el("header", {className: "drawer-head"},
-      el("div", {className: "drawer-title"},
-        el("h2", {className: "traj-id", tabindex: "-1"}, t.id),
+    const head = rolloutHead(bundle, {
+      rewardRange: this.rewardRange,
+      actions: [
         button("copy id", (event) => copyText(t.id, event.currentTarget), {className: "ghost"}),
-        pickButtons(t.id, this.state.run, this.go),
+        t.unreadable ? null : pickButtons(t.id, this.state.run, this.go),  // nothing to compare it by
         this.snapshotLink(t),
         el("span", {className: "grow"}),
-        button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})),
-      el("dl", {className: "facts"}, facts.map(([label, value]) => el("div", {className: "fact", dataset: {fact: label}}, el("dt", {}, label), el("dd", {}, value))),
-        el("div", {className: "fact"}, el("dt", {}, "reward"), this.rewardBox = el("dd", {}, rewardCell(t.annotations?.reward, t.reward_value, this.rewardRange)))),
-      el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name, "",
-        {more: name === "forked" && bundle.graph?.forks?.length ? `Forks: ${forkKinds(bundle.graph.forks)}.` : ""}))),
-      notes);
+        button("close  esc", () => this.close(), {className: "ghost close", title: "close (Esc)"})],
+      notes: [this.gone ? el("p", {className: "notice error gone"},
+        "This record is gone from disk: what is shown is the last version read.") : null,
+      this.state.badTab ? el("p", {className: "notice warn bad-tab"}, `The link asks for a tab "${this.state.badTab}"`
+        + `, which there is not (tabs: ${TABS.join(", ")}): the Path tab is shown.`) : null],
+    });
+    this.rewardBox = head.querySelector('[data-fact="reward"] dd');
+    return head;
   }
 
   /** The rollout as one HTML file that opens offline (`/snapshot`), on the path and tab shown (the
@@ -308,15 +285,14 @@ export class Drawer {
     const tab = snapshotTabs().includes(this.state.tab) ? this.state.tab : "path";
     return el("a", {className: "button ghost snapshot-link", download: true, dataset: {link: "snapshot"},
       title: "download this rollout as one HTML file that opens on any machine, offline",
-      href: apiUrl(`${trajectoryPath(t.id)}/snapshot`, {run_id: this.state.run, path: this.state.path, tab})}, "snapshot");
+      href: apiUrl(`${trajectoryPath(t.id)}/snapshot`, {run_id: this.state.run, path: this.state.path, tab}),
+    }, "snapshot");
   }
 
   tabs(bundle, active) {
-    const pathCount = (bundle.paths.paths || []).length;
-    const calls = bundle.exchanges?.part?.total ?? 0;
-    const labels = {path: "Path", tree: pathCount > 1 ? `Tree ${pathCount}` : "Tree",
-      forks: pathCount > 1 ? `Forks ${pathCount}` : "Forks", calls: `Calls ${calls}`, timeline: "Timeline", json: "JSON"};
-    return el("div", {className: "tabs", role: "tablist", "aria-label": "rollout views", onkeydown: (event) => this.tabKey(event, active)},
+    const labels = tabLabels(bundle);
+    return el("div", {className: "tabs", role: "tablist", "aria-label": "rollout views",
+      onkeydown: (event) => this.tabKey(event, active)},
       TABS.map((tab, i) => el("button", {
         type: "button", role: "tab", id: `drawer-tab-${tab}`, "aria-controls": "drawer-panel",
         className: `tab${tab === active ? " active" : ""}`, dataset: {tab}, tabindex: tab === active ? "0" : "-1",
@@ -341,12 +317,17 @@ export class Drawer {
     const more = (route, index) => this.more(route, index);
     const context = {go: this.go, lazy: this.lazy, more, notable: this.notable, pin: this.pin};
     if (state.tab === "tree") {
-      return renderTree(bundle, {openNode: this.treeOpen, setOpen: (id) => { this.treeOpen = id; this.draw(true); }, more, go: this.go});
+      const setOpen = (id) => {
+        this.treeOpen = id;
+        this.draw(true);
+      };
+      return renderTree(bundle, {openNode: this.treeOpen, setOpen, more, go: this.go});
     }
     if (state.tab === "forks") return renderForks(bundle, state, context);
     if (state.tab === "calls") return renderCalls(bundle, more);
     if (state.tab === "timeline") {
-      return renderTimeline(bundle, state, {go: this.go, select: (id, path) => this.select(id, path), more: () => more("timeline")});
+      return renderTimeline(bundle, state,
+        {go: this.go, select: (id, path) => this.select(id, path), more: () => more("timeline")});
     }
     if (state.tab === "json") return renderJson(bundle);
     return renderPath(bundle, state, context);
@@ -384,7 +365,8 @@ export class Drawer {
     if (!target || hit.shown) return;
     hit.shown = true;
     target.scrollIntoView({block: "center"});
-    requestAnimationFrame(() => target.scrollIntoView({block: "center"}));  // again once blocks above have their real height
+    // again once the blocks above have their real height
+    requestAnimationFrame(() => target.scrollIntoView({block: "center"}));
   }
 
   /** Fetch the next part of the open rollout's `route` answer (path `index`'s of /paths) into its
@@ -468,7 +450,8 @@ export class Drawer {
   /** The number keys switch tabs. */
   selectTab(index) {
     if (!this.isOpen || !TABS[index]) return;
-    if (this.body.contains(document.activeElement) && document.activeElement.getAttribute("role") === "tab") this.focusTab = true;
+    const focused = document.activeElement;
+    if (this.body.contains(focused) && focused.getAttribute("role") === "tab") this.focusTab = true;
     this.go({tab: TABS[index]}, {replace: true});
   }
 }

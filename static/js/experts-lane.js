@@ -3,7 +3,7 @@
 // at a time (never the whole sidecar); the tokens the server says were routed to the same set as
 // the token before are shaded. The node and layer picked stay with the open rollout.
 
-import {get} from "./api.js";
+import {get, trajectoryPath} from "./api.js";
 import {el, replace, select} from "./dom.js";
 import {num} from "./format.js";
 import {extend} from "./parts.js";
@@ -29,7 +29,7 @@ export function expertsLane(bundle, path, run) {
 
   async function fetchRows(from) {
     const key = `${lane.node}|${lane.layer}`;
-    const answer = await get(`/trajectories/${encodeURIComponent(id)}/experts`,
+    const answer = await get(`${trajectoryPath(id)}/experts`,
       {run_id: run, node: lane.node, layer: lane.layer, from: from || undefined});
     const known = lane.answers.get(key);
     if (known && from) {
@@ -67,7 +67,8 @@ export function expertsLane(bundle, path, run) {
 
 /** The lane's controls: the node, the layer (once the server has said how many), the shape. */
 function drawHead(head, lane, choices, nodes, answer, show) {
-  const nodeLabel = (nodeId) => `${nodeId} ${nodes[nodeId].role ?? ""}${nodes[nodeId].author === "model" ? " · model" : ""}`;
+  const nodeLabel = (nodeId) =>
+    `${nodeId} ${nodes[nodeId].role ?? ""}${nodes[nodeId].author === "model" ? " · model" : ""}`;
   const pickNode = select(choices.map((nodeId) => [nodeId, nodeLabel(nodeId)]), lane.node,
     (value) => { lane.node = value; show(); }, {className: "experts-node", "aria-label": "node"});
   const layers = answer?.layers;
@@ -84,16 +85,20 @@ function drawHead(head, lane, choices, nodes, answer, show) {
  *  sampled tokens are underlined in the sampled colour. */
 function drawRows(body, answer, node, more) {
   if (answer.unavailable) {
-    replace(body, el("p", {className: `notice ${answer.unavailable === "damaged" ? "error" : "warn"} experts-note`}, answer.note));
+    replace(body, el("p", {className: `notice ${answer.unavailable === "damaged" ? "error" : "warn"} experts-note`},
+      answer.note));
     return;
   }
   const hasText = node.text !== null && node.text !== undefined && node.token_offsets;
   const cells = answer.experts.map((ids, row) => {
-    const piece = hasText ? node.text.slice(node.token_offsets[row], node.token_offsets[row + 1]) : `${node.token_ids[row]}`;
+    const piece = hasText
+      ? node.text.slice(node.token_offsets[row], node.token_offsets[row + 1])
+      : `${node.token_ids[row]}`;
     const repeat = answer.repeats[row];
     const sampled = row >= (node.sampled_start ?? Infinity);
     return el("span", {className: `experts-cell${sampled ? " sampled" : ""}${repeat ? " repeat" : ""}`, dataset: {row},
-      title: `token ${row} ${JSON.stringify(piece)} · experts ${ids.join(", ")}${repeat ? " · the same set as the token before" : ""}`},
+      title: `token ${row} ${JSON.stringify(piece)} · experts ${ids.join(", ")}`
+        + `${repeat ? " · the same set as the token before" : ""}`},
     el("span", {className: "experts-piece"}, visible(piece, true) || "·"),
     el("span", {className: "experts-ids"}, ids.join(" ")));
   });

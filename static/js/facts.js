@@ -67,15 +67,16 @@ export function tokenFacts(block, node, i) {
 }
 
 /** The media item (image) whose placeholder tokens hold token `i` of `node`, or undefined. */
-export function mediaAt(node, i) {
+function mediaAt(node, i) {
   return (node.media ?? []).find((item) => item.offset !== null && item.offset <= i && i < item.offset + item.length);
 }
 
 /** What the server read of sampled token `i`'s sampling mask: its support size and whether the id
  *  sampled is in it, or that the node records none. */
-export function supportFact(node, i) {
+function supportFact(node, i) {
   const size = node.support_sizes?.[i - node.sampled_start];
   if (size === undefined || size === null) return "no support recorded";
   const inside = !(node.outside_support || []).includes(i);
-  return `support ${size} id${size === 1 ? "" : "s"}, ${inside ? "sampled id in it" : "sampled id NOT in it (a sampler or logprobs_mode bug)"}`;
+  const verdict = inside ? "sampled id in it" : "sampled id NOT in it (a sampler or logprobs_mode bug)";
+  return `support ${size} id${size === 1 ? "" : "s"}, ${verdict}`;
 }

@@ -20,7 +20,8 @@ function pattern(query) {
 /** What the open tab holds that a find has not seen: the parts not loaded yet, said plainly. */
 function loadedNote(bundle, state) {
   const part = state.tab === "tree" ? bundle.graph?.part
-    : state.tab === "path" ? bundle.paths?.paths?.[Math.min(state.path, (bundle.paths.paths || []).length - 1)]?.part : null;
+    : state.tab === "path" ? bundle.paths?.paths?.[Math.min(state.path, (bundle.paths.paths || []).length - 1)]?.part
+      : null;
   const notes = [];
   if (part?.next !== undefined) notes.push(`in the ${num(part.to)} of ${num(part.total)} nodes loaded`);
   const pair = state.tab === "forks" ? forkPair(bundle.paths, state) : null;
@@ -55,7 +56,8 @@ export class FindBar {
     this.count = el("span", {className: "find-count", "aria-live": "polite"});
     this.element = el("div", {className: "find-bar", role: "search"},
       this.input, this.count,
-      button("↑", () => this.step(-1), {className: "ghost", title: "previous hit (Shift+Enter)", dataset: {find: "previous"}}),
+      button("↑", () => this.step(-1),
+        {className: "ghost", title: "previous hit (Shift+Enter)", dataset: {find: "previous"}}),
       button("↓", () => this.step(1), {className: "ghost", title: "next hit (Enter)", dataset: {find: "next"}}),
       button("×", () => this.close(), {className: "ghost", title: "close (Esc)", dataset: {find: "close"}}));
   }

@@ -1,5 +1,6 @@
 // Small formatting helpers shared by the tables and the drawer.
 
+import {el} from "./dom.js";
 import {num} from "./facts.js";
 
 export {num, plural, unitShort} from "./facts.js";  // the tables' and the drawer's numbers are the snapshot's
@@ -8,7 +9,9 @@ export {num, plural, unitShort} from "./facts.js";  // the tables' and the drawe
  *  `{cut: true, json_bytes, type}`: too long for a row; the rollout's own answer has it whole),
  *  or null for any other value. */
 export function cutText(value) {
-  if (value === null || typeof value !== "object" || value.cut !== true || typeof value.json_bytes !== "number") return null;
+  if (value === null || typeof value !== "object" || value.cut !== true || typeof value.json_bytes !== "number") {
+    return null;
+  }
   const what = `${value.type === "object" ? "an" : "a"} ${value.type}`;
   return `(cut: ${what} of ${num(value.json_bytes)} bytes of JSON; open the rollout for it whole)`;
 }
@@ -27,6 +30,12 @@ export function range(pair) {
  *  (tr_trunca…_sidecar, tr_86f0b7…382298e2); the cell's title holds the whole id. */
 export function shortId(id) {
   return id && id.length > 18 ? `${id.slice(0, 9)}…${id.slice(-8)}` : id;
+}
+
+/** A table's id: whole where it fits, else cut at its head by the layout (its end, where ids differ,
+ *  kept); on one line, one text (a copy of it is the whole id). */
+export function fitId(id) {
+  return el("span", {className: "fit-id"}, el("span", {className: "id-text"}, id ?? "-"));
 }
 
 /** "3 m ago" from unix seconds. */
@@ -49,3 +58,9 @@ export function sizeIn(item, unit) {
   return (unit === "tokens" ? item?.token_count : item?.char_count) ?? 0;
 }
 
+/** What the run index says of a rollout: trained yes / no / not said, and superseded; "-" when it is not listed. */
+export function trainedText(row) {
+  if (!("superseded" in row)) return "-";
+  const trained = {true: "yes", false: "no"}[row.trained] ?? "not said";
+  return row.superseded ? `${trained} · superseded` : trained;
+}

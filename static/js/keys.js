@@ -1,7 +1,8 @@
 // Keyboard: j/k move through rows, Enter opens, Esc unpins (a pinned token) or closes, [ ] step through rollouts in the
 // drawer, 1–6 switch tabs, f finds in the rollout, n / N step through its notable tokens,
-// a / b pick the current rollout as A / B and c compares them, / focuses search, ? shows this list. Ignored while typing. The match list of the record text
-// search walks with its own j / k and arrows while it has the focus (search.js).
+// a / b pick the current rollout as A / B and c compares them, / focuses search, ? shows this list. Ignored while
+// typing. The match list of the record text search walks with its own j / k and arrows while it has the focus
+// (search.js).
 
 import {el, replace} from "./dom.js";
 
@@ -9,9 +10,10 @@ const KEYS = [
   ["j / k", "next / previous row"],
   ["Enter", "open the row (a group expands, a rollout opens)"],
   ["Esc", "unpin the pinned token, else close the drawer (or this help)"],
-  ["[ / ]", "previous / next rollout in the drawer"],
+  ["[ / ]", "previous / next rollout in the drawer (across a page's or an open group's edge)"],
   ["1 – 6", "Path, Tree, Forks, Calls, Timeline, JSON"],
-  ["f", "find in the rollout (Path, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
+  ["f",
+    "find in the rollout (Path, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
   ["n / N", "next / previous notable token (Path tab)"],
   ["a / b", "pick the current rollout (row, or the one open) as A / B to compare"],
   ["c", "compare A and B side by side, once both are picked"],
@@ -58,13 +60,47 @@ export function setupKeys({main, help, helpButton, drawer, open, close, pick, co
     const next = current < 0 ? (step > 0 ? 0 : all.length - 1) : Math.max(0, Math.min(all.length - 1, current + step));
     all[current]?.classList.remove("current");
     all[next].classList.add("current");
+    for (const row of all) row.tabIndex = row === all[next] ? 0 : -1;  // a roving tabindex: Tab lands on it
+    all[next].focus({preventScroll: true});
     all[next].scrollIntoView({block: "nearest"});
   };
+  const trajIds = () => rows().filter((row) => row.dataset.traj).map((row) => row.dataset.traj);
+  /** What to click to go past the edge of the rollouts shown: the next (previous) group not open, in the
+   *  groups view, else the next (previous) page. */
+  const beyondEdge = (step) => {
+    const here = main.querySelector(`tr.nav[data-traj="${CSS.escape(drawer.state?.traj ?? "")}"]`);
+    const groups = [...main.querySelectorAll("tr.group-row")];
+    if (here && groups.length) {
+      const after = groups.filter((group) => here.compareDocumentPosition(group) & Node.DOCUMENT_POSITION_FOLLOWING);
+      const before = groups.filter((group) => here.compareDocumentPosition(group) & Node.DOCUMENT_POSITION_PRECEDING);
+      const closed = (step > 0 ? after : before.slice(0, -1).reverse()).find((g) => !g.classList.contains("expanded"));
+      if (closed) return closed;
+    }
+    const pager = main.querySelector(`.pager button[data-page="${step > 0 ? "next" : "prev"}"]`);
+    return pager && !pager.disabled ? pager : null;
+  };
+  /** `]` / `[`: the next (previous) rollout, across a page's or an open group's edge: the next group is
+   *  opened (the next page shown) and its first (the previous one's last) rollout opened. */
   const neighbour = (step) => {
-    const ids = rows().filter((row) => row.dataset.traj).map((row) => row.dataset.traj);
+    const ids = trajIds();
     const at = ids.indexOf(drawer.state?.traj);
-    const next = ids[at + step];
-    if (next !== undefined && at >= 0) open(next);
+    if (at < 0) return;
+    if (ids[at + step] !== undefined) {
+      open(ids[at + step]);
+      return;
+    }
+    const edge = beyondEdge(step);
+    if (!edge) return;
+    const known = new Set(ids);
+    const arrived = new MutationObserver(() => {
+      const fresh = trajIds().filter((id) => !known.has(id));
+      if (!fresh.length) return;
+      arrived.disconnect();
+      open(step > 0 ? fresh[0] : fresh[fresh.length - 1]);
+    });
+    arrived.observe(main, {childList: true, subtree: true});
+    setTimeout(() => arrived.disconnect(), 30000);  // nothing came (an empty group, an error): stay put
+    edge.click();
   };
 
   document.addEventListener("keydown", (event) => {
@@ -92,7 +128,9 @@ export function setupKeys({main, help, helpButton, drawer, open, close, pick, co
     } else if (key === "n" || key === "N") {
       drawer.stepNotable(key === "n" ? 1 : -1);
     } else if (key === "a" || key === "b") {
-      const id = main.querySelector("tr.nav.current[data-traj]")?.dataset.traj ?? (drawer.isOpen ? drawer.state.traj : null);
+      const row = main.querySelector("tr.nav.current[data-traj]");  // an unreadable record is picked by nothing
+      const id = row ? (row.classList.contains("unreadable") ? null : row.dataset.traj)
+        : (drawer.isOpen && !drawer.bundle?.trajectory?.unreadable ? drawer.state.traj : null);
       if (id) pick(key, id);
     } else if (key === "c") {
       compare();

@@ -22,7 +22,8 @@ export class LineageView {
     if (key !== this.key) Object.assign(this, {key, answer: null, picked: null});
     this.headBox = el("header", {className: "run-head"},
       el("h1", {}, `${state.lkey} = ${state.lvalue}`, el("span", {className: "project muted"}, ` · ${state.run}`)),
-      el("p", {className: "facts muted"}, "this prompt at every step; rewards as recorded, superseded attempts hollow"));
+      el("p", {className: "facts muted"},
+        "this prompt at every step; rewards as recorded, superseded attempts hollow"));
     this.summaryBox = el("p", {className: "facts"}, "loading…");
     this.legendBox = el("div", {className: "legends"});
     this.columnsBox = el("div", {className: "lineage-columns"});
@@ -35,7 +36,8 @@ export class LineageView {
     const key = this.key;
     const state = this.state;
     try {
-      const {body, changed} = await get("/lineage", {run_id: state.run, key: state.lkey, value: state.lvalue}, {poll: true});
+      const {body, changed} = await get("/lineage", {run_id: state.run, key: state.lkey, value: state.lvalue},
+        {poll: true});
       if (key !== this.key || (poll && !changed)) return;
       this.answer = body;
       this.draw();
@@ -54,7 +56,8 @@ export class LineageView {
     const columns = this.answer.data;
     const rollouts = columns.flatMap((column) => column.rollouts);
     const superseded = rollouts.filter((rollout) => rollout.superseded).length;
-    this.summaryBox.textContent = `${plural(rollouts.length, "rollout")}${superseded ? ` (${superseded} superseded)` : ""}`
+    this.summaryBox.textContent = `${plural(rollouts.length, "rollout")}`
+      + `${superseded ? ` (${superseded} superseded)` : ""}`
       + ` at ${plural(columns.length, "step")} · click a rollout to open it, shift-click two to compare them`;
     replace(this.legendBox, rewardLegend(this.answer.reward_range, "over every rollout listed"));
     replace(this.columnsBox, columns.length ? columns.map((column) => this.column(column))
@@ -75,7 +78,8 @@ export class LineageView {
     const id = rollout.trajectory_id;
     const why = rollout.superseded ? ` · superseded by ${rollout.superseded_by}: does not count` : "";
     const dot = rewardDot(rollout.reward, rollout.reward_value, this.answer.reward_range,
-      `${id} · rep ${rollout.repetition_id ?? "-"} · attempt ${rollout.attempt ?? "-"} · reward ${recordedReward(rollout.reward)}${why}`);
+      `${id} · rep ${rollout.repetition_id ?? "-"} · attempt ${rollout.attempt ?? "-"}`
+        + ` · reward ${recordedReward(rollout.reward)}${why}`);
     if (rollout.superseded) dot.classList.add("superseded");
     return el("button", {type: "button",
       className: `lineage-rollout${rollout.superseded ? " superseded" : ""}${this.picked === id ? " picked" : ""}`,

@@ -20,20 +20,25 @@ export class Lineups {
   panel(state, key, range) {
     if (state.lu !== key) {
       return button("line up", () => this.go({lu: key, la: ""}, {replace: true}),
-        {className: "line-up", dataset: {link: "line-up"}, title: "every member beside the highest reward: what they share, where they part"});
+        {className: "line-up", dataset: {link: "line-up"},
+          title: "every member beside the highest reward: what they share, where they part"});
     }
-    const box = el("div", {className: "lineup", dataset: {group: key}}, el("p", {className: "muted small"}, "lining up…"));
+    const box = el("div", {className: "lineup", dataset: {group: key}},
+      el("p", {className: "muted small"}, "lining up…"));
     const signature = JSON.stringify([state.run, key, state.la]);
     if (!this.answers.has(signature)) {
-      this.answers.set(signature, get(`/groups/${encodeURIComponent(key)}/lineup`, {run_id: state.run, anchor: state.la || null})
-        .catch((error) => ({error: error.message})));
+      this.answers.set(signature,
+        get(`/groups/${encodeURIComponent(key)}/lineup`, {run_id: state.run, anchor: state.la || null})
+          .catch((error) => ({error: error.message})));
     }
-    this.answers.get(signature).then((answer) => this.fill(box, answer, state, range));  // a box redrawn away meanwhile is filled unseen
+    // a box redrawn away meanwhile is filled unseen
+    this.answers.get(signature).then((answer) => this.fill(box, answer, state, range));
     return box;
   }
 
   fill(box, answer, state, range) {
-    const close = button("close", () => this.go({lu: "", la: ""}, {replace: true}), {className: "ghost", dataset: {link: "close-line-up"}});
+    const close = button("close", () => this.go({lu: "", la: ""}, {replace: true}),
+      {className: "ghost", dataset: {link: "close-line-up"}});
     if (answer.error) {
       replace(box, el("p", {className: "notice error"}, `Cannot line up this group: ${answer.error}`), close);
       return;
@@ -45,16 +50,17 @@ export class Lineups {
     replace(box,
       el("div", {className: "lineup-head"},
         el("strong", {}, "line-up"),
-        el("span", {className: "muted small"}, ` · against ${answer.anchor.chosen ? "the anchor picked" : "the highest reward"}: `
-          + `rep ${anchorRow?.repetition_id ?? "-"} `, el("code", {title: anchor}, shortId(anchor)),
+        el("span", {className: "muted small"},
+          ` · against ${answer.anchor.chosen ? "the anchor picked" : "the highest reward"}: `
+            + `rep ${anchorRow?.repetition_id ?? "-"} `, el("code", {title: anchor}, shortId(anchor)),
         ` · shared ${unit} from the start, and the node where each parts`),
-        answer.lowest ? button("pass vs fail", () => open(answer.lowest),
-          {dataset: {link: "pass-vs-fail"}, title: `the anchor beside the lowest reward (${answer.lowest}), side by side`}) : null,
+        answer.lowest ? button("pass vs fail", () => open(answer.lowest), {dataset: {link: "pass-vs-fail"},
+          title: `the anchor beside the lowest reward (${answer.lowest}), side by side`}) : null,
         close),
       el("table", {className: "lineup-table"},
         el("thead", {}, el("tr", {},
-          ["rep", "reward", `shared ${unit}`, "parts at (member / anchor)", "turns", "tokens", "flags", ""].map((label) =>
-            el("th", {scope: "col"}, label)))),
+          ["rep", "reward", `shared ${unit}`, "parts at (member / anchor)", "turns", "tokens", "flags", ""]
+            .map((label) => el("th", {scope: "col"}, label)))),
         el("tbody", {}, answer.members.map((member) => this.row(member, anchor, unit, range, open)))));
   }
 
@@ -71,7 +77,8 @@ export class Lineups {
       title: isAnchor ? `${id}: the anchor` : `${id}: open beside the anchor`,
       onclick: isAnchor ? null : () => open(id)},
     el("td", {className: "member"}, `rep ${member.repetition_id ?? "-"}${attempt} `,
-      el("span", {className: "muted"}, shortId(id)), isAnchor ? el("span", {className: "anchor-badge"}, "anchor") : null),
+      el("span", {className: "muted"}, shortId(id)),
+      isAnchor ? el("span", {className: "anchor-badge"}, "anchor") : null),
     el("td", {}, rewardCell(member.reward, member.reward_value, range)),
     el("td", {className: "num", dataset: {shared: shared ?? ""}}, num(shared)),
     el("td", {}, parts),
@@ -79,7 +86,8 @@ export class Lineups {
     el("td", {className: "num"}, num(member.tokens)),
     flagsCell(member.flags),
     el("td", {className: "actions"}, isAnchor ? null : [
-      button("compare", (event) => { event.stopPropagation(); open(id); }, {className: "ghost", dataset: {link: "compare-member"}}),
+      button("compare", (event) => { event.stopPropagation(); open(id); },
+        {className: "ghost", dataset: {link: "compare-member"}}),
       button("anchor", (event) => { event.stopPropagation(); this.go({la: id}, {replace: true}); },
         {className: "ghost", dataset: {link: "make-anchor"}, title: "line the group up against this member"})]));
   }

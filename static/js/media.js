@@ -27,7 +27,8 @@ export function drawMedia(section, block, node, unit) {
 
 function mediaTitle(item, block, byTokens) {
   const where = item.offset === null ? "no token range"
-    : byTokens ? `its placeholder tokens are [${block.start + item.offset}:${block.start + item.offset + item.length}] of the path`
+    : byTokens ? `its placeholder tokens are [${block.start + item.offset}:`
+      + `${block.start + item.offset + item.length}] of the path`
     : `its placeholder tokens are ${item.offset}–${item.offset + item.length} of the node (not shown: no tokens)`;
   return [where, item.problem ? `record problem: ${item.problem}` : null].filter(Boolean).join(" · ");
 }

@@ -3,7 +3,7 @@
 // last tokens), with the legend of the logprob colours. Clicking an item, or n / N, scrolls to its
 // token, unfolding and drawing what holds it, and marks it.
 
-import {get} from "./api.js";
+import {get, trajectoryPath} from "./api.js";
 import {el} from "./dom.js";
 import {num} from "./format.js";
 import {LOGPROB_BANDS} from "./facts.js";
@@ -13,7 +13,7 @@ const LABELS = {"length-cut": "cut at length", "missing-logprob": "NaN logprob",
   "lowest-logprob": "low logprob"};
 
 /** The colour scale "colour by logprob" shades sampled tokens with, its ends labelled. */
-export function logprobLegend() {
+function logprobLegend() {
   return el("div", {className: "lp-legend small"},
     el("span", {className: "muted"}, "colour by logprob: likely"),
     LOGPROB_BANDS.map(([, name, label]) => el("span", {className: `t ${name}`}, label)),
@@ -30,9 +30,12 @@ function countsLine(answer) {
   const counts = answer.counts;
   const shown = (kind) => answer.items.filter((item) => item.kind === kind).length;
   return [
-    `low logprob: the ${num(shown("lowest-logprob"))} lowest of ${num(counts["lowest-logprob"])} sampled tokens with one`,
-    `NaN logprob in the loss: ${num(counts["missing-logprob"])}${shown("missing-logprob") < counts["missing-logprob"] ? ` (first ${num(shown("missing-logprob"))} listed)` : ""}`,
-    `special mid-reply: ${num(counts["special-token"])}${shown("special-token") < counts["special-token"] ? ` (first ${num(shown("special-token"))} listed)` : ""}`,
+    `low logprob: the ${num(shown("lowest-logprob"))} lowest of ${num(counts["lowest-logprob"])}`
+      + ` sampled tokens with one`,
+    `NaN logprob in the loss: ${num(counts["missing-logprob"])}${shown("missing-logprob") < counts["missing-logprob"]
+      ? ` (first ${num(shown("missing-logprob"))} listed)` : ""}`,
+    `special mid-reply: ${num(counts["special-token"])}${shown("special-token") < counts["special-token"]
+      ? ` (first ${num(shown("special-token"))} listed)` : ""}`,
     `calls cut at length: ${num(counts["length-cut"])}`,
   ].join(" · ");
 }
@@ -58,7 +61,7 @@ export class NotableTokens {
       this.fill(box, answer);
     } else {
       const {state} = this.view();
-      get(`/trajectories/${encodeURIComponent(state.traj)}/notable`, {run_id: state.run, path: index})
+      get(`${trajectoryPath(state.traj)}/notable`, {run_id: state.run, path: index})
         .catch((error) => ({error: error.message}))
         .then((got) => {
           bundle.notable.set(index, got);
@@ -84,11 +87,12 @@ export class NotableTokens {
       el("p", {className: "muted small"}, `special: ${answer.special_rule}`),
       logprobLegend(),
       el("ol", {className: "notable-list"}, answer.items.map((item, i) => el("li", {},
-        el("button", {type: "button", className: "ghost notable-item", dataset: {notable: i, kind: item.kind}, title: item.why,
-          onclick: () => this.goTo(i)},
+        el("button", {type: "button", className: "ghost notable-item", dataset: {notable: i, kind: item.kind},
+          title: item.why, onclick: () => this.goTo(i)},
         el("span", {className: `kind-${item.kind}`}, LABELS[item.kind] ?? item.kind), " ",
         el("code", {}, item.text === null ? "(no text)" : JSON.stringify(item.text)), " ",
-        el("span", {className: "muted"}, `${item.token_index === null ? "" : `${logprobText(item)} · `}${item.node_id}${item.position === null ? "" : ` #${item.position}`}`))))),
+        el("span", {className: "muted"}, `${item.token_index === null ? "" : `${logprobText(item)} · `}${item.node_id}`
+          + `${item.position === null ? "" : ` #${item.position}`}`))))),
       this.status);
   }
 
@@ -104,17 +108,23 @@ export class NotableTokens {
     const item = this.answer.items[i];
     this.at = i;
     const {content} = this.view();
-    for (const row of this.box.querySelectorAll(".notable-item")) row.toggleAttribute("aria-current", Number(row.dataset.notable) === i);
+    for (const row of this.box.querySelectorAll(".notable-item")) {
+      row.toggleAttribute("aria-current", Number(row.dataset.notable) === i);
+    }
     const sections = [...content.querySelectorAll(`section.block[data-node="${CSS.escape(item.node_id)}"]`)];
     const section = item.token_index === null ? sections[sections.length - 1]
-      : sections.find((s) => sectionBlock(s).node_start <= item.token_index && item.token_index < sectionBlock(s).node_end);
+      : sections.find((s) => sectionBlock(s).node_start <= item.token_index
+        && item.token_index < sectionBlock(s).node_end);
     for (const marked of content.querySelectorAll(".notable-current")) marked.classList.remove("notable-current");
     if (!section) {
-      this.status.textContent = `${item.node_id} is not drawn: its part of the path is not loaded yet (scroll to the end to load more).`;
+      this.status.textContent = `${item.node_id} is not drawn: its part of the path is not loaded yet`
+        + ` (scroll to the end to load more).`;
       return;
     }
     unfold(section);
-    const target = item.token_index === null ? section : tokenSpans(section, item.token_index, item.token_index + 1)[0] ?? section;
+    const target = item.token_index === null
+      ? section
+      : tokenSpans(section, item.token_index, item.token_index + 1)[0] ?? section;
     target.classList.add("notable-current");
     target.scrollIntoView({block: "center"});
     this.status.textContent = `${num(i + 1)} of ${num(this.answer.items.length)}: ${item.why}`;

@@ -28,7 +28,8 @@ export function pickedPair(state) {
 function picked(side, id, run, state) {
   if (!id) return el("span", {className: "muted"}, `${side}: press ${side.toLowerCase()} on a row`);
   return el("span", {className: `picked picked-${side.toLowerCase()}`, title: `${id} in run ${run}`},
-    `${side}: `, el("code", {}, shortId(id)), run && run !== state.run ? el("span", {className: "muted"}, ` (${run})`) : null);
+    `${side}: `, el("code", {}, shortId(id)),
+    run && run !== state.run ? el("span", {className: "muted"}, ` (${run})`) : null);
 }
 
 /** "A: <id> · B: <id> [compare] [clear]" while anything is picked, else null. */
@@ -44,15 +45,23 @@ export function pickBar(state, go) {
 
 /** The drawer's "pick as A" / "pick as B" buttons for rollout `id` of `run`. */
 export function pickButtons(id, run, go) {
-  return ["a", "b"].map((side) => button(`pick as ${side.toUpperCase()}`, () => go(pickPatch(side, id, run), {replace: true}),
-    {className: "ghost", dataset: {pick: side}, title: `pick this rollout as ${side.toUpperCase()} to compare (${side})`}));
+  return ["a", "b"].map((side) => button(`pick as ${side.toUpperCase()}`,
+    () => go(pickPatch(side, id, run), {replace: true}),
+    {className: "ghost", dataset: {pick: side},
+      title: `pick this rollout as ${side.toUpperCase()} to compare (${side})`}));
 }
 
 /** Mark the rows of the rollouts picked as A and B (in the run shown) with their letter. */
 export function markPicks(root, state) {
   for (const side of ["a", "b"]) {
     const id = state[`c${side}`] && (state[`cr${side}`] || state.run) === state.run ? state[`c${side}`] : null;
-    for (const row of root.querySelectorAll(`tr.pick-${side}`)) if (row.dataset.traj !== id) row.classList.remove(`pick-${side}`);
-    if (id) for (const row of root.querySelectorAll(`tr.nav[data-traj="${CSS.escape(id)}"]`)) row.classList.add(`pick-${side}`);
+    for (const row of root.querySelectorAll(`tr.pick-${side}`)) {
+      if (row.dataset.traj !== id) row.classList.remove(`pick-${side}`);
+    }
+    if (id) {
+      for (const row of root.querySelectorAll(`tr.nav[data-traj="${CSS.escape(id)}"]`)) {
+        row.classList.add(`pick-${side}`);
+      }
+    }
   }
 }

@@ -3,7 +3,7 @@
 // paired row by row (a model reply beside a model reply), the differing ranges marked and the units
 // of the parting turn that are still shared dimmed. Later parts of the turns load on scroll.
 
-import {get} from "./api.js";
+import {get, trajectoryPath} from "./api.js";
 import {button, el, replace, select} from "./dom.js";
 import {num, plural, unitShort} from "./format.js";
 import {extend, moreRow} from "./parts.js";
@@ -40,7 +40,8 @@ export class PairView {
     this.key = key;
     this.state = state;
     this.params = params;
-    this.box = el("section", {className: "pair-view"}, this.title(state), el("p", {className: "muted"}, "comparing…"));
+    this.box = el("section", {className: "pair-view"}, this.title(state),
+      el("p", {className: "muted"}, "comparing…"));
     replace(this.main, this.box);
     if (!state.a || !state.b) {
       this.box.append(el("p", {className: "notice error"}, "A pair needs two rollouts: the URL names a and b."));
@@ -54,7 +55,9 @@ export class PairView {
       const rangeB = params.run_b === params.run_a ? rangeA : rewardRange(params.run_b);
       [answer, ...ranges] = await Promise.all([get("/compare", params), rangeA, rangeB]);
     } catch (error) {
-      if (key === this.key) replace(this.box, this.title(state), el("p", {className: "notice error"}, `Cannot compare: ${error.message}`));
+      if (key === this.key) {
+        replace(this.box, this.title(state), el("p", {className: "notice error"}, `Cannot compare: ${error.message}`));
+      }
       return;
     }
     if (key === this.key) this.draw(answer, ranges);
@@ -71,8 +74,8 @@ export class PairView {
     return el("div", {className: "pair-title"},
       el("h1", {}, "two rollouts side by side"),
       el("a", {href: back, dataset: {link: "back-to-run"}}, `‹ run ${state.run}`),
-      button("swap A ↔ B", () => this.go({run: state.rb || state.run, rb: state.rb ? state.run : "", a: state.b, b: state.a,
-        pa: state.pb, pb: state.pa}), {className: "ghost", dataset: {link: "swap"}}));
+      button("swap A ↔ B", () => this.go({run: state.rb || state.run, rb: state.rb ? state.run : "",
+        a: state.b, b: state.a, pa: state.pb, pb: state.pa}), {className: "ghost", dataset: {link: "swap"}}));
   }
 
   draw(answer, ranges) {
@@ -82,13 +85,16 @@ export class PairView {
     this.nearEnd = new IntersectionObserver((entries) => {
       for (const entry of entries) if (entry.isIntersecting) entry.target.click();
     }, {root: this.main, rootMargin: "800px 0px"});
-    this.readout = el("p", {className: "readout", "aria-live": "polite", hidden: this.unit !== "tokens" || answer.identical},
-      "hover a token");
+    this.readout = el("p", {className: "readout", "aria-live": "polite",
+      hidden: this.unit !== "tokens" || answer.identical}, "hover a token");
     this.rows = el("div", {className: "pair-turns"});
     wireReadout(this.rows, this.readout);
     replace(this.box, this.title(this.state),
-      el("div", {className: "pair-row pair-heads"}, SIDES.map((side, i) => this.sideHead(side, answer[side], ranges[i]))),
-      answer.why_text ? el("p", {className: "notice info why-text"}, `Compared by message text, in characters: ${answer.why_text}.`) : null,
+      el("div", {className: "pair-row pair-heads"},
+        SIDES.map((side, i) => this.sideHead(side, answer[side], ranges[i]))),
+      answer.why_text
+        ? el("p", {className: "notice info why-text"}, `Compared by message text, in characters: ${answer.why_text}.`)
+        : null,
       this.summary(answer), this.readout, this.rows);
     this.addTurns(answer);
   }
@@ -105,16 +111,23 @@ export class PairView {
     const paths = Array.from({length: summary.path_count}, (_, i) => [String(i), `path ${i}`]);
     return el("header", {className: "pair-head", dataset: {side}},
       el("h2", {}, el("span", {className: `side-label side-${side}`}, side.toUpperCase()), " ",
-        el("a", {href: format({...emptyState(), run, traj: t.id}), className: "traj-link", title: "open this rollout"}, t.id)),
+        el("a", {href: format({...emptyState(), run, traj: t.id}), className: "traj-link", title: "open this rollout"},
+          t.id)),
       el("p", {className: "small muted"}, facts.join(" · ")),
       el("p", {className: "pair-facts"}, rewardCell(t.annotations?.reward, t.reward_value, range),
-        el("span", {className: `status status-${t.status}`}, `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`),
+        el("span", {className: `status status-${t.status}`},
+          `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`),
         el("span", {}, `stop: ${summary.stop_reason ?? "-"}`),
         el("span", {dataset: {size: summary.size}}, `${num(summary.size)} ${this.unit}`),
         summary.path_count > 1
-          ? el("label", {}, "path ", select(paths, summary.path, (value) => this.go({[pathKey]: Number(value)}, {replace: true}),
-            {dataset: {pairPath: side}, "aria-label": `path of ${side.toUpperCase()}`}), ` of ${summary.path_count}`) : null),
-      summary.trains === false ? el("p", {className: "notice warn small"}, "The record's samples do not train this path.") : null,
+          ? el("label", {}, "path ",
+            select(paths, summary.path, (value) => this.go({[pathKey]: Number(value)}, {replace: true}),
+              {dataset: {pairPath: side}, "aria-label": `path of ${side.toUpperCase()}`}),
+            ` of ${summary.path_count}`)
+          : null),
+      summary.trains === false
+        ? el("p", {className: "notice warn small"}, "The record's samples do not train this path.")
+        : null,
       el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name))));
   }
 
@@ -126,18 +139,20 @@ export class PairView {
     const messages = nodes.a === nodes.b ? plural(nodes.a, "whole message")
       : `${plural(nodes.a, "whole message")} of A, ${num(nodes.b)} of B`;
     const chars = unit === "tokens" ? ` (${num(answer.common_prefix_chars)} characters)` : "";
-    const shared = this.sharedFold(answer.shared_nodes.a, el("span", {className: "pair-shared", dataset: {shared: size}},
-      el("strong", {}, "shared: "), `${num(size)} ${unit}${chars} · ${messages}`));
+    const shared = this.sharedFold(answer.shared_nodes.a,
+      el("span", {className: "pair-shared", dataset: {shared: size}},
+        el("strong", {}, "shared: "), `${num(size)} ${unit}${chars} · ${messages}`));
     if (answer.identical) {
-      return [shared, el("p", {className: "notice ok identical"}, `The two paths are identical: ${num(answer.a.size)} ${unit}, nothing parts them.`)];
+      return [shared, el("p", {className: "notice ok identical"},
+        `The two paths are identical: ${num(answer.a.size)} ${unit}, nothing parts them.`)];
     }
     const where = (side) => {
       const point = answer.diverge[side];
       return point.node_id === null ? `${side.toUpperCase()} ends there`
         : [`${side.toUpperCase()} at `, el("span", {className: "node-id"}, point.node_id), ` +${num(point.offset)}`];
     };
-    return [shared, el("p", {className: "pair-diverge"}, el("strong", {}, "they part at "), `${unit.slice(0, -1)} ${num(answer.diverge.a.position)}: `,
-      where("a"), " · ", where("b"))];
+    return [shared, el("p", {className: "pair-diverge"}, el("strong", {}, "they part at "),
+      `${unit.slice(0, -1)} ${num(answer.diverge.a.position)}: `, where("a"), " · ", where("b"))];
   }
 
   /** The shared prefix's line, folded over its whole messages: opening it reads them (A's, from
@@ -156,7 +171,7 @@ export class PairView {
     body.append(el("p", {className: "muted small"}, "reading…"));
     const {a: id, run_a: run, path_a: index} = this.params;
     try {
-      const paths = await get(`/trajectories/${encodeURIComponent(id)}/paths`, {run_id: run});
+      const paths = await get(`${trajectoryPath(id)}/paths`, {run_id: run});
       const path = paths.paths[index];
       const shared = new Set(path.node_ids.slice(0, count));
       replace(body, path.blocks.filter((block) => shared.has(block.node_id)).map((block) =>
@@ -192,7 +207,9 @@ export class PairView {
       const part = await get("/compare", {...this.params, from});
       if (key === this.key) this.addTurns(part);
     } catch (error) {
-      if (key === this.key) this.rows.append(el("p", {className: "notice error"}, `Cannot read more turns: ${error.message}`));
+      if (key === this.key) {
+        this.rows.append(el("p", {className: "notice error"}, `Cannot read more turns: ${error.message}`));
+      }
     } finally {
       this.fetching = false;
     }
@@ -201,14 +218,16 @@ export class PairView {
   turnRow(turn, nodes) {
     const diverge = this.answer.diverge;
     const parts = Boolean(diverge) && SIDES.some((side) => turn[side] && turn[side].node_id === diverge[side].node_id);
-    const cells = SIDES.map((side, i) => this.cell(side, turn[side], turn.diff.map((range) => range.slice(2 * i, 2 * i + 2)),
-      turn[side] && nodes[side][turn[side].node_id]));
+    const cells = SIDES.map((side, i) => this.cell(side, turn[side],
+      turn.diff.map((range) => range.slice(2 * i, 2 * i + 2)), turn[side] && nodes[side][turn[side].node_id]));
     if (turn.same) {
       const what = turn.a;
       return el("details", {className: "pair-row-box same"},
         el("summary", {}, el("span", {className: "same-badge"}, "same"),
-          ` ${what.role ?? "(no role)"}${what.author === "model" ? " · model" : ""} · ${num(what.end - what.start)} ${unitShort(this.unit)} · A `,
-          el("span", {className: "node-id"}, turn.a.node_id), " / B ", el("span", {className: "node-id"}, turn.b.node_id)),
+          ` ${what.role ?? "(no role)"}${what.author === "model" ? " · model" : ""}`
+            + ` · ${num(what.end - what.start)} ${unitShort(this.unit)} · A `,
+          el("span", {className: "node-id"}, turn.a.node_id), " / B ",
+          el("span", {className: "node-id"}, turn.b.node_id)),
         el("div", {className: "pair-row"}, cells));
     }
     return el("div", {className: `pair-row-box${parts ? " diverge" : ""}`},
@@ -219,7 +238,9 @@ export class PairView {
   /** One side of a row: its turn's blocks as the Path tab draws them, `ranges` (offsets in the node)
    *  marked as differing and its first `shared` units dimmed; or an empty cell. */
   cell(side, turn, ranges, node) {
-    if (!turn) return el("div", {className: "pair-cell empty", dataset: {side}}, el("p", {className: "muted"}, "no turn here"));
+    if (!turn) {
+      return el("div", {className: "pair-cell empty", dataset: {side}}, el("p", {className: "muted"}, "no turn here"));
+    }
     const unit = this.unit;
     const sections = turn.blocks.map((block) => {
       const section = blockElement(block, node, this.lazy, {unit, controls: false});
@@ -239,7 +260,8 @@ export class PairView {
 /** Mark node ranges [from, to) of one block's section with a class: token spans in token mode,
  *  the characters (wrapped in a mark) in text mode, right to left so earlier offsets hold. */
 function mark(section, block, ranges, unit) {
-  const clipped = ranges.map(([from, to, name]) => [Math.max(from, block.node_start), Math.min(to, block.node_end), name])
+  const clipped = ranges
+    .map(([from, to, name]) => [Math.max(from, block.node_start), Math.min(to, block.node_end), name])
     .filter(([from, to]) => from < to).sort((x, y) => y[0] - x[0]);
   for (const [from, to, name] of clipped) {
     if (unit === "tokens") {

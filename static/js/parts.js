@@ -1,9 +1,9 @@
 // Big answers come in parts: /paths (per path), /graph and /exchanges each say in `part` which
 // window of how many items they hold and where the next part starts. The tabs draw what has
 // come and end with a "more" row; the drawer asks for the next part when that row comes near
-// the viewport or is clicked, merges it into the answer it has, and draws again.
+// the viewport or is clicked, merges it into the answer it has (fetch-part.js), and draws again.
+// This module only draws and merges lists, so a snapshot file (which fetches nothing) holds it too.
 
-import {get} from "./api.js";
 import {el} from "./dom.js";
 import {num} from "./format.js";
 
@@ -12,32 +12,11 @@ export function extend(list, more) {
   for (const item of more || []) list.push(item);
 }
 
-/** The part of `answer` (an answer of `route`) that comes next: path `index`'s for /paths. */
-export function partOf(route, answer, index) {
-  return route === "paths" ? answer?.paths?.[index]?.part : answer?.part;
-}
-
-/** Fetch the next part of `answer` (of `route` under `base`) and merge it into `answer` in place. */
-export async function fetchNext(base, params, route, answer, index) {
-  const next = partOf(route, answer, index)?.next;
-  if (next === undefined) return;
-  const part = await get(`${base}/${route}`, {...params, from: next, path: route === "paths" ? index : undefined});
-  if (route === "paths") {
-    const path = answer.paths[index];
-    for (const key of ["node_ids", "targets", "messages", "blocks"]) extend(path[key], part[key]);
-    Object.assign(answer.nodes, part.nodes);
-    path.part = part.part;
-  } else {
-    extend(route === "graph" ? answer.nodes : answer.data, route === "graph" ? part.nodes : part.data);
-    answer.part = part.part;
-  }
-}
-
 /** The row after what is drawn, "n of N nodes shown", while more parts are left: `more` asks for
  *  the next one (the drawer also clicks it when it comes into sight, unless not `watched`: a
  *  drawing that does not grow downwards would stay in sight and fetch every part). */
 export function moreRow(part, noun, more, {watched = true} = {}) {
   if (part?.next === undefined) return null;
-  return el("button", {type: "button", className: `more${watched ? "" : " manual"} ghost`, dataset: {more: noun}, onclick: more},
-    `${num(part.to)} of ${num(part.total)} ${noun} shown · show more`);
+  return el("button", {type: "button", className: `more${watched ? "" : " manual"} ghost`, dataset: {more: noun},
+    onclick: more}, `${num(part.to)} of ${num(part.total)} ${noun} shown · show more`);
 }

@@ -1,12 +1,12 @@
 // The Path tab's take-away buttons: the path's trainer row (`/paths/{n}/row`) as a file, and its
 // chat (`/paths/{n}/messages`) copied or as a file, for a bug report. Each is fetched when asked.
 
-import {get} from "./api.js";
+import {get, trajectoryPath} from "./api.js";
 import {copyText, downloadText, el} from "./dom.js";
 
 /** The buttons for path `index` of the open rollout, and a status line for a refusal. */
 export function takeawayButtons(state, path) {
-  const base = `/trajectories/${encodeURIComponent(state.traj)}/paths/${path.index}`;
+  const base = `${trajectoryPath(state.traj)}/paths/${path.index}`;
   const name = (what) => `${state.traj}-path${path.index}-${what}.json`;
   const status = el("span", {className: "takeaway-status muted small", role: "status"});
   const fetched = async (what) => {
@@ -34,7 +34,8 @@ export function takeawayButtons(state, path) {
         : "no token row: this path is shown from message text",
       onclick: download("row", (body) => JSON.stringify(body))}, "download row"),
     el("button", {type: "button", className: "ghost", dataset: {takeaway: "copy-messages"},
-      title: "copy this path's messages in chat format ([{role, content, …}])", onclick: copyMessages}, "copy messages"),
+      title: "copy this path's messages in chat format ([{role, content, …}])", onclick: copyMessages},
+      "copy messages"),
     el("button", {type: "button", className: "ghost", dataset: {takeaway: "messages"},
       title: "this path's messages in chat format, with each one's node id, as JSON",
       onclick: download("messages", (body) => JSON.stringify(body, null, 2))}, "download messages"),

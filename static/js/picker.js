@@ -16,11 +16,15 @@ export class Picker {
     this.asked = 0;
     this.input = el("input", {type: "search", id: "picker", placeholder: "task or annotation…", autocomplete: "off",
       "aria-label": "pick a task or annotation", "aria-controls": "picker-list",
-      title: "type to search this run's task ids and annotation values (with their counts); choose one to filter by it"});
+      title: "type to search this run's task ids and annotation values (with their counts);"
+        + " choose one to filter by it"});
     this.list = el("div", {className: "picker-list", id: "picker-list", role: "listbox", hidden: true});
     this.node = el("div", {className: "picker"}, this.input, this.list);
     let timer = null;
-    this.input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => this.search(), PAUSE_MS); });
+    this.input.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => this.search(), PAUSE_MS);
+    });
     this.input.addEventListener("focus", () => this.search());
     this.input.addEventListener("keydown", (event) => {
       if (event.key === "Escape") this.close();
@@ -49,26 +53,32 @@ export class Picker {
       body = {error: error.message};
     }
     if (asked !== this.asked) return;
-    replace(this.list, body.error ? el("p", {className: "notice error"}, `Cannot list values: ${body.error}`) : this.options(body));
+    replace(this.list,
+      body.error ? el("p", {className: "notice error"}, `Cannot list values: ${body.error}`) : this.options(body));
     this.list.hidden = false;
   }
 
   options(body) {
     const parts = [];
     const more = (listed, what) => listed.has_more
-      ? el("p", {className: "muted small"}, `${num(listed.matching - listed.values.length)} more ${what}: type to narrow`) : null;
+      ? el("p", {className: "muted small"},
+        `${num(listed.matching - listed.values.length)} more ${what}: type to narrow`)
+      : null;
     const {tasks} = body;
     if (tasks.values.length) {
-      parts.push(el("p", {className: "picker-head muted small"}, `tasks · ${num(tasks.matching)} of ${num(tasks.total)}`));
-      parts.push(tasks.values.map(({value, count}) => this.option({task: value}, `task ${value}`, count)), more(tasks, "tasks"));
+      parts.push(el("p", {className: "picker-head muted small"},
+        `tasks · ${num(tasks.matching)} of ${num(tasks.total)}`));
+      parts.push(tasks.values.map(({value, count}) => this.option({task: value}, `task ${value}`, count)),
+        more(tasks, "tasks"));
     }
     for (const entry of body.annotations) {
       parts.push(el("p", {className: "picker-head muted small"}, `annotation ${entry.key}`));
-      parts.push(entry.values.map(({value, count}) => this.option({ann: `${entry.key}=${value}`}, `${entry.key} = ${value}`, count)),
-        more(entry, "values"));
+      parts.push(entry.values.map(({value, count}) =>
+        this.option({ann: `${entry.key}=${value}`}, `${entry.key} = ${value}`, count)), more(entry, "values"));
     }
     if (body.annotation_keys.has_more) {
-      parts.push(el("p", {className: "muted small"}, `${num(body.annotation_keys.matching - body.annotations.length)} more annotation keys: type to narrow`));
+      parts.push(el("p", {className: "muted small"},
+        `${num(body.annotation_keys.matching - body.annotations.length)} more annotation keys: type to narrow`));
     }
     return parts.length ? parts : el("p", {className: "muted small"}, "no task or annotation value holds that");
   }

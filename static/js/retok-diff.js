@@ -4,25 +4,13 @@
 // the first differing token marked, around the first difference only (the server's window), so a
 // long reply never draws thousands of rows. The open copy is in the URL (`retok`).
 
-import {get} from "./api.js";
+import {get, trajectoryPath} from "./api.js";
 import {button, el, replace} from "./dom.js";
 import {num, plural} from "./format.js";
 import {visible} from "./facts.js";
-import {flagInfo} from "./viewer.js";
+import {copyBadge} from "./retok-badge.js";
 
 const AROUND = 32;  // tokens asked before and after the first difference (the server caps it)
-
-/** The badge on copy `copyId` of model node `modelId`: a click opens the two streams. */
-export function copyBadge(copyId, modelId, go) {
-  return el("button", {type: "button", className: "badge level-warn retok-badge", dataset: {retok: copyId},
-    title: `${flagInfo("re-tokenized").why}. Click to see its tokens beside ${modelId ?? "the model's"}.`,
-    onclick: (event) => {
-      event.stopPropagation();  // a tree row would open or close under it
-      go({retok: copyId}, {replace: true});
-    },
-    onkeydown: (event) => { if (event.key === "Enter" || event.key === " ") event.stopPropagation(); }},
-  `re-tokenized copy of ${modelId ?? "?"}`);
-}
 
 /** Put the badge in the gutter of every drawn block of a copy (the header lists them). */
 export function markCopies(blocks, bundle, go) {
@@ -47,7 +35,7 @@ export function retokPanel(bundle, state, go) {
   if (bundle.retokenized) {
     fill(bundle.retokenized);
   } else {
-    get(`/trajectories/${encodeURIComponent(state.traj)}/retokenized`, {run_id: state.run, around: AROUND})
+    get(`${trajectoryPath(state.traj)}/retokenized`, {run_id: state.run, around: AROUND})
       .catch((error) => ({error: error.message}))
       .then((answer) => {
         bundle.retokenized = answer;
@@ -61,7 +49,9 @@ function panelParts(answer, copyId, go) {
   const close = button("close", () => go({retok: ""}, {replace: true}), {className: "ghost retok-close"});
   if (answer.error) return [close, el("p", {className: "notice error"}, `Cannot compare the copy: ${answer.error}`)];
   const copy = (answer.copies || []).find((entry) => entry.copy_node_id === copyId);
-  if (!copy) return [close, el("p", {className: "notice warn"}, `${copyId} is not a re-tokenized copy in this rollout.`)];
+  if (!copy) {
+    return [close, el("p", {className: "notice warn"}, `${copyId} is not a re-tokenized copy in this rollout.`)];
+  }
   const calls = (answer.unbridged_calls || []).filter((call) => call.copy_node_id === copyId);
   return [
     el("header", {className: "retok-head"},
@@ -69,7 +59,8 @@ function panelParts(answer, copyId, go) {
     el("p", {className: "small retok-facts"}, countsLine(copy)),
     (answer.notes || []).map((note) => el("p", {className: "notice warn"}, note)),
     calls.map((call) => el("p", {className: "small retok-call"},
-      `${call.node_id}'s call ${call.call_index} (${call.bridged === false ? "unbridged" : "no bridged field: inferred unbridged"})`
+      `${call.node_id}'s call ${call.call_index}`
+      + ` (${call.bridged === false ? "unbridged" : "no bridged field: inferred unbridged"})`
       + ` did not reproduce ${call.model_node_id}'s tokens: its prompt passes this copy.`)),
     copy.compared ? streams(copy) : null,
   ];
@@ -84,7 +75,8 @@ function centreFirst(box) {
 
 /** "model n1: 52 tokens · copy n2: 23 tokens · first difference at token 11" (counts from the record). */
 function countsLine(copy) {
-  const counts = `model ${copy.model_node_id}: ${plural(copy.model_token_count ?? 0, "token")} · copy ${copy.copy_node_id}: ${plural(copy.copy_token_count ?? 0, "token")}`;
+  const counts = `model ${copy.model_node_id}: ${plural(copy.model_token_count ?? 0, "token")}`
+    + ` · copy ${copy.copy_node_id}: ${plural(copy.copy_token_count ?? 0, "token")}`;
   if (!copy.compared) return `${counts} · not compared: the token ids are not readable`;
   if (copy.identical) return `${counts} · the same token ids`;
   return `${counts} · first difference at token ${num(copy.first_difference)}`;
@@ -115,10 +107,13 @@ function streams(copy) {
       ...tokenCell(model.get(i), marked), ...tokenCell(copied.get(i), marked)));
   }
   const before = shown.from;
-  const after = (side, count) => Math.max((count ?? 0) - (last + 1), 0) && `${side}: ${plural((count ?? 0) - (last + 1), "token")} more after`;
+  const after = (side, count) => Math.max((count ?? 0) - (last + 1), 0)
+    && `${side}: ${plural((count ?? 0) - (last + 1), "token")} more after`;
   const more = [after("model", copy.model_token_count), after("copy", copy.copy_token_count)].filter(Boolean);
   return el("div", {className: "retok-streams"},
-    before ? el("p", {className: "muted small"}, `${plural(before, "token")} before, the same on both sides, not shown`) : null,
+    before
+      ? el("p", {className: "muted small"}, `${plural(before, "token")} before, the same on both sides, not shown`)
+      : null,
     el("table", {className: "retok-table"},
       el("thead", {}, el("tr", {}, el("th", {}, "token"), el("th", {colspan: "2"}, `model ${copy.model_node_id}`),
         el("th", {colspan: "2"}, `copy ${copy.copy_node_id}`))),

@@ -21,16 +21,17 @@
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
   "page", "open", "search", "scase", "sre", "skind", "srole",
-  "tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb", "lu", "la",
+  "tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb",
+  "lu", "la", "experts"];
+const DRAWER_KEYS = ["tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok",
   "experts"];
-const DRAWER_KEYS = ["tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "experts"];
 export const TABS = ["path", "tree", "forks", "calls", "timeline", "json"];
 
 export function emptyState() {
   return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
     sort: "", order: "", page: 1, open: [], tab: "path", path: 0, tok: "", blk: "", fa: 0, fb: 1, node: "",
     given: true, controls: false, logprobs: false, retok: "", ...clearedPicks(), lu: "", la: "",
-    experts: false,
+    experts: false, badTab: "",
     a: "", b: "", rb: "", pa: 0, pb: 0, vs: null, sa: "", sb: "", by: "", lkey: "", lvalue: ""};
 }
 
@@ -69,6 +70,7 @@ export function parse(hash) {
   state.ungrouped = query.get("ungrouped") === "1";
   state.page = Math.max(1, parseInt(query.get("page"), 10) || 1);
   state.tab = TABS.includes(query.get("tab")) ? query.get("tab") : "path";
+  state.badTab = query.get("tab") && state.tab !== query.get("tab") ? query.get("tab") : "";  // said, never written
   state.path = Math.max(0, parseInt(query.get("path"), 10) || 0);
   state.tok = position(query.get("tok"));
   state.blk = position(query.get("blk"));
@@ -111,7 +113,8 @@ export function format(state) {
   if (state.view === "compare") return formatPair(state);
   let path = `#/run/${encodeURIComponent(state.run)}`;
   if (state.view === "vs" && state.vs) {
-    return withQuery(`${path}/vs/${encodeURIComponent(state.vs)}`, [["sa", state.sa], ["sb", state.sb], ["by", state.by]]);
+    return withQuery(`${path}/vs/${encodeURIComponent(state.vs)}`,
+      [["sa", state.sa], ["sb", state.sb], ["by", state.by]]);
   }
   if (state.view === "lineage") return withQuery(`${path}/lineage`, [["key", state.lkey], ["value", state.lvalue]]);
   if (state.view) path += `/${state.view}`;
@@ -141,8 +144,8 @@ export function format(state) {
 
 /** The two-rollouts view's URL: its own keys only, so a pasted link is the pair and nothing else. */
 function formatPair(state) {
-  const query = [["a", state.a], ["b", state.b], ["rb", state.rb !== state.run && state.rb], ["pa", state.pa], ["pb", state.pb]]
-    .filter(([, value]) => value).map(([key, value]) => `${key}=${encodeURIComponent(value)}`);
+  const query = [["a", state.a], ["b", state.b], ["rb", state.rb !== state.run && state.rb], ["pa", state.pa],
+    ["pb", state.pb]].filter(([, value]) => value).map(([key, value]) => `${key}=${encodeURIComponent(value)}`);
   return `#/run/${encodeURIComponent(state.run)}/compare?${query.join("&")}`;
 }
 
@@ -152,7 +155,7 @@ export function clearedFilters() {
 }
 
 /** No record text search: what a new run starts with. */
-export function clearedSearch() {
+function clearedSearch() {
   return {search: "", scase: false, sre: false, skind: "", srole: ""};
 }
 

@@ -12,7 +12,9 @@ const HOW = "Click to require it, shift-click (or alt-click) to exclude it.";
 /** The flags patch after a click on `flag`: `exclude` toggles its exclusion, else its requirement. */
 function toggled(flag, required, excluded, exclude) {
   const without = (list) => list.filter((name) => name !== flag);
-  if (exclude) return {flag: without(required), xflag: excluded.includes(flag) ? without(excluded) : [...excluded, flag]};
+  if (exclude) {
+    return {flag: without(required), xflag: excluded.includes(flag) ? without(excluded) : [...excluded, flag]};
+  }
   return {flag: required.includes(flag) ? without(required) : [...required, flag], xflag: without(excluded)};
 }
 
@@ -43,8 +45,11 @@ export function band(health, required, excluded, onChange) {
   if (health.total !== undefined && scanned < health.total) {
     node.append(el("span", {className: "muted small"}, `scanning ${num(scanned)}/${num(health.total)}`));
   } else if (!counts.length) {
-    node.append(el("span", {className: "muted small"}, `${num(scanned ?? 0)} of ${num(health.total ?? 0)} ${unit} scanned, nothing flagged.`));
+    node.append(el("span", {className: "muted small"},
+      `${num(scanned ?? 0)} of ${num(health.total ?? 0)} ${unit} scanned, nothing flagged.`));
   }
-  if (counts.length) node.append(el("span", {className: "band-hint muted small"}, "click: require · shift-click: exclude"));
+  if (counts.length) {
+    node.append(el("span", {className: "band-hint muted small"}, "click: require · shift-click: exclude"));
+  }
   return node;
 }

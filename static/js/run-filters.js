@@ -30,11 +30,15 @@ function activeFilters(state, view) {
     state.step && ["step", `step ${state.step}`, {step: ""}],
     state.task && ["task", `task ${state.task}`, {task: ""}],
     state.status && ["status", `status ${state.status}`, {status: ""}],
-    ...state.ann.map((ann) => [`ann:${ann}`, ann.includes("=") ? ann.replace("=", " = ") : `has ${ann}`, {ann: without(state.ann, ann)}]),
+    ...state.ann.map((ann) => [`ann:${ann}`, ann.includes("=") ? ann.replace("=", " = ") : `has ${ann}`,
+      {ann: without(state.ann, ann)}]),
     state.q && ["q", `"${state.q}"`, {q: ""}],
-    (state.rmin || state.rmax) && ["reward", range, {rmin: "", rmax: ""}, "rollouts whose numeric reward is in this range, edges included"],
-    ...state.flag.map((flag) => [`flag:${flag}`, `flag ${flag}`, {flag: without(state.flag, flag)}, `only rows carrying ${flag}`]),
-    ...state.xflag.map((flag) => [`xflag:${flag}`, `not ${flag}`, {xflag: without(state.xflag, flag)}, `no row carrying ${flag}`]),
+    (state.rmin || state.rmax) && ["reward", range, {rmin: "", rmax: ""},
+      "rollouts whose numeric reward is in this range, edges included"],
+    ...state.flag.map((flag) => [`flag:${flag}`, `flag ${flag}`, {flag: without(state.flag, flag)},
+      `only rows carrying ${flag}`]),
+    ...state.xflag.map((flag) => [`xflag:${flag}`, `not ${flag}`, {xflag: without(state.xflag, flag)},
+      `no row carrying ${flag}`]),
     state.ungrouped && view === "rollouts" && ["ungrouped", "no group key", {ungrouped: false},
       "only the rollouts that carry no group key"],
   ].filter(Boolean);
@@ -51,8 +55,10 @@ export class FilterBar {
     const reward = (name, label, title) => applying(el("input", {type: "number", step: "any", id: `reward-${name}`,
       className: "reward-input", placeholder: label, "aria-label": label, title, dataset: {filter: name}}),
     () => this.state[name], (value) => onFilter({[name]: value}), 0);
-    this.rewardMin = reward("rmin", "reward ≥", "only rollouts whose numeric reward is at least this (inclusive); Enter applies");
-    this.rewardMax = reward("rmax", "reward ≤", "only rollouts whose numeric reward is at most this (inclusive); Enter applies");
+    this.rewardMin = reward("rmin", "reward ≥",
+      "only rollouts whose numeric reward is at least this (inclusive); Enter applies");
+    this.rewardMax = reward("rmax", "reward ≤",
+      "only rollouts whose numeric reward is at most this (inclusive); Enter applies");
   }
 
   setRun(runId) {
@@ -62,7 +68,8 @@ export class FilterBar {
   /** The bar's nodes for `state` (the inputs keep what is being typed in them). */
   draw(state, run, view) {
     this.state = state;
-    for (const [input, value] of [[this.searchBox, state.q], [this.rewardMin, state.rmin], [this.rewardMax, state.rmax]]) {
+    const inputs = [[this.searchBox, state.q], [this.rewardMin, state.rmin], [this.rewardMax, state.rmax]];
+    for (const [input, value] of inputs) {
       if (document.activeElement !== input) input.value = value;
     }
     const steps = run.steps || [];
@@ -78,7 +85,8 @@ export class FilterBar {
     parts.push(this.picker.node, this.rewardMin, this.rewardMax, this.searchBox);
     const chips = activeFilters(state, view).map(([name, label, patch, why]) => el("button", {
       type: "button", className: "chip filter-chip active", dataset: {filter: name}, "aria-pressed": "true",
-      title: `${why ? `${why}: ` : ""}click to remove this filter`, onclick: () => this.onFilter(patch)}, `${label} ×`));
+      title: `${why ? `${why}: ` : ""}click to remove this filter`, onclick: () => this.onFilter(patch)},
+      `${label} ×`));
     parts.push(chips);
     if (anyFilter(state)) {
       parts.push(el("button", {type: "button", className: "ghost", dataset: {filter: "clear"},

@@ -4,7 +4,7 @@
 
 import {get} from "./api.js";
 import {el} from "./dom.js";
-import {cutText, num, range as span, shortId} from "./format.js";
+import {cutText, fitId, num, range as span} from "./format.js";
 import {recordedReward, rewardCell, rewardDot} from "./reward.js";
 import {emptyState, filterParams, format} from "./route.js";
 import {flagsCell, matchClass, sortHeader, statusBadge} from "./run-table.js";
@@ -74,7 +74,8 @@ export class GroupsTable {
         ` · ${group.n} of ${group.modal_n}`) : null,
       group.superseded_count ? el("span", {className: "muted small"}, ` · ${group.superseded_count} retried`) : null),
     el("td", {}, el("span", {className: "dots"}, (group.rewards || []).map((r) => rewardDot(r.reward, r.value, range,
-      `rep ${r.repetition_id ?? "-"} · attempt ${r.attempt ?? "-"} · reward ${recordedReward(r.reward)} · stop ${r.stop_reason ?? "-"}`)))),
+      `rep ${r.repetition_id ?? "-"} · attempt ${r.attempt ?? "-"} · reward ${recordedReward(r.reward)}`
+        + ` · stop ${r.stop_reason ?? "-"}`)))),
     el("td", {className: "num"}, span(group.turns)),
     el("td", {className: "num"}, span(group.tokens)),
     el("td", {className: "flags"}, (group.flags || []).map((name) => flagBadge(name)), rollup(group.rollup)));
@@ -96,24 +97,34 @@ export class GroupsTable {
     if (detail.error) return [el("tr", {className: "sub error"}, el("td", {colSpan: COLUMNS}, detail.error))];
     const rows = [];
     const superseded = detail.body.superseded || [];
-    for (const rollout of detail.body.rollouts || []) {
+    const counting = detail.body.rollouts || [];
+    for (const rollout of counting) {
       rows.push(this.memberRow(rollout, false));
-      for (const old of superseded.filter((row) => row.superseded_by === rollout.id)) rows.push(this.memberRow(old, true));
+      for (const old of superseded.filter((row) => row.superseded_by === rollout.id)) {
+        rows.push(this.memberRow(old, true));
+      }
     }
+    // superseded by an attempt not in this copy (the run index says so): under the group, after the rest
+    const ids = new Set(counting.map((rollout) => rollout.id));
+    for (const old of superseded.filter((row) => !ids.has(row.superseded_by))) rows.push(this.memberRow(old, true));
     if (!rows.length) rows.push(el("tr", {className: "sub empty"}, el("td", {colSpan: COLUMNS}, "No rollouts.")));
-    return [...rows, everyStepAction(this.state.run, this.listing.data.find((group) => group.key === key))].filter(Boolean);
+    return [...rows, everyStepAction(this.state.run, this.listing.data.find((group) => group.key === key))]
+      .filter(Boolean);
   }
 
   memberRow(row, superseded) {
     const range = this.listing.reward_range;
     const attempt = row.meta?.attempt;
     const label = `rep ${row.repetition_id ?? "-"}${attempt !== undefined ? ` · a${cutText(attempt) ?? attempt}` : ""}`;
-    return el("tr", {className: `nav sub rollout-row${superseded ? " superseded" : ""}${matchClass(row)}${row.id === this.openId ? " open" : ""}`,
+    return el("tr", {className: `nav sub rollout-row${superseded ? " superseded" : ""}${matchClass(row)}`
+        + `${row.id === this.openId ? " open" : ""}`,
       tabindex: "-1", dataset: {traj: row.id},
-      title: superseded ? `superseded by ${row.superseded_by ?? "a later attempt"}: this attempt does not count` : row.id,
+      title: superseded ? `superseded by ${row.superseded_by
+        ?? "a later attempt, not in this copy (the run index says)"}: this attempt does not count` : row.id,
       onclick: (event) => { event.stopPropagation(); this.onOpen(row.id); }},
     el("td", {className: "num"}, num(row.step)),
-    el("td", {className: "member"}, superseded ? "↳ " : "", label, " ", el("span", {className: "muted", title: row.id}, shortId(row.id)),
+    el("td", {className: "member"}, superseded ? "↳ " : "", label, " ",
+      el("span", {className: "muted", title: row.id}, fitId(row.id)),
       row.status !== "finished" ? [" ", statusBadge(row)] : null),
     el("td", {}, rewardCell(row.annotations?.reward, row.reward_value, range)),
     el("td", {className: "num"}, num(row.capture?.exchange_count)),
@@ -168,6 +179,7 @@ export function rollup(counts) {
   const names = rowFlags(Object.keys(counts || {}));
   if (!names.length) return null;
   return el("span", {className: "rollup"}, names.map((name) =>
-    el("span", {className: `rollup-item level-${flagInfo(name).level}`, title: `${counts[name]} rollouts: ${flagInfo(name).why}`},
+    el("span", {className: `rollup-item level-${flagInfo(name).level}`,
+      title: `${counts[name]} rollouts: ${flagInfo(name).why}`},
       `${counts[name]} ${name}`)));
 }

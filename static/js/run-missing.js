@@ -4,7 +4,7 @@
 
 import {get} from "./api.js";
 import {el, replace} from "./dom.js";
-import {num, plural, shortId} from "./format.js";
+import {fitId, num, plural} from "./format.js";
 
 const LIMIT = 100;
 
@@ -13,16 +13,11 @@ export function runIndexFact(run) {
   const index = run?.run_index;
   if (!index) return null;
   const steps = index.steps || [];
-  const span = steps.length > 1 ? `steps ${steps[0]}..${steps[steps.length - 1]}` : steps.length ? `step ${steps[0]}` : "no step";
+  const span = steps.length > 1 ? `steps ${steps[0]}..${steps[steps.length - 1]}`
+    : steps.length ? `step ${steps[0]}` : "no step";
   const damaged = index.damaged?.length ? ` · ${plural(index.damaged.length, "damaged file")} ignored` : "";
-  return `run index: ${span} · ${plural(index.rows, "row")} · ${num(index.rows_without_record)} without a record here${damaged}`;
-}
-
-/** What the run index says of a rollout: trained yes / no / not said, and superseded; "-" when it is not listed. */
-export function trainedText(row) {
-  if (!("superseded" in row)) return "-";
-  const trained = {true: "yes", false: "no"}[row.trained] ?? "not said";
-  return row.superseded ? `${trained} · superseded` : trained;
+  return `run index: ${span} · ${plural(index.rows, "row")}`
+    + ` · ${num(index.rows_without_record)} without a record here${damaged}`;
 }
 
 export class MissingRows {
@@ -75,10 +70,11 @@ export class MissingRows {
     const body = this.body;
     if (!body) return el("p", {className: "muted small"}, "loading…");
     if (body.error) return el("p", {className: "notice error"}, `Cannot list them: ${body.error}`);
-    const head = el("tr", {}, ["trajectory", "step", "instance", "rep", "attempt", "status", "trained", "superseded", "why"]
-      .map((label) => el("th", {scope: "col"}, label)));
+    const head = el("tr", {},
+      ["trajectory", "step", "instance", "rep", "attempt", "status", "trained", "superseded", "why"]
+        .map((label) => el("th", {scope: "col"}, label)));
     const rows = body.data.map((row) => el("tr", {className: "missing-row", title: row.why},
-      el("td", {className: "id", title: row.id}, shortId(row.id)),
+      el("td", {className: "id", title: row.id}, fitId(row.id)),
       el("td", {className: "num"}, num(row.step)),
       el("td", {}, row.instance_id ?? "-"),
       el("td", {className: "num"}, num(row.repetition_id)),
@@ -87,7 +83,9 @@ export class MissingRows {
       el("td", {}, row.trained === null || row.trained === undefined ? "not said" : String(row.trained)),
       el("td", {}, String(row.superseded)),
       el("td", {className: "why"}, row.why)));
-    const more = body.has_more ? el("p", {className: "muted small"}, `the first ${num(body.data.length)} of ${num(body.total)}`) : null;
+    const more = body.has_more
+      ? el("p", {className: "muted small"}, `the first ${num(body.data.length)} of ${num(body.total)}`)
+      : null;
     return [el("table", {className: "rows missing"}, el("thead", {}, head), el("tbody", {}, rows)), more];
   }
 }

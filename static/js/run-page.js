@@ -40,10 +40,12 @@ function copiesChip(run, required, go) {
   const counted = run.retokenized;
   if (!counted?.copies) return null;
   const on = required.includes("re-tokenized");
-  return el("button", {type: "button", className: `chip level-${flagInfo("re-tokenized").level} retok-chip${on ? " active required" : ""}`,
+  return el("button", {type: "button",
+    className: `chip level-${flagInfo("re-tokenized").level} retok-chip${on ? " active required" : ""}`,
     dataset: {flag: "re-tokenized"}, "aria-pressed": on ? "true" : "false",
     title: `${flagInfo("re-tokenized").why}. Click to ${on ? "let go of the filter" : "list those rollouts"}.`,
-    onclick: () => go({flag: on ? required.filter((name) => name !== "re-tokenized") : [...required, "re-tokenized"], page: 1})},
+    onclick: () => go({flag: on ? required.filter((name) => name !== "re-tokenized") : [...required, "re-tokenized"],
+      page: 1})},
   `${plural(counted.copies, "re-tokenized copy", "re-tokenized copies")} in ${plural(counted.rollouts, "rollout")}`);
 }
 
@@ -69,7 +71,8 @@ export class RunPage {
   async show(state, run) {
     this.state = state;
     this.run = run;
-    if (this.runId !== state.run || !this.headBox.isConnected) this.build(state.run);  // new run, or back from the pair view
+    // a new run, or back from the pair view
+    if (this.runId !== state.run || !this.headBox.isConnected) this.build(state.run);
     const focused = focusKey(this.main);
     this.drawHead();
     this.drawFilters();
@@ -116,20 +119,24 @@ export class RunPage {
     this.noticeBox = el("div", {className: "listing-notices"});
     this.pagerBox = el("div", {className: "pager"});
     this.tableBox = el("div", {className: "table-box"});
-    replace(this.main, this.headBox, this.compareBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox, this.search.node, this.pickBox, this.titleBox,
-      this.legendBox, this.noticeBox, this.tableBox, this.pagerBox);
+    replace(this.main, this.headBox, this.compareBox, this.toggleBox, this.bandTitle, this.bandBox, this.filterBox,
+      this.search.node, this.pickBox, this.titleBox, this.legendBox, this.noticeBox, this.tableBox, this.pagerBox);
   }
 
   drawHead() {
     const run = this.run || {id: this.state.run};
     const steps = run.steps || [];
     const facts = [
-      run.indexing ? `indexing ${num(run.indexed ?? 0)}/${num(run.trajectory_count ?? 0)}…` : plural(run.trajectory_count ?? 0, "trajectory", "trajectories"),
-      run.groupable ? `${plural(run.group_count ?? 0, "group")}${run.modal_group_size ? ` of ${run.modal_group_size}` : ""}` : null,
+      run.indexing
+        ? `indexing ${num(run.indexed ?? 0)}/${num(run.trajectory_count ?? 0)}…`
+        : plural(run.trajectory_count ?? 0, "trajectory", "trajectories"),
+      run.groupable
+        ? `${plural(run.group_count ?? 0, "group")}${run.modal_group_size ? ` of ${run.modal_group_size}` : ""}`
+        : null,
       run.task_count ? plural(run.task_count, "task") : null,
       steps.length ? (steps.length > 1 ? `steps ${steps[0]}..${steps[steps.length - 1]}` : `step ${steps[0]}`) : null,
       run.created_at ? String(run.created_at).replace("T", " ").slice(0, 19) : null,
-      run.upstream?.model || null,
+      run.upstream?.model ? `tokenizer ${run.upstream.model}` : null,  // the original viewer's field name
       run.unreadable ? `${run.unreadable} unreadable` : null,
       runIndexFact(run),
       verifying(run),
@@ -146,8 +153,8 @@ export class RunPage {
     replace(this.toggleBox, !run.groupable ? null : ["groups", "rollouts"].map((name) => el("button", {
       type: "button", role: "tab", className: `toggle${view === name ? " active" : ""}`, dataset: {view: name},
       "aria-selected": view === name ? "true" : "false",
-      onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: [], xflag: [], ungrouped: false,
-        page: 1}),
+      onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: [], xflag: [],
+        ungrouped: false, page: 1}),
     }, name === "groups" ? `groups ${num(run.group_count ?? 0)}` : `rollouts ${num(run.trajectory_count ?? 0)}`)));
   }
 
@@ -224,9 +231,11 @@ export class RunPage {
     const ungrouped = view === "rollouts" && state.ungrouped;
     const range = state.rmin || state.rmax ? `reward ${state.rmin || "…"} to ${state.rmax || "…"}` : null;
     const scope = [state.step && `step ${state.step}`, state.task && `task ${state.task}`, state.status,
-      ...state.ann, state.q && `"${state.q}"`, range, ungrouped && "no group key"].filter(Boolean).join(" · ") || "across the run";
+      ...state.ann, state.q && `"${state.q}"`, range, ungrouped && "no group key"].filter(Boolean).join(" · ")
+      || "across the run";
     const counted = (listing.health?.unit || unit) === "groups"
-      ? "groups, each counted once per flag it or a matching rollout carries, and each rollout with no group key once per flag"
+      ? "groups, each counted once per flag it or a matching rollout carries,"
+        + " and each rollout with no group key once per flag"
       : ungrouped ? "rollouts with no group key, each counted once per flag" : "rollouts, each counted once per flag";
     this.bandTitle.textContent = `record health · ${counted} · ${scope}`;
     replace(this.bandBox, band(listing.health, state.flag, state.xflag, (patch) => this.go({...patch, page: 1})));
@@ -235,17 +244,19 @@ export class RunPage {
       view === "groups" && (hasFilters(state) || hasFlags(state)) ? el("span", {className: "muted small"},
         " · matching rollouts emphasised when expanded") : "", this.exportLinks());
     replace(this.legendBox, rewardLegend(listing.reward_range), view === "rollouts" ? kindLegend() : null);
-    replace(this.noticeBox, view === "groups" ? this.ungroupedNotice(listing) : this.missing.show(this.run, state.step));
+    replace(this.noticeBox,
+      view === "groups" ? this.ungroupedNotice(listing) : this.missing.show(this.run, state.step));
     const sort = {key: state.sort || listing.sort?.key, order: state.order || listing.sort?.order};
     const table = view === "groups"
       ? this.groups.render(listing, state, state.traj)
-      : rolloutsTable(listing, sort, {onSort: (k, o) => this.sort(k, o), onOpen: (id) => this.open(id), openId: state.traj,
-        indexed: Boolean(this.run?.run_index)});
+      : rolloutsTable(listing, sort, {onSort: (k, o) => this.sort(k, o), onOpen: (id) => this.open(id),
+        openId: state.traj, indexed: Boolean(this.run?.run_index)});
     const current = this.tableBox.querySelector("tr.current");
     const currentKey = current && (current.dataset.traj || current.dataset.key);
     const pages = Math.max(1, Math.ceil((listing.total ?? 0) / LIMIT));
     if (!listing.data.length && state.page > pages) {
-      replace(this.tableBox, el("p", {className: "notice warn past-last"}, `page ${num(state.page)} is past the last page (${num(pages)}): `,
+      replace(this.tableBox, el("p", {className: "notice warn past-last"},
+        `page ${num(state.page)} is past the last page (${num(pages)}): `,
         el("a", {href: format({...state, page: pages}), dataset: {link: "last-page"},
           onclick: (event) => { event.preventDefault(); this.go({page: pages}); }}, `go to page ${num(pages)}`)));
       this.drawPager();
@@ -253,7 +264,8 @@ export class RunPage {
     }
     replace(this.tableBox, table);
     if (currentKey) {
-      const again = [...table.querySelectorAll("tr.nav")].find((row) => (row.dataset.traj || row.dataset.key) === currentKey);
+      const again = [...table.querySelectorAll("tr.nav")]
+        .find((row) => (row.dataset.traj || row.dataset.key) === currentKey);
       again?.classList.add("current");
     }
     this.drawPager();
@@ -263,12 +275,14 @@ export class RunPage {
    *  Rollouts view's order; with their trainer rows (`format=rows`) or without. */
   exportLinks() {
     const state = this.state;
-    const sorted = this.view() === "rollouts" ? {sort: state.sort, order: state.order} : {};  // the groups' sort is theirs
+    // the groups' sort is theirs
+    const sorted = this.view() === "rollouts" ? {sort: state.sort, order: state.order} : {};
     const params = {...this.listParams(state), ...sorted};
-    const link = (format, label, title) => el("a", {className: "export-link", download: true, title, dataset: {link: `export-${format}`},
-      href: apiUrl("/trajectories/export", {...params, format})}, label);
+    const link = (format, label, title) => el("a", {className: "export-link", download: true, title,
+      dataset: {link: `export-${format}`}, href: apiUrl("/trajectories/export", {...params, format})}, label);
     return el("span", {className: "export-links muted small"}, " · export ",
-      link("rollouts", "rollouts", "download every rollout these filters keep, one listing row a line (JSON lines)"), " · ",
+      link("rollouts", "rollouts", "download every rollout these filters keep, one listing row a line (JSON lines)"),
+      " · ",
       link("rows", "with trainer rows", "the same, each with its paths' input_ids, loss_mask and logprobs"));
   }
 
@@ -290,9 +304,13 @@ export class RunPage {
     const first = (page - 1) * LIMIT;
     const shown = listing.data.length;
     replace(this.pagerBox,
-      el("button", {type: "button", className: "ghost", disabled: page <= 1, dataset: {page: "prev"}, onclick: () => this.go({page: page - 1})}, "‹ prev"),
-      el("span", {className: "pager-text"}, shown ? `${num(first + 1)}–${num(first + shown)} of ${num(listing.total ?? shown)}` : `0 of ${num(listing.total ?? 0)}`),
-      el("button", {type: "button", className: "ghost", disabled: !listing.has_more, dataset: {page: "next"}, onclick: () => this.go({page: page + 1})}, "next ›"));
+      el("button", {type: "button", className: "ghost", disabled: page <= 1, dataset: {page: "prev"},
+        onclick: () => this.go({page: page - 1})}, "‹ prev"),
+      el("span", {className: "pager-text"}, shown
+        ? `${num(first + 1)}–${num(first + shown)} of ${num(listing.total ?? shown)}`
+        : `0 of ${num(listing.total ?? 0)}`),
+      el("button", {type: "button", className: "ghost", disabled: !listing.has_more, dataset: {page: "next"},
+        onclick: () => this.go({page: page + 1})}, "next ›"));
   }
 
   /** Re-read the listing and the open groups; redraw only what changed. */
@@ -300,11 +318,6 @@ export class RunPage {
     if (!this.listingKey) return;
     await this.fetchListing(true);
     if (this.view() === "groups" && this.listing) await this.groups.poll();
-  }
-
-  /** Trajectory ids in table order, for [ and ] in the drawer. */
-  rolloutOrder() {
-    return [...this.tableBox.querySelectorAll("tr[data-traj]")].map((row) => row.dataset.traj);
   }
 
   /** Focus the row of rollout `id` (the drawer closed) and make it the current row for j / k. */

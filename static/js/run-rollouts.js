@@ -1,11 +1,10 @@
 // The run page's Rollouts table: one row per trajectory.
 
 import {el} from "./dom.js";
-import {age, isoOf, num, pct, shortId} from "./format.js";
+import {age, fitId, isoOf, num, pct, trainedText} from "./format.js";
 import {rewardCell} from "./reward.js";
 import {strip} from "./strip.js";
 import {flagsCell, sortHeader, statusBadge} from "./run-table.js";
-import {trainedText} from "./run-missing.js";
 
 /** `indexed`: the run has a run index, so a column says what it says of each rollout. */
 export function rolloutsTable(listing, sort, {onSort, onOpen, openId, indexed = false}) {
@@ -35,16 +34,19 @@ function rolloutRow(row, range, onOpen, openId, indexed) {
   const summary = row.summary || {};
   const size = row.size || {};
   const unit = size.unit;
-  return el("tr", {className: `nav rollout-row${row.id === openId ? " open" : ""}${row.unreadable ? " unreadable" : ""}`,
+  return el("tr", {
+    className: `nav rollout-row${row.id === openId ? " open" : ""}${row.unreadable ? " unreadable" : ""}`,
     dataset: {traj: row.id}, tabindex: "-1", onclick: () => onOpen(row.id)},
-  el("td", {className: "id", title: row.error ? `${row.id}: ${row.error}` : row.id}, shortId(row.id)),
+  el("td", {className: "id", title: row.error ? `${row.id}: ${row.error}` : row.id}, fitId(row.id)),
   el("td", {className: "task", title: row.task_id ?? ""}, row.task_id ?? "-"),
   el("td", {className: "num"}, num(row.step)),
   el("td", {className: "mask"}, strip(summary.strip, {unit})),
-  el("td", {className: "num", title: unit === "chars" ? "no tokens: characters" : "tokens: total over the samples the trainer gets"},
+  el("td", {className: "num",
+    title: unit === "chars" ? "no tokens: characters" : "tokens: total over the samples the trainer gets"},
     unit === "chars" ? `${num(size.tokens)} ch` : num(size.tokens)),
   el("td", {className: "num", title: "tokens in the loss, over the samples the trainer gets"},
-    size.trainable ? `${num(size.trainable)} ${pct(size.trainable, size.tokens)}` : "-"),
+    size.trainable === null || size.trainable === undefined ? "-"  // no tokens: nothing to count; 0 is 0
+      : `${num(size.trainable)} ${pct(size.trainable, size.tokens) || "0%"}`),
   el("td", {className: "num", title: "model calls"}, num(row.capture?.exchange_count)),
   el("td", {className: "num"}, num(summary.paths)),
   el("td", {}, rewardCell(row.annotations?.reward, row.reward_value, range)),

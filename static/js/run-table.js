@@ -20,7 +20,9 @@ export function flagsCell(names) {
 }
 
 export function statusBadge(row) {
-  if (row.unreadable) return el("span", {className: "status status-unreadable", title: row.error || "unreadable"}, "unreadable");
+  if (row.unreadable) {
+    return el("span", {className: "status status-unreadable", title: row.error || "unreadable"}, "unreadable");
+  }
   return el("span", {className: `status status-${row.status}`, title: row.ended === false ? "not ended" : "ended"},
     row.status ?? "-");
 }

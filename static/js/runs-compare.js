@@ -31,7 +31,9 @@ export function compareForm(state, runs, go) {
     go({...emptyState(), run: state.run, view: "vs", vs: other.value,
       sa: stepA.value.trim(), sb: stepB.value.trim(), by: by.value.trim()});
   };
-  for (const input of [stepA, stepB, by]) input.addEventListener("keydown", (event) => event.key === "Enter" && compare());
+  for (const input of [stepA, stepB, by]) {
+    input.addEventListener("keydown", (event) => event.key === "Enter" && compare());
+  }
   // no <form>: the page holds none (tests/browser/test_hostile.py), so Enter in a box is handled here
   return el("div", {className: "compare-form", role: "group", "aria-label": "compare runs"}, other, stepA, stepB, by,
     el("button", {type: "button", dataset: {link: "compare-runs"}, onclick: compare}, "compare"));
@@ -87,7 +89,8 @@ export class RunsCompare {
 
   params() {
     const state = this.state;
-    return {a: state.run, b: state.vs, step_a: state.sa, step_b: state.sb, by: state.by, limit: LIMIT, offset: this.offset};
+    return {a: state.run, b: state.vs, step_a: state.sa, step_b: state.sb, by: state.by, limit: LIMIT,
+      offset: this.offset};
   }
 
   async fetch(poll) {
@@ -117,7 +120,8 @@ export class RunsCompare {
     replace(this.legendBox, rewardLegend(answer.reward_range, "over both sides' groups of every key in both"));
     this.drawPicks();
     const head = el("tr", {}, el("th", {scope: "col"}, "key"),
-      el("th", {scope: "col"}, `A · ${sideName(answer.a, answer.step_a)}`), el("th", {scope: "col", className: "num"}, "n"),
+      el("th", {scope: "col"}, `A · ${sideName(answer.a, answer.step_a)}`),
+      el("th", {scope: "col", className: "num"}, "n"),
       el("th", {scope: "col"}, "flags"),
       el("th", {scope: "col", className: "side-b"}, `B · ${sideName(answer.b, answer.step_b)}`),
       el("th", {scope: "col", className: "num"}, "n"), el("th", {scope: "col"}, "flags"));
@@ -138,7 +142,7 @@ export class RunsCompare {
       else this.expanded.add(pair.key);
       this.draw();
     };
-    const row = el("tr", {className: `nav group-row pair-row${open ? " expanded" : ""}`, tabindex: "-1",
+    const row = el("tr", {className: `nav group-row matched-row${open ? " expanded" : ""}`, tabindex: "-1",
       dataset: {key: pair.key}, "aria-expanded": open ? "true" : "false", onclick: toggle},
     el("td", {className: "task"}, el("span", {className: "caret"}, open ? "▾" : "▸"), " ",
       el("span", {title: pair.key}, keyText(pair.a.values, pair.key))),
@@ -161,7 +165,8 @@ export class RunsCompare {
     });
     return [
       el("td", {className: `side side-${side}`}, el("span", {className: "dots"}, dots)),
-      el("td", {className: "num"}, num(group.n), short ? el("span", {className: "muted"}, ` of ${group.modal_n}`) : null,
+      el("td", {className: "num"}, num(group.n),
+        short ? el("span", {className: "muted"}, ` of ${group.modal_n}`) : null,
         group.superseded_count ? el("span", {className: "muted small"}, ` · ${group.superseded_count} retried`) : null),
       el("td", {className: "flags"}, (group.flags || []).map((name) => flagBadge(name)), rollup(group.rollup)),
     ];
@@ -169,7 +174,8 @@ export class RunsCompare {
 
   memberDot(member) {
     return rewardDot(member.reward, member.value, this.answer.reward_range,
-      `${member.id} · rep ${member.repetition_id ?? "-"} · attempt ${member.attempt ?? "-"} · reward ${recordedReward(member.reward)} · stop ${member.stop_reason ?? "-"}`);
+      `${member.id} · rep ${member.repetition_id ?? "-"} · attempt ${member.attempt ?? "-"}`
+        + ` · reward ${recordedReward(member.reward)} · stop ${member.stop_reason ?? "-"}`);
   }
 
   /** Both groups' counting rollouts side by side, each a pick for the two-rollout compare. */
@@ -193,7 +199,8 @@ export class RunsCompare {
 
   /** A click picks that side's rollout; a shift-click adds any rollout. Two picks open the compare. */
   pick(choice, any) {
-    const kept = this.picks.filter((p) => !(p.run === choice.run && p.id === choice.id) && (any || p.side !== choice.side));
+    const kept = this.picks.filter((p) => !(p.run === choice.run && p.id === choice.id)
+      && (any || p.side !== choice.side));
     this.picks = [...kept, choice];
     const pair = any ? this.picks.slice(-2) : ["a", "b"].map((side) => this.picks.find((p) => p.side === side));
     if (pair.length === 2 && pair.every(Boolean)) {
@@ -223,7 +230,8 @@ export class RunsCompare {
     replace(this.pagerBox,
       el("button", {type: "button", className: "ghost", disabled: answer.offset <= 0, dataset: {page: "prev"},
         onclick: () => move(Math.max(0, answer.offset - answer.limit))}, "‹ prev"),
-      el("span", {className: "pager-text"}, `${num(answer.offset + 1)}–${num(answer.offset + shown)} of ${num(answer.total)}`),
+      el("span", {className: "pager-text"},
+        `${num(answer.offset + 1)}–${num(answer.offset + shown)} of ${num(answer.total)}`),
       el("button", {type: "button", className: "ghost", disabled: !answer.has_more, dataset: {page: "next"},
         onclick: () => move(answer.offset + answer.limit)}, "next ›"));
   }
@@ -233,7 +241,8 @@ export class RunsCompare {
     return el("section", {className: `only-list only-${side}`, dataset: {side}},
       el("h2", {className: "section-title"}, `only in ${side.toUpperCase()} · ${run} `,
         el("span", {className: "muted small"}, plural(keys.length, "key"))),
-      keys.length ? el("ul", {className: "key-list"}, keys.map((key) => el("li", {className: "mono", dataset: {key}}, key)))
+      keys.length
+        ? el("ul", {className: "key-list"}, keys.map((key) => el("li", {className: "mono", dataset: {key}}, key)))
         : el("p", {className: "muted small"}, "none"));
   }
 }

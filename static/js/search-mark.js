@@ -98,14 +98,17 @@ export function markHit(root, place, nodeId, node, controls) {
       const [start, end] = [Number(chunk.dataset.from), Number(chunk.dataset.to)];
       if (start >= to || end <= from) continue;
       upgrade(chunk);  // a token chunk not yet in sight gets its spans now (a text chunk stays as it is)
-      first = first || (chunk.classList.contains("tokens") ? markTokens(chunk, from, to) : markText(chunk, node.text, from, to, controls));
+      first = first || (chunk.classList.contains("tokens")
+        ? markTokens(chunk, from, to)
+        : markText(chunk, node.text, from, to, controls));
     }
   }
   return first;
 }
 
 function markTokens(chunk, from, to) {
-  const spans = [...chunk.querySelectorAll("span.t")].filter((span) => Number(span.dataset.i) >= from && Number(span.dataset.i) < to);
+  const spans = [...chunk.querySelectorAll("span.t")]
+    .filter((span) => Number(span.dataset.i) >= from && Number(span.dataset.i) < to);
   for (const span of spans) span.classList.add("hit");
   return spans[0] || null;
 }

@@ -29,12 +29,15 @@ export class RecordSearch {
       title: "search the messages of the rollouts the filters keep; Enter searches"}),
     () => this.state.search, (search) => this.go({search}), 0);
     const option = (name, label, title) => el("label", {className: "option", title},
-      el("input", {type: "checkbox", dataset: {option: name}, onchange: (event) => this.go({[name]: event.target.checked})}),
+      el("input", {type: "checkbox", dataset: {option: name},
+        onchange: (event) => this.go({[name]: event.target.checked})}),
       ` ${label}`);
     this.caseBox = option("scase", "Aa", "match case (otherwise any case)");
     this.regexBox = option("sre", ".*", "regular expression (Python syntax)");
-    this.kindBox = select(KINDS, "", (skind) => this.go({skind}), {"aria-label": "block kind searched", dataset: {option: "skind"}});
-    this.roleBox = select(ROLES, "", (srole) => this.go({srole}), {"aria-label": "role searched", dataset: {option: "srole"}});
+    this.kindBox = select(KINDS, "", (skind) => this.go({skind}),
+      {"aria-label": "block kind searched", dataset: {option: "skind"}});
+    this.roleBox = select(ROLES, "", (srole) => this.go({srole}),
+      {"aria-label": "role searched", dataset: {option: "srole"}});
     this.progress = el("span", {className: "search-progress muted small", "aria-live": "polite"});
     this.stopButton = button("stop", () => this.stop(), {className: "ghost", dataset: {option: "stop"}, hidden: true,
       title: "stop this search (the matches found so far stay)"});
@@ -122,7 +125,8 @@ export class RecordSearch {
     for (const hit of body.data) this.hits.push(hit);
     this.list.append(...body.data.map((hit, i) => this.item(hit, first + i)));
     this.list.hidden = !this.hits.length;
-    const facts = [`searched ${num(body.scanned)} of ${plural(body.total_documents, "record")}`, plural(this.hits.length, "match", "matches")];
+    const facts = [`searched ${num(body.scanned)} of ${plural(body.total_documents, "record")}`,
+      plural(this.hits.length, "match", "matches")];
     if (body.skipped_count) facts.push(`${num(body.skipped_count)} skipped`);
     if (body.capped) facts.push("capped: the first matches only");
     if (body.cancelled) facts.push("stopped");

@@ -18,7 +18,8 @@ export function strip(blocks, {tall = false, unit = "tokens", onpick = null} = {
   blocks.forEach((block, index) => {
     const size = sizeIn(block, unit);
     const where = block.start !== undefined && block.end !== undefined ? ` [${block.start}:${block.end}]` : "";
-    const trained = block.trained_in !== undefined && block.trained_in !== null ? `, trained in path ${block.trained_in}` : "";
+    const trained = block.trained_in !== undefined && block.trained_in !== null
+      ? `, trained in path ${block.trained_in}` : "";
     const merged = block.blocks ? ` (${num(block.blocks)} blocks drawn as one, mostly ${block.kind}: ${
       Object.entries(block.kinds).map(([kind, n]) => `${kind} ${num(n)}`).join(", ")})` : "";
     const segment = el("span", {className: `seg kind-${block.kind}`,
@@ -33,5 +34,6 @@ export function strip(blocks, {tall = false, unit = "tokens", onpick = null} = {
 export function kindLegend() {
   return el("p", {className: "legend kinds muted small"},
     blockKinds().map((kind) =>
-      el("span", {className: "legend-item", title: kindWhy(kind)}, el("span", {className: `swatch kind-${kind}`}), kind)));
+      el("span", {className: "legend-item", title: kindWhy(kind)},
+        el("span", {className: `swatch kind-${kind}`}), kind)));
 }

@@ -19,8 +19,9 @@ export function renderCalls(bundle, more) {
   return el("div", {className: "calls-tab"},
     el("p", {className: "muted"}, `${num(exchanges.call_count)} calls, ${num(exchanges.failure_count)} failures`),
     el("table", {className: "rows calls"},
-      el("thead", {}, el("tr", {}, ["seq", "kind", "node", "model", "dur ms", "prompt", "completion", "finish", "bridged", "flags"]
-        .map((label) => el("th", {scope: "col"}, label)))),
+      el("thead", {}, el("tr", {},
+        ["seq", "kind", "node", "model", "dur ms", "prompt", "completion", "finish", "bridged", "flags"]
+          .map((label) => el("th", {scope: "col"}, label)))),
       el("tbody", {}, rows.map(callRow))),
     moreRow(exchanges.part, "calls", () => more("exchanges")));
 }
@@ -30,8 +31,8 @@ function callRow(row) {
     return el("tr", {className: "failure"},
       el("td", {className: "num"}, num(row.sequence)), el("td", {}, "failure"), el("td", {}, row.node_id ?? "-"),
       el("td", {colSpan: 6}, row.started_at ?? ""),
-      el("td", {}, callBadge("failed-calls", `failed ${row.http_status ?? "-"}: ${String(row.error ?? "").slice(0, 160)}`,
-        String(row.error ?? ""))));
+      el("td", {}, callBadge("failed-calls",
+        `failed ${row.http_status ?? "-"}: ${String(row.error ?? "").slice(0, 160)}`, String(row.error ?? ""))));
   }
   const usage = row.usage || {};
   const flags = [];
@@ -44,7 +45,8 @@ function callRow(row) {
     el("td", {}, "call"),
     el("td", {className: "node-id"}, row.node_id ?? "-"),
     el("td", {title: model}, model.length > 32 ? `…${model.slice(-31)}` : model),
-    el("td", {className: "num"}, num(row.duration_ms === null || row.duration_ms === undefined ? null : Math.round(row.duration_ms))),
+    el("td", {className: "num"},
+      num(row.duration_ms === null || row.duration_ms === undefined ? null : Math.round(row.duration_ms))),
     el("td", {className: "num"}, num(usage.prompt_tokens)),
     el("td", {className: "num"}, num(usage.completion_tokens)),
     el("td", {}, row.completion_reason ?? "-"),

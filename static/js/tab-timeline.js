@@ -29,15 +29,16 @@ function itemTitle(item) {
   if (item.kind === "failure") {
     return `failed call · status ${item.http_status ?? "-"} · ${where}\n${String(item.error ?? "").slice(0, 300)}`;
   }
-  return `${item.node_id} · ${item.model ?? "-"} · finish ${item.finish_reason ?? "-"} · bridged ${String(item.bridged)}`
-    + ` · ${duration(item.duration_ms)} · started ${item.started_at ?? "-"}`;
+  return `${item.node_id} · ${item.model ?? "-"} · finish ${item.finish_reason ?? "-"}`
+    + ` · bridged ${String(item.bridged)} · ${duration(item.duration_ms)} · started ${item.started_at ?? "-"}`;
 }
 
 function bar(item, span, selected, select) {
   const failure = item.kind === "failure";
   const title = itemTitle(item);
   const node = el("button", {type: "button", title, "aria-label": title,
-    className: `tl-bar ${failure ? "failure" : "call"}${item.bridged === false ? " unbridged" : ""}${item.finish_reason === "length" ? " truncated" : ""}`,
+    className: `tl-bar ${failure ? "failure" : "call"}${item.bridged === false ? " unbridged" : ""}`
+      + `${item.finish_reason === "length" ? " truncated" : ""}`,
     "aria-pressed": item.node_id && item.node_id === selected ? "true" : "false",
     dataset: {sequence: item.sequence, ...(item.node_id ? {node: item.node_id} : {})},
     onclick: () => { if (item.node_id) select(item.node_id, item.path); }},
@@ -53,7 +54,8 @@ function bar(item, span, selected, select) {
 function gap(item, span) {
   const text = `idle ${duration(item.idle_ms)}`;
   const title = `${text}: no call ran (derived by the viewer)`;
-  return place(el("span", {className: "tl-gap", title, dataset: {sequence: item.sequence}}, text), item.idle_from_ms, item.start_ms, span);
+  return place(el("span", {className: "tl-gap", title, dataset: {sequence: item.sequence}}, text),
+    item.idle_from_ms, item.start_ms, span);
 }
 
 function laneLabel(lane) {
@@ -78,9 +80,12 @@ function noTimeList(items, select) {
 
 /** The selected node and where else it shows: the Path (its path) and the Tree. */
 function selection(state, go) {
-  if (!state.node) return el("p", {className: "muted small tl-selection"}, "Click a bar to select its reply node in Path and Tree.");
+  if (!state.node) {
+    return el("p", {className: "muted small tl-selection"}, "Click a bar to select its reply node in Path and Tree.");
+  }
   return el("p", {className: "small tl-selection"}, `selected ${state.node} · `,
-    button(`show in Path ${state.path}`, () => go({tab: "path"}, {replace: true}), {className: "ghost", dataset: {show: "path"}}), " ",
+    button(`show in Path ${state.path}`, () => go({tab: "path"}, {replace: true}),
+      {className: "ghost", dataset: {show: "path"}}), " ",
     button("show in Tree", () => go({tab: "tree"}, {replace: true}), {className: "ghost", dataset: {show: "tree"}}));
 }
 
@@ -94,12 +99,14 @@ export function renderTimeline(bundle, state, {go, select, more}) {
   const span = timeline.span_ms || 1;  // every drawn item at one instant: draw them at the start
   const drawn = items.filter((item) => item.no_time === null);
   const box = el("div", {className: "timeline-tab"});
-  box.append(el("p", {className: "muted"}, `${plural(timeline.call_count, "call")}, ${plural(timeline.failure_count, "failure")}`,
+  box.append(el("p", {className: "muted"},
+    `${plural(timeline.call_count, "call")}, ${plural(timeline.failure_count, "failure")}`,
     ` · span ${duration(timeline.span_ms)} from ${timeline.origin_at ?? "-"}`,
     ` · idle ${duration(timeline.idle_ms)} in ${plural(timeline.gap_count, "gap")} (derived by the viewer)`,
     timeline.no_time_count ? ` · ${num(timeline.no_time_count)} without time` : ""));
   box.append(selection(state, go), el("p", {className: "muted small tl-legend"},
-    "a bar is a call (red: unbridged, amber edge: cut at max tokens) · ✕ a failed call · dashed: idle, no call running"));
+    "a bar is a call (red: unbridged, amber edge: cut at max tokens) · ✕ a failed call"
+      + " · dashed: idle, no call running"));
   const lanes = timeline.lanes || [];
   const tracks = lanes.map((lane) => {
     const track = el("div", {className: "tl-track"});
@@ -114,11 +121,15 @@ export function renderTimeline(bundle, state, {go, select, more}) {
   box.append(el("div", {className: "timeline", role: "group", "aria-label": "calls in time"},
     el("div", {className: "tl-lane tl-axis"}, el("div", {className: "tl-label muted small"}, "from the start"),
       el("div", {className: "tl-ticks muted small"}, el("span", {}, "0"), el("span", {}, duration(timeline.span_ms)))),
-    el("div", {className: "tl-lane tl-idle", dataset: {lane: "idle"}}, el("div", {className: "tl-label muted small"}, "idle"), idle),
+    el("div", {className: "tl-lane tl-idle", dataset: {lane: "idle"}},
+      el("div", {className: "tl-label muted small"}, "idle"), idle),
     lanes.map((lane, i) => el("div", {className: "tl-lane", dataset: {lane: lane.lane}}, laneLabel(lane), tracks[i]))));
   const hidden = timeline.lane_count - lanes.length;
   return append(box, [
-    hidden > 0 ? el("p", {className: "notice warn"}, `${num(hidden)} more lanes are not drawn: their calls are in the Calls tab.`) : null,
+    hidden > 0
+      ? el("p", {className: "notice warn"},
+        `${num(hidden)} more lanes are not drawn: their calls are in the Calls tab.`)
+      : null,
     moreRow(timeline.part, "calls", more, {watched: false}),  // no row when all is here
     noTimeList(items.filter((item) => item.no_time !== null), select)]);
 }

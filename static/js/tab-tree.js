@@ -2,14 +2,15 @@
 // down rail 0; at a branch point the child on the earliest path continues its parent's rail and
 // each other child opens a branch one rail to the right, drawn right under the parent with
 // ├ │ └ connectors, so siblings sit at one indentation and a branch never drifts further right
-// than the branch it leaves. Opening a branch point shows its branches side by side with the text
+// than the branch it leaves; a second root starts a tree of its own below, on rail 0. Opening a
+// branch point shows its branches side by side with the text
 // they share dimmed. The shape (children, roots, leaves,
 // branch points), the path that trains each node and call durations are the server's /graph.
 
 import {append, el} from "./dom.js";
 import {num, plural, sizeIn, unitShort} from "./format.js";
 import {moreRow} from "./parts.js";
-import {copyBadge} from "./retok-diff.js";
+import {copyBadge} from "./retok-badge.js";
 import {visible} from "./facts.js";
 import {trainOnce} from "./train-once.js";
 import {flagInfo, forkBadge} from "./viewer.js";
@@ -29,13 +30,19 @@ export function nodeText(bundle, nodeId) {
 function signBadges(node, go) {
   const badges = [];
   const signs = node.signs || {};
-  if (signs.unbridged) badges.push(el("span", {className: `badge level-${flagInfo("unbridged").level}`, title: flagInfo("unbridged").why}, "unbridged"));
-  if (signs.inferred_unbridged) badges.push(el("span", {className: `badge level-${flagInfo("unbridged-inferred").level}`, title: flagInfo("unbridged-inferred").why}, "unbridged (inferred)"));
+  const flagBadge = (flag, label) =>
+    el("span", {className: `badge level-${flagInfo(flag).level}`, title: flagInfo(flag).why}, label);
+  if (signs.unbridged) badges.push(flagBadge("unbridged", "unbridged"));
+  if (signs.inferred_unbridged) badges.push(flagBadge("unbridged-inferred", "unbridged (inferred)"));
   if (node.shadowed_by) {
     badges.push(signs.retokenized ? copyBadge(node.node_id, node.shadowed_by, go)
-      : el("span", {className: "badge level-info", title: "later history matched the sibling instead"}, `shadowed by ${node.shadowed_by}`));
+      : el("span", {className: "badge level-info", title: "later history matched the sibling instead"},
+        `shadowed by ${node.shadowed_by}`));
   }
-  if ((node.calls || []).length > 1) badges.push(el("span", {className: "badge level-info", title: "identical calls answered by this node"}, `×${node.calls.length} calls`));
+  if ((node.calls || []).length > 1) {
+    badges.push(el("span", {className: "badge level-info", title: "identical calls answered by this node"},
+      `×${node.calls.length} calls`));
+  }
   return badges;
 }
 
@@ -52,13 +59,14 @@ function size(node, unit) {
 function layout(graph, byId, paths) {
   const earliest = new Map();
   for (const path of paths) for (const id of path.node_ids || []) if (!earliest.has(id)) earliest.set(id, path.index);
-  const order = (ids) => [...ids].map((id, i) => [earliest.get(id) ?? Infinity, i, id]).sort((x, y) => x[0] - y[0] || x[1] - y[1]).map((x) => x[2]);
+  const order = (ids) => [...ids].map((id, i) => [earliest.get(id) ?? Infinity, i, id])
+    .sort((x, y) => x[0] - y[0] || x[1] - y[1]).map((x) => x[2]);
   const rows = [];
-  const line = (start, rail, starts) => {
+  const line = (start, rail, starts, root = false) => {
     let id = start;
     let first = starts;
     while (id !== undefined && byId.has(id)) {
-      rows.push({id, rail, starts: first});
+      rows.push({id, rail, starts: first, root: root && id === start});
       first = false;
       const [main, ...others] = order(byId.get(id).child_ids || []);
       for (const other of others) line(other, rail + 1, true);
@@ -67,7 +75,7 @@ function layout(graph, byId, paths) {
   };
   const [main, ...others] = order(graph.root_node_ids || []);
   if (main !== undefined) line(main, 0, false);
-  for (const other of others) line(other, 1, true);  // a new root: a branch beside the main tree
+  for (const other of others) line(other, 0, false, true);  // a new root: a tree of its own below, on rail 0
   return rows;
 }
 
@@ -86,8 +94,8 @@ function connectors(rows) {
       else text += on ? "│ " : "  ";
     }
     out[i] = text;
-    below = below.slice(0, rail + 1);
-    below[rail] = true;
+    below = rows[i].root ? [] : below.slice(0, rail + 1);  // no rail runs up out of a tree into the one above
+    below[rail] = !rows[i].root;
   }
   return out;
 }
@@ -102,7 +110,8 @@ export function renderTree(bundle, {openNode, setOpen, more, go}) {
   const branchPoints = new Set((graph.branch_points || []).map((point) => point.node_id));
   const forkOf = new Map((graph.forks || []).map((fork) => [fork.node_id, fork]));
   const box = el("div", {className: "tree-tab"});
-  box.append(el("p", {className: "muted"}, `${plural(graph.part?.total ?? nodes.length, "node")}, ${plural(leaves.size, "leaf", "leaves")}, ${plural(branchPoints.size, "branch point")}`));
+  box.append(el("p", {className: "muted"}, `${plural(graph.part?.total ?? nodes.length, "node")}, `
+    + `${plural(leaves.size, "leaf", "leaves")}, ${plural(branchPoints.size, "branch point")}`));
   if ((bundle.paths?.paths || []).length > 1) box.append(trainOnce(bundle.graph.train_once));
   if (!nodes.length) {
     box.append(el("p", {className: "notice"}, "This trajectory has no nodes."));
@@ -111,18 +120,25 @@ export function renderTree(bundle, {openNode, setOpen, more, go}) {
   const list = el("div", {className: "tree", role: "tree"});
   const rows = layout(graph, byId, bundle.paths?.paths || []);
   const lines = connectors(rows);
-  rows.forEach(({id, rail, starts}, i) => {
+  rows.forEach(({id, rail, starts, root}, i) => {
     const node = byId.get(id);
     const kids = node.child_ids || [];
     const branching = branchPoints.has(id);
     const open = openNode === id;
-    const row = el("div", {className: `tree-row${branching ? " branch-point" : ""}${starts ? " branch-start" : ""}${open ? " open" : ""}`,
-      role: "treeitem", tabindex: "0", dataset: {node: id, rail}, "aria-level": rail + 1, "aria-expanded": open ? "true" : "false",
-      title: `${node.author}${node.sampled_start !== null && node.sampled_start !== undefined ? ` · sampled from ${node.sampled_start}` : ""}${node.has_logprobs ? " · logprobs" : ""}`,
+    const sampledFrom = node.sampled_start !== null && node.sampled_start !== undefined
+      ? ` · sampled from ${node.sampled_start}` : "";
+    const row = el("div", {
+      className: `tree-row${branching ? " branch-point" : ""}${starts ? " branch-start" : ""}${root ? " new-root" : ""}`
+        + `${open ? " open" : ""}`,
+      role: "treeitem", tabindex: "0", dataset: {node: id, rail},
+      "aria-level": rail + 1, "aria-expanded": open ? "true" : "false",
+      title: `${node.author}${sampledFrom}${node.has_logprobs ? " · logprobs" : ""}`,
       onclick: () => setOpen(open ? null : id),
       onkeydown: (event) => { if (event.key === "Enter") setOpen(open ? null : id); }},
     el("span", {className: "rails", "aria-hidden": "true"}, lines[i]),
     el("span", {className: "caret"}, open ? "▾" : "▸"),
+    root ? el("span", {className: "badge level-info", title: "a second root: a history that shares no node with the"
+      + " tree above"}, "new root") : null,
     el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
     el("span", {className: "muted small"}, node.author),
     forkOf.has(id) ? forkBadge(forkOf.get(id)) : null,
@@ -140,8 +156,11 @@ export function renderTree(bundle, {openNode, setOpen, more, go}) {
 
 function callLine(call, i) {
   const usage = call.usage || {};
-  return el("li", {}, `call ${i}: ${call.model ?? "-"} · ${call.duration_ms === null || call.duration_ms === undefined ? "-" : `${Math.round(call.duration_ms)} ms`}`
-    + ` · finish ${call.finish_reason ?? "-"} · bridged ${String(call.bridged)} · ${usage.prompt_tokens ?? "-"} prompt / ${usage.completion_tokens ?? "-"} completion tokens`);
+  const timed = call.duration_ms !== null && call.duration_ms !== undefined;
+  const duration = timed ? `${Math.round(call.duration_ms)} ms` : "-";
+  return el("li", {}, `call ${i}: ${call.model ?? "-"} · ${duration}`
+    + ` · finish ${call.finish_reason ?? "-"} · bridged ${String(call.bridged)}`
+    + ` · ${usage.prompt_tokens ?? "-"} prompt / ${usage.completion_tokens ?? "-"} completion tokens`);
 }
 
 function panel(bundle, node, byId, go) {
@@ -149,13 +168,16 @@ function panel(bundle, node, byId, go) {
   const box = el("div", {className: "tree-panel"});
   box.style.setProperty("--rail", "0");
   box.append(el("p", {className: "small"}, size(node, bundle.trajectory.size?.unit), " · ",
-    node.author === "model" ? (node.trained_in !== null && node.trained_in !== undefined ? `trains in path ${node.trained_in}` : "not trained") : "context"));
+    node.author !== "model" ? "context"
+      : node.trained_in !== null && node.trained_in !== undefined ? `trains in path ${node.trained_in}`
+        : "not trained"));
   if ((node.calls || []).length) box.append(el("ul", {className: "calls small"}, node.calls.map(callLine)));
   box.append(el("pre", {className: "text"}, visible(nodeText(bundle, node.node_id), false)));
   if (!kids.length) {
     box.append(el("p", {className: "muted"}, "Nothing follows: this is a leaf."));
   } else if (kids.length === 1) {
-    box.append(el("p", {className: "muted"}, `then ${kids[0]} (${byId.get(kids[0]).role ?? "-"}, ${byId.get(kids[0]).author})`));
+    const next = byId.get(kids[0]);
+    box.append(el("p", {className: "muted"}, `then ${kids[0]} (${next.role ?? "-"}, ${next.author})`));
   } else {
     box.append(branches(bundle, kids, byId, go));
   }
@@ -178,7 +200,9 @@ function branches(bundle, kids, byId, go) {
   return el("div", {className: "branch-box"},
     el("p", {}, `branches into ${kids.length}. ${sentence}`),
     el("div", {className: "side-by-side"}, kids.map((id, i) => el("div", {className: "branch", dataset: {node: id}},
-      el("p", {className: "small"}, el("span", {className: "node-id"}, id), ` ${byId.get(id).role ?? "-"} · ${byId.get(id).author}`, ...signBadges(byId.get(id), go)),
-      el("pre", {className: "text"}, el("span", {className: "shared", title: "the text every branch shares"}, texts[i].slice(0, shared)),
+      el("p", {className: "small"}, el("span", {className: "node-id"}, id),
+        ` ${byId.get(id).role ?? "-"} · ${byId.get(id).author}`, ...signBadges(byId.get(id), go)),
+      el("pre", {className: "text"},
+        el("span", {className: "shared", title: "the text every branch shares"}, texts[i].slice(0, shared)),
         texts[i].slice(shared))))));
 }

@@ -30,14 +30,17 @@ function pinTarget(path, state) {
     const size = sizeIn(path, path.unit);
     const noun = path.unit === "tokens" ? "token" : "position";
     if (state.tok >= size) {
-      return {past: `${noun} ${num(state.tok)} does not exist: path ${path.index} has ${num(size)} ${path.unit}${size ? ` (0–${num(size - 1)})` : ""}.`};
+      return {past: `${noun} ${num(state.tok)} does not exist:`
+        + ` path ${path.index} has ${num(size)} ${path.unit}${size ? ` (0–${num(size - 1)})` : ""}.`};
     }
     const at = blockAt(path.blocks, state.tok);
-    return at >= 0 ? {at, position: state.tok} : more ?? {past: `${noun} ${num(state.tok)} is in no block of path ${path.index}.`};
+    return at >= 0 ? {at, position: state.tok}
+      : more ?? {past: `${noun} ${num(state.tok)} is in no block of path ${path.index}.`};
   }
   if (state.blk !== "") {
     if (state.blk < path.blocks.length) return {at: state.blk, position: null};
-    return more ?? {past: `block ${num(state.blk)} does not exist: path ${path.index} has ${num(path.blocks.length)} blocks.`};
+    return more
+      ?? {past: `block ${num(state.blk)} does not exist: path ${path.index} has ${num(path.blocks.length)} blocks.`};
   }
   return null;
 }
@@ -119,6 +122,7 @@ export class PinnedPlace {
     if (!shown || this.scrolled === key) return;
     this.scrolled = key;
     shown.scrollIntoView({block: "center"});
-    requestAnimationFrame(() => shown.scrollIntoView({block: "center"}));  // again once blocks above have their real height
+    // again once blocks above have their real height
+    requestAnimationFrame(() => shown.scrollIntoView({block: "center"}));
   }
 }

@@ -65,7 +65,8 @@ export class LazyText {
       if (!text) box.append(el("span", {className: "muted"}, node.text === null ? "(no text recorded)" : "(empty)"));
       for (let from = 0; from < (text || "").length; from += CHUNK_CHARS) {
         const start = (block.node_start ?? 0) + from;  // offsets into the node's text: search marks find them
-        box.append(el("span", {className: "chunk", dataset: {from: start, to: start + Math.min(CHUNK_CHARS, text.length - from)}},
+        const to = start + Math.min(CHUNK_CHARS, text.length - from);
+        box.append(el("span", {className: "chunk", dataset: {from: start, to}},
           visible(text.slice(from, from + CHUNK_CHARS), options.controls)));
       }
     }
@@ -94,7 +95,8 @@ export function upgrade(chunk) {
   for (let i = from; i < to; i += 1) {
     const piece = hasText ? node.text.slice(node.token_offsets[i], node.token_offsets[i + 1]) : `${node.token_ids[i]} `;
     const span = document.createElement("span");
-    span.className = `t${piece ? "" : " sliver"}${colour && i >= node.sampled_start ? " " + logprobBand(node.logprobs[i]) : ""}`;
+    const band = colour && i >= node.sampled_start ? " " + logprobBand(node.logprobs[i]) : "";
+    span.className = `t${piece ? "" : " sliver"}${band}`;
     if (outside.has(i)) span.classList.add("out-of-support");
     span.dataset.i = i;
     span.textContent = visible(piece, options.controls);
@@ -118,7 +120,8 @@ function describeToken(span) {
 /** The token's position in its path (the index a block's [start:end] uses), or null. */
 function tokenPosition(span) {
   const info = chunkInfo.get(span.closest(".chunk"));
-  return info && span.classList.contains("t") ? info.block.start + (Number(span.dataset.i) - info.block.node_start) : null;
+  if (!info || !span.classList.contains("t")) return null;
+  return info.block.start + (Number(span.dataset.i) - info.block.node_start);
 }
 
 /** Hovering any token inside `root` writes its description into `readout`, unless a token is

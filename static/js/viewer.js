@@ -1,14 +1,15 @@
 // What the server says about itself: roots, and the flag, block-kind and text-only catalogues.
-// Levels, meanings and notes live in Python; the page only looks them up here.
+// Levels, meanings and notes live in Python; the page only looks them up here. It fetches nothing:
+// the page gives it the `/__viewer` answer and a snapshot file the copy it holds, once, before drawing.
 
 import {el} from "./dom.js";
-import {get} from "./api.js";
 
 let info = {roots: [], flags: [], block_kinds: [], text_only: [], snapshot_tabs: []};
 let flagIndex = new Map();
 
-export async function loadViewer() {
-  info = await get("/__viewer");
+/** Keep the server's catalogue (the `/__viewer` answer, or a snapshot's copy of its catalogues). */
+export function setViewer(answer) {
+  info = answer;
   flagIndex = new Map((info.flags || []).map((flag, order) => [flag.flag, {...flag, order}]));
   return info;
 }
@@ -51,13 +52,14 @@ export function textOnlyNotice(paths) {
 
 export function flagBadge(name, suffix = "", {more = ""} = {}) {
   const flag = flagInfo(name);
-  return el("span", {className: `badge level-${flag.level}`, title: more ? `${flag.why}. ${more}` : flag.why, dataset: {flag: name}},
-    suffix ? `${name} ${suffix}` : name);
+  return el("span", {className: `badge level-${flag.level}`, title: more ? `${flag.why}. ${more}` : flag.why,
+    dataset: {flag: name}}, suffix ? `${name} ${suffix}` : name);
 }
 
 /** A fork as the server names it (/graph `forks`, skycap's kinds): a badge whose title is the detail. */
 export function forkBadge(fork) {
-  return el("span", {className: "badge fork-kind level-info", title: fork.detail || fork.kind, dataset: {fork: fork.kind}}, fork.kind);
+  return el("span", {className: "badge fork-kind level-info", title: fork.detail || fork.kind,
+    dataset: {fork: fork.kind}}, fork.kind);
 }
 
 /** "2 resample, 1 edited reply": the kinds of a rollout's forks, as /graph names them. */

@@ -1,0 +1,26 @@
+// The drawer's next part of a big answer (parts.js says how answers come in parts): fetched and
+// merged into the answer it already has, in place.
+
+import {get} from "./api.js";
+import {extend} from "./parts.js";
+
+/** The part of `answer` (an answer of `route`) that comes next: path `index`'s for /paths. */
+export function partOf(route, answer, index) {
+  return route === "paths" ? answer?.paths?.[index]?.part : answer?.part;
+}
+
+/** Fetch the next part of `answer` (of `route` under `base`) and merge it into `answer` in place. */
+export async function fetchNext(base, params, route, answer, index) {
+  const next = partOf(route, answer, index)?.next;
+  if (next === undefined) return;
+  const part = await get(`${base}/${route}`, {...params, from: next, path: route === "paths" ? index : undefined});
+  if (route === "paths") {
+    const path = answer.paths[index];
+    for (const key of ["node_ids", "targets", "messages", "blocks"]) extend(path[key], part[key]);
+    Object.assign(answer.nodes, part.nodes);
+    path.part = part.part;
+  } else {
+    extend(route === "graph" ? answer.nodes : answer.data, route === "graph" ? part.nodes : part.data);
+    answer.part = part.part;
+  }
+}
