@@ -1,6 +1,7 @@
 """Shared test fixtures: the skycap v1 corpus, its oracle, the CLI and the real server."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,12 @@ NOT_CORPUS = ("pulled", "pulled-expected.json")
 ORACLE = {d: entry for d, entry in ORACLE_ALL.items()
           if (FIXTURES / d).is_dir() and d.split("/")[0] not in NOT_CORPUS}  # the directories copied here
 RECORD_DIRS = sorted(ORACLE)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: two workers a core. Most tests wait on a server, a browser or a subprocess more than they
+    compute (a 2-core run used one core on average), so a second worker per core fills the waits."""
+    return 2 * (os.cpu_count() or 1)
 
 
 @pytest.hookimpl(hookwrapper=True)

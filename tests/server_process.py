@@ -1,4 +1,4 @@
-"""Start the real `skycap-viewer` server in a subprocess on an ephemeral port, for tests."""
+"""Start the real `skycap-viewer` server in a subprocess on an ephemeral port, for the tests and the bench."""
 
 import json
 import os
@@ -24,9 +24,10 @@ class ServerProcess:
 
     It runs with `--no-cache` unless `cache_home` is given: then the persisted index lives under
     that directory (as `$XDG_CACHE_HOME`), never in the user's own cache. `descriptors` sets its
-    limit on open descriptors (soft and hard, so the server cannot raise it)."""
+    limit on open descriptors (soft and hard, so the server cannot raise it); `cwd`, where it runs
+    (the bench runs it in the clone, so `-m skycap_viewer` is the clone's code)."""
 
-    def __init__(self, dirs, *extra_args, env=None, cache_home=None, descriptors=None):
+    def __init__(self, dirs, *extra_args, env=None, cache_home=None, descriptors=None, cwd=None):
         cache = ["--no-cache"] if cache_home is None else []
         self.args = [sys.executable, "-c", SERVE_WITH_STACKS, *map(str, dirs), "--port", "0", "--quiet",
                      *cache, *extra_args]
@@ -34,13 +35,14 @@ class ServerProcess:
         if cache_home is not None:
             self.env["XDG_CACHE_HOME"] = str(cache_home)
         self.descriptors = descriptors
+        self.cwd = cwd
         self.process = None
         self.url = None
         self.lines = []  # everything the server printed after its URL line (stdout and stderr)
 
     def __enter__(self):
         self.process = subprocess.Popen(
-            self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env,
+            self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env, cwd=self.cwd,
             preexec_fn=self.limit_descriptors if self.descriptors else None,
         )
         deadline = time.monotonic() + 30
@@ -67,7 +69,7 @@ class ServerProcess:
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(timeout=10)
+                self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

@@ -136,7 +136,7 @@ def test_a_bad_records_row_and_messages_are_sent_or_refused_in_one_line(case, se
     for answer in ("row", "messages"):
         status, _, body = server.request(record_url(case.record_id, "bad", f"/paths/0/{answer}"))
         payload = strict_json(body)
-        assert status in (200, 400, 404), f"{answer}: {status} {body[:500]!r}"
+        assert status in (200, 400, 404, 422), f"{answer}: {status} {body[:500]!r}"
         if status != 200:
             assert payload["detail"] and "\n" not in payload["detail"], payload
 
@@ -294,6 +294,7 @@ def write_huge_records(run: Path) -> list[str]:
     return ids
 
 
+@pytest.mark.slow
 def test_huge_documents_do_not_stop_the_server(tmp_path):
     """While the huge run is read, the other run's listing and rollouts are answered."""
     huge, small = tmp_path / "root" / "huge", tmp_path / "root" / "small"

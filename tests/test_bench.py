@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).parent.parent / "bench" / "run.py"
 
 
+@pytest.mark.slow
 def test_bench_runs_and_reaches_every_route(tmp_path):
     result = subprocess.run(
         [sys.executable, str(BENCH), "--rollouts", "16", "--repeat", "1", "--requests", "2", "--no-browser",
@@ -57,6 +60,7 @@ def assert_run_index_measured(index: dict, directory: Path):
     assert not (directory / "index").exists()
 
 
+@pytest.mark.slow
 def test_bench_rows_mode_reaches_every_listing_kind(tmp_path):
     result = subprocess.run(
         [sys.executable, str(BENCH), "--rows", "64", "--repeat", "1", "--run-index", "--json", "--keep", str(tmp_path)],
@@ -79,3 +83,19 @@ def test_bench_rows_mode_reaches_every_listing_kind(tmp_path):
     assert index["written"]["files"] == 1 and index["written"]["rows"] == 66
     assert index["written"]["records_listed"] == 64 and index["written"]["not_trained"] > 0
     assert_run_index_measured(index, tmp_path / "rows-64")
+
+
+def test_the_row_profile_accounts_for_compute_row(tmp_path):
+    """`bench/row_profile.py` times the floor and `compute_row` on written records and lists the
+    steps, each a function `compute_row` calls (a renamed step shows as a missing line)."""
+    result = subprocess.run([sys.executable, str(BENCH.parent / "row_profile.py"), "--small", "--documents", "12",
+                             "--rounds", "1"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("12 documents of a written sample")
+    floor = float(lines[2].split()[-2])
+    total = float(lines[3].split()[3])
+    assert floor > 0 and total > 0  # figures, not a race between them: timing is the benchmark's business
+    steps = lines[lines.index("compute_row's steps (cumulative, the profiler's shares of the measured total):") + 1:]
+    named = {line.split()[2] for line in steps[: steps.index("")]}
+    assert {"read_document", "trajectory_header", "summary", "slim"} <= named

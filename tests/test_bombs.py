@@ -84,6 +84,7 @@ def runs_answer_seconds(server) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_the_server_names_every_bomb_and_stays_small_and_responsive(bomb_run):
     with ServerProcess([bomb_run]) as server, PeakMemory(server.process.pid) as peak:
         slowest = [0.0]
@@ -125,6 +126,7 @@ def test_the_server_names_every_bomb_and_stays_small_and_responsive(bomb_run):
 
 
 @pytest.mark.parametrize("command", ["check", "summary", "show"])
+@pytest.mark.slow
 def test_the_commands_name_every_bomb_and_stay_small(bomb_run, command):
     targets = [bomb_run / f"{record_id}.json.zst" for record_id in BOMBS] if command == "show" else [bomb_run]
     for target in targets:

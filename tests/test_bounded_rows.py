@@ -69,6 +69,7 @@ def rows_of(body) -> dict:
     return {row["id"]: row for row in json.loads(body)["data"]}
 
 
+@pytest.mark.slow
 def test_the_listing_and_the_memory_held_are_bounded(served_run):
     _, body, held = served_run
     assert len(rows_of(body)) == 4
@@ -98,6 +99,7 @@ def test_keys_past_the_bound_are_left_out_and_counted(served_run):
     assert row["step"] == 5, "the step is read from the whole meta, though its key was left out"
 
 
+@pytest.mark.slow
 def test_the_records_own_answer_gives_the_whole_values(served_run):
     server = served_run[0]
     answer = server.get("/v1/trajectories/tr_huge_1?run_id=big")

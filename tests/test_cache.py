@@ -114,6 +114,7 @@ def checkpointed(path):
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.slow
 def test_a_damaged_or_foreign_database_is_ignored_and_rebuilt(runs, tmp_path, damage):
     cache_home = tmp_path / "cache"
     run = runs / "groups"
@@ -128,6 +129,8 @@ def test_a_damaged_or_foreign_database_is_ignored_and_rebuilt(runs, tmp_path, da
     catalog, computed = index_once(run, cache_home)
     assert len(computed) == catalog.snapshot("groups").row_count > 0, "nothing from the damaged database is used"
     assert all_rows(catalog) == expected, "rebuilt with the same rows"
+    modes = {run.store.db.execute("PRAGMA journal_mode").fetchone()[0] for run in catalog.runs.values()}
+    assert modes == {"wal"}, "a file a reader still held is made anew, not written in rollback mode"
 
 
 def test_an_unwritable_cache_directory_is_left_alone(runs, tmp_path, capsys):
@@ -168,6 +171,7 @@ def listings(server) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_a_cached_restart_lists_what_a_cold_start_lists(runs, tmp_path):
     cache_home = tmp_path / "cache"
     with ServerProcess([runs], cache_home=cache_home) as first:
@@ -208,6 +212,7 @@ def files_in(directory) -> dict:
     return {p.name: p.read_bytes() for p in directory.iterdir()}
 
 
+@pytest.mark.slow
 def test_no_cache_neither_reads_nor_writes_it(runs, tmp_path):
     cache_home = tmp_path / "cache"
     with ServerProcess([runs], cache_home=cache_home) as server:
@@ -237,6 +242,7 @@ def test_the_server_never_writes_into_record_directories(runs, tmp_path):
     assert tree(runs) == before
 
 
+@pytest.mark.slow
 def test_the_database_is_safe_to_delete_while_serving(runs, tmp_path):
     """Deleted under a running server, a run's database is built again and the run listed as before."""
     cache_home = tmp_path / "cache"

@@ -57,8 +57,18 @@ def problem_lines(stdout: str, directory) -> dict[str, str]:
     return {
         line[len(prefix) :].split(": ", 1)[0]: line.split(": ", 1)[1]
         for line in stdout.splitlines()
-        if line.startswith(prefix)
+        if line.startswith(prefix) and not line.split(": ", 1)[1].startswith("finding ")
     }
+
+
+def finding_lines(stdout: str, directory) -> dict[str, list[str]]:
+    """Each record's findings (`DIR/ID: finding NAME: why`), by id."""
+    found = {}
+    for line in stdout.splitlines():
+        record, _, rest = line.partition(": finding ")
+        if rest and record.startswith(f"{directory}/"):
+            found.setdefault(record[len(str(directory)) + 1 :], []).append(rest.split(":", 1)[0])
+    return found
 
 
 def absent_listed_sidecars(directory) -> dict[str, int]:
@@ -97,6 +107,42 @@ def test_broken_flags_every_damaged_record_with_its_problem(broken):
         assert accepted not in flagged
 
 
+def test_a_record_document_is_checked_alone_as_show_takes_it(broken):
+    """`check FILE` checks that one record, with the words and exit status of a directory's check."""
+    alone = {record_id: run_cli("check", broken / f"{record_id}.json.zst") for record_id in sorted(DAMAGED_IDS)[:3]}
+    whole = problem_lines(run_cli("check", broken).stdout, broken)
+    for record_id, result in alone.items():
+        assert result.returncode == 1 and result.stderr == "", result.stderr
+        assert problem_lines(result.stdout, broken) == {record_id: whole[record_id]}
+        assert result.stdout.splitlines()[-1] == f"{broken}: 1 document, 1 with problems"
+    good = run_cli("check", broken / "tr_ok.json.zst")
+    assert good.returncode == 0 and good.stdout.splitlines() == [f"{broken}: 1 document, 0 with problems"]
+    other = run_cli("check", broken / "tr_ok.tokens.zst")  # a sidecar is not a record
+    assert other.returncode == 2 and "not a directory or a record document" in other.stderr
+
+
+def test_what_the_sampling_masks_find_is_a_finding_not_a_problem(corpus):
+    """`out-of-support` and `forced-run` (the records' flags the band and the page show) are check's own
+    lines, named as the index names them; the exit status stays about the format."""
+    masks = corpus / "masks"
+    result = run_cli("check", masks)
+    assert result.returncode == 0 and problem_lines(result.stdout, masks) == {}
+    found = finding_lines(result.stdout, masks)
+    assert found == {"tr_mask_forced": ["forced-run"], "tr_mask_out_of_support": ["out-of-support"]}
+    assert result.stdout.splitlines()[-1].endswith("0 with problems; findings (not problems): forced-run 1, "
+                                                   "out-of-support 1")
+    report = json.loads(run_cli("check", masks, "--json").stdout)
+    assert report["valid"] is True
+    assert {entry["id"]: entry["findings"] for entry in report["directories"][0]["findings"]} == found
+    rows = {row["id"]: row for row in run_cli_export_rows(masks)}
+    for record_id, names in found.items():  # the same flags the index gives their rows
+        assert set(names) <= set(rows[record_id]["flags"])
+
+
+def run_cli_export_rows(directory) -> list[dict]:
+    return [json.loads(line) for line in run_cli("export", directory).stdout.splitlines()]
+
+
 def test_broken_summary_line_counts_documents_problems_and_absent_sidecars(broken):
     result = run_cli("check", broken)
     summary = [line for line in result.stdout.splitlines() if line.startswith(f"{broken}:")]
@@ -109,6 +155,7 @@ def test_broken_summary_line_counts_documents_problems_and_absent_sidecars(broke
 
 
 @pytest.mark.parametrize("name", [d for d in RECORD_DIRS if d != "broken"])
+@pytest.mark.slow
 def test_every_other_fixture_directory_passes(corpus, name):
     result = run_cli("check", corpus / name)
     assert result.returncode == 0, result.stdout
@@ -173,6 +220,7 @@ def test_json_output(broken, corpus):
         "with_problems": 0,
         "absent_sidecars": {},
         "records": [],
+        "findings": [],
     }
     valid = json.loads(run_cli("check", corpus / "spec", "--json").stdout)
     assert valid["valid"] is True

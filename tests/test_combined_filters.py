@@ -57,6 +57,7 @@ def rollout_cases(rows):
 
 
 @pytest.mark.parametrize("run_id", ROLLOUT_RUNS)
+@pytest.mark.slow
 def test_flags_exclusions_and_reward_ranges_combine(corpus_server, run_id):
     rows = all_rows(corpus_server, run_id)
     for case in rollout_cases(rows):
@@ -132,6 +133,7 @@ def expected_groups(members, flags=(), exclude=(), low=None, high=None):
     return out
 
 
+@pytest.mark.slow
 def test_groups_apply_the_same_filters(corpus_server):
     everything = all_groups(corpus_server, "groups")
     members = group_members(corpus_server, "groups", everything["data"])

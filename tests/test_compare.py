@@ -236,6 +236,7 @@ def test_a_chosen_anchor_is_used_and_must_be_a_member(corpus_server):
     assert "not a counting member" in other["detail"]
 
 
+@pytest.mark.slow
 def test_long_comparisons_come_in_parts(tmp_path):
     """Two 3,000-node chains that part at node 10: the turns in parts, concatenated, are every pair."""
     for name, changed in (("one", None), ("two", 10)):

@@ -25,6 +25,7 @@ def test_the_shared_prefix_is_one_line_then_the_turns_from_the_divergence():
 
 
 @pytest.mark.parametrize("form", ["files", "dir", "dirs"])
+@pytest.mark.slow
 def test_every_way_of_naming_the_two_records_gives_one_answer(corpus_server, form):
     args = {"files": [GROUPS / f"{PASSED}.json.zst", GROUPS / f"{FAILED}.json.zst"],
             "dir": [GROUPS, PASSED, FAILED],

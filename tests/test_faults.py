@@ -76,6 +76,7 @@ def vanish_and_return(server, root, steady, moving, take_away, put_back):
     assert serves_fully(server, "steady", steady)
 
 
+@pytest.mark.slow
 def test_a_run_directory_moved_away_and_back(served, tmp_path):
     server, root, steady, moving = served
     aside = tmp_path / "aside"
@@ -84,6 +85,7 @@ def test_a_run_directory_moved_away_and_back(served, tmp_path):
                       lambda: os.rename(aside, root / "moving"))
 
 
+@pytest.mark.slow
 def test_a_run_directory_deleted_and_recreated(served):
     server, root, steady, moving = served
     vanish_and_return(server, root, steady, moving,
@@ -91,6 +93,7 @@ def test_a_run_directory_deleted_and_recreated(served):
                       lambda: shutil.copytree(FIXTURES / "groups-text", root / "moving"))
 
 
+@pytest.mark.slow
 def test_a_run_directory_replaced_by_a_file(served, tmp_path):
     """As root a directory cannot be made unreadable with chmod; a file in its place can't be listed."""
     server, root, steady, moving = served
@@ -118,6 +121,7 @@ def test_a_run_directory_made_unreadable(served):
         (root / "moving").chmod(0o755)
 
 
+@pytest.mark.slow
 def test_the_served_root_itself_disappears(tmp_path):
     """The directory named on the command line goes away: the server waits for it."""
     run = tmp_path / "only"
@@ -155,6 +159,7 @@ def test_sidecars_that_go_away_and_come_back(served, tmp_path):
     assert serves_fully(server, "steady", steady)
 
 
+@pytest.mark.slow
 def test_a_document_replaced_by_a_directory_and_back(served, tmp_path):
     server, root, steady, moving = served
     document = root / "steady" / "tr_text.json.zst"
@@ -175,6 +180,7 @@ def test_a_document_replaced_by_a_directory_and_back(served, tmp_path):
     wait_for(lambda: serves_fully(server, "steady", steady), "the document did not come back")
 
 
+@pytest.mark.slow
 def test_a_vanished_root_is_reported(tmp_path):
     """The directory named on the command line goes away: the server says so once (one line)."""
     run = tmp_path / "only"

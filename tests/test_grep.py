@@ -44,6 +44,7 @@ def test_json_has_the_apis_fields_and_the_run(run):
         assert text[hit["start"] : hit["end"]].casefold() == "answer" and (hit["role"], hit["kind"]) == (role, kind)
 
 
+@pytest.mark.slow
 def test_options(run):
     assert {h["kind"] for h in json_hits(run, "answer", "--kind", "replayed")} == {"replayed"}
     assert {h["role"] for h in json_hits(run, "answer", "--role", "tool")} == {"tool"}
@@ -52,6 +53,7 @@ def test_options(run):
     assert [h["snippet"]["match"] for h in json_hits(run, r"\d\d", "--regex")] == ["42", "31"]
 
 
+@pytest.mark.slow
 def test_exit_codes(run):
     assert run_cli("grep", run, "no-such-text").returncode == 1
     bad = run_cli("grep", run, "(a", "--regex")

@@ -1,4 +1,4 @@
-"""What one client can take of the real server (issue 11): connection slots, time, memory, descriptors.
+"""What one client can take of the real server: connection slots, time, memory, descriptors.
 
 Every test runs the real server in a subprocess and talks to it over real sockets; memory is the
 resident memory of the server's process tree, CPU time is the server's own. The ceilings are named
@@ -128,6 +128,7 @@ def test_slow_heads_past_the_cap_do_not_starve_a_normal_client(corpus):
                 connection.close()
 
 
+@pytest.mark.slow
 def test_a_trickled_head_is_closed_at_its_deadline(server):
     """A byte every half second never lets a per-read timeout fire; the deadline of the whole head does."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as connection:
@@ -179,6 +180,7 @@ def test_a_header_flood_gets_431_and_bounded_memory_given_back(server):
     normal_runs_request(server.port)
 
 
+@pytest.mark.slow
 def test_out_of_descriptors_the_accept_loop_backs_off_and_recovers(corpus):
     """At a 64-descriptor limit, below the connection cap, idle connections exhaust the server's
     descriptors: its accept loop must not spin (CPU time over 2 s stays far below 2 s), and once

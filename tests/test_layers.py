@@ -2,7 +2,8 @@
 
 The data flows record → catalog → views → server, with the terminal commands beside the server
 and the demo beside the catalog (see `skycap_viewer/__init__.py`). Every import counts, those
-inside functions too: a lazy import hides a cycle from Python, not from this test.
+inside functions too: a lazy import hides a cycle from Python, not from this test. The server
+keeps to routes and the reading protocol: the store's schema and the groupings are the views'.
 """
 
 import ast
@@ -111,9 +112,37 @@ def test_every_layer_is_there():
     assert layers == set(BELOW)
 
 
+SERVER_NEVER_IMPORTS = {"skycap_viewer.catalog.store", "skycap_viewer.catalog.groups"}  # schema, grouping: views'
+API_MOST_LINES = 650
+
+
+def server_reaches(graph: dict[str, set[str]]) -> list[str]:
+    """The server's imports of the store's schema and the groupings: their SQL and answers are the views'."""
+    return sorted(f"{module} imports {target}" for module, targets in graph.items()
+                  if module.startswith("skycap_viewer.server") for target in targets & SERVER_NEVER_IMPORTS)
+
+
+def test_the_server_leaves_the_store_and_the_groupings_to_the_views():
+    assert server_reaches(import_graph(PACKAGE)) == []
+
+
+def test_the_api_keeps_to_routes_and_the_reading_protocol():
+    lines = len((PACKAGE / "server" / "api.py").read_text().splitlines())
+    assert lines <= API_MOST_LINES, f"server/api.py has {lines} lines: move view work to views/"
+
+
+@pytest.mark.parametrize("package", ["record", "server", "commands"])
+def test_each_package_face_lists_its_modules(package):
+    """A package's docstring says each of its modules' jobs: a module added or renamed is named there."""
+    face = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
+    modules = sorted(path.stem for path in (PACKAGE / package).glob("*.py") if path.stem != "__init__")
+    assert [name for name in modules if f"`{name}`" not in face] == []
+
+
 @pytest.fixture
 def bad_tree(tmp_path):
-    """A package of the same shape where the record layer reaches up and two views import each other."""
+    """A package of the same shape where the record layer reaches up, two views import each other and
+    the server groups rows itself."""
     root = tmp_path / "skycap_viewer"
     files = {
         "__init__.py": "",
@@ -121,6 +150,7 @@ def bad_tree(tmp_path):
         "record/document.py": "def read():\n    from skycap_viewer.server.web import serve\n",
         "server/__init__.py": "",
         "server/web.py": "from skycap_viewer.record import document\n",
+        "server/api.py": "def groups():\n    from skycap_viewer.catalog.groups import build_grouping\n",
         "views/__init__.py": "",
         "views/a.py": "import skycap_viewer.views.b\n",
         "views/b.py": "from skycap_viewer.views import a\n",
@@ -131,9 +161,10 @@ def bad_tree(tmp_path):
     return root
 
 
-def test_the_checks_catch_an_upward_lazy_import_and_a_cycle(bad_tree):
+def test_the_checks_catch_an_upward_lazy_import_a_cycle_and_the_server_grouping(bad_tree):
     graph = import_graph(bad_tree)
     assert upward_imports(graph) == [
         "skycap_viewer.record.document (record) imports skycap_viewer.server.web (server)"]
     assert sorted(cycles(graph)) == [["skycap_viewer.record.document", "skycap_viewer.server.web"],
                                      ["skycap_viewer.views.a", "skycap_viewer.views.b"]]
+    assert server_reaches(graph) == ["skycap_viewer.server.api imports skycap_viewer.catalog.groups"]

@@ -3,6 +3,8 @@
 import os
 import shutil
 
+import pytest
+
 from tests.conftest import FIXTURES
 from tests.server_process import ServerProcess, wait_for
 
@@ -21,6 +23,7 @@ def ids(server, run_id):
     return {row["id"] for row in server.get(f"/v1/trajectories?run_id={run_id}&limit=1000")["data"]}
 
 
+@pytest.mark.slow
 def test_records_and_runs_appear_change_and_go(tmp_path):
     root = tmp_path / "runs"
     run = root / "live"

@@ -69,6 +69,7 @@ def http_get(path: str, extra: str = "") -> bytes:
     return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: identity\r\n{extra}\r\n".encode()
 
 
+@pytest.mark.slow
 def test_sixteen_clients_without_an_error(server, targets):
     latencies, errors, lock = [], [], threading.Lock()
     stop = time.monotonic() + LOAD_SECONDS

@@ -180,6 +180,7 @@ def test_forks_of_two_long_paths_diverging_late_are_bounded(tmp_path):
         assert blocks == [f"n{i}" for i in range(first, first + part["to"] - 10)]
 
 
+@pytest.mark.slow
 def test_every_corpus_record_comes_in_one_part_equal_to_the_whole(tmp_path):
     copy_corpus(tmp_path / "corpus")
     api = api_over(tmp_path / "corpus", limit=PartLimit())

@@ -69,6 +69,7 @@ def many_names(repeat: int):
     return directory, document_names(directory) * repeat
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_no_rows(pool):
     directory, names = many_names(60)
     expected = dict(compute_rows_here(directory, set(names)))
@@ -96,6 +97,7 @@ def dying_chunk(directory, names, verify=False, task=None):
     return compute_chunk(directory, names, verify, task)
 
 
+@pytest.mark.slow
 def test_a_document_that_kills_its_worker_is_narrowed_down_and_listed_alone():
     directory, names = many_names(6)
     names = list(dict.fromkeys(names)) + [f"copy-{i}" for i in range(200)]  # plenty of chunks around it
@@ -170,6 +172,17 @@ def is_running(pid: int) -> bool:
     return state != "Z"
 
 
+def all_gone(pids, seconds: float) -> bool:
+    """Whether every process has ended within `seconds`: one that has closed its pipes may still be
+    in the kernel's exit path for a moment on a loaded machine."""
+    deadline = time.monotonic() + seconds
+    while any(map(is_running, pids)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
 def test_workers_exit_when_the_server_is_killed(tmp_path):
     script = tmp_path / "orphans.py"
@@ -180,10 +193,7 @@ def test_workers_exit_when_the_server_is_killed(tmp_path):
     assert len(workers) == 2 and all(map(is_running, workers))
     parent.kill()  # no chance to shut the pool down
     parent.wait()
-    deadline = time.monotonic() + 30
-    while any(map(is_running, workers)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(map(is_running, workers)), "orphaned workers must exit by themselves"
+    assert all_gone(workers, 30), "orphaned workers must exit by themselves"
 
 
 @pytest.fixture
@@ -204,6 +214,7 @@ def big_run(tmp_path):
     return run
 
 
+@pytest.mark.slow
 def test_the_server_lists_a_run_indexed_by_the_pool(big_run):
     """The server lists every record, with the rows computed in this process."""
     expected = {row["id"]: row for _, row in compute_rows_here(big_run, document_names(big_run))}
@@ -218,6 +229,7 @@ def test_the_server_lists_a_run_indexed_by_the_pool(big_run):
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the pool's processes in /proc")
+@pytest.mark.slow
 def test_terminating_the_server_stops_its_workers_cleanly(big_run):
     """SIGTERM ends the server like Ctrl-C: exit status 0, workers shut down, nothing on stderr
     (not even the resource tracker's warning about semaphores a killed pool leaks)."""
@@ -229,7 +241,7 @@ def test_terminating_the_server_stops_its_workers_cleanly(big_run):
     assert pool, "the pool's processes were running"
     assert server.process.returncode == 0
     assert server.output() + out + err == ""
-    assert not any(map(is_running, (int(p.name) for p in pool)))
+    assert all_gone([int(p.name) for p in pool], 10), "the pool's processes ended with the server"
 
 
 def is_pool_process_of(pid: str, server_pid: int) -> bool:
@@ -248,6 +260,7 @@ def quick_chunk(directory, names, verify=False, task=None):
     return [(name, {"id": name}) for name in names]
 
 
+@pytest.mark.slow
 def test_thousands_of_tasks_never_block_the_workers(monkeypatch):
     """Workers tell the server each task they start; a run of a million documents is ~16k tasks, and
     told to a queue nobody read, their pipe filled at ~200k documents and every worker blocked."""

@@ -1,9 +1,9 @@
 """The viewer is read-only: record directories are byte-for-byte the same after it has run.
 
 A fingerprint of a tree is every entry's kind, permission bits, modification time, and content
-hash (or link target). One test takes a fresh copy of the corpus, fingerprints it, then does
-everything a user does (serves it without and with the persisted index, even with the cache
-directory pointed into a run; polls, opens every rollout in every view, runs `check`, `summary`
+hash (or link target). Each session test takes a fresh copy of the corpus, fingerprints it, then does
+what a user does (serves it without and with the persisted index, even with the cache directory
+pointed into a run, polling and opening every rollout in every view; or runs `check`, `summary`
 and `show`) and fingerprints it again. A guard fixture checks at the very end of the test
 session that the copy every other server test used still equals the source fixtures, and that
 the source equals the commit.
@@ -84,19 +84,21 @@ def serve_and_use(records: Path, home: Path, cache_home: Path | None = None) -> 
     return opened
 
 
-def test_a_full_session_leaves_every_record_file_untouched(tmp_path):
-    records, home = tmp_path / "records", tmp_path / "home"
-    copy_corpus(records, symlinks=True)
-    for layout in ("new", "old"):  # runs with a run index (`index/`), in both layouts: read, never written
-        shutil.copytree(PULLED / layout, records / f"pulled-{layout}", symlinks=True)
-    home.mkdir()
-    source_before, before = fingerprint(FIXTURES), fingerprint(records)
-    opened = serve_and_use(records, home)
-    assert opened == len(list(records.rglob("*.json.zst")))
+def served_without_the_persisted_index(records: Path, home: Path):
+    assert serve_and_use(records, home) == len(list(records.rglob("*.json.zst")))
+
+
+def served_with_the_persisted_index_twice(records: Path, home: Path):
     serve_and_use(records, home, cache_home=home / ".cache")
     assert any((home / ".cache").rglob("*")), "the persisted index was not written where it belongs"
     serve_and_use(records, home, cache_home=home / ".cache")  # a second start reads what the first persisted
-    serve_and_use(records, home, cache_home=records / "spec")  # a cache pointed into a run must not land there
+
+
+def served_with_the_cache_pointed_into_a_run(records: Path, home: Path):
+    serve_and_use(records, home, cache_home=records / "spec")  # it must not land there
+
+
+def read_by_the_terminal_commands(records: Path, home: Path):
     run_dirs = sorted({p.parent for p in records.rglob("*.json.zst")})
     for arguments in (["check", *run_dirs], ["check", "--json", *run_dirs], ["summary", *run_dirs],
                       ["summary", "--json", *run_dirs]):
@@ -106,6 +108,22 @@ def test_a_full_session_leaves_every_record_file_untouched(tmp_path):
         for extra in ([], ["--json"]):
             result = run_cli("show", document, *extra, env={**os.environ, "HOME": str(home)})
             assert "Traceback" not in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("session", [served_without_the_persisted_index, served_with_the_persisted_index_twice,
+                                     served_with_the_cache_pointed_into_a_run, read_by_the_terminal_commands],
+                         ids=lambda session: session.__name__)
+@pytest.mark.slow
+def test_a_full_session_leaves_every_record_file_untouched(tmp_path, session):
+    """Each kind of session on its own fresh copy (so they can run side by side)."""
+    records, home = tmp_path / "records", tmp_path / "home"
+    copy_corpus(records, symlinks=True)
+    for layout in ("new", "old"):  # runs with a run index (`index/`), in both layouts: read, never written
+        shutil.copytree(PULLED / layout, records / f"pulled-{layout}", symlinks=True)
+    home.mkdir()
+    source_before, before = fingerprint(FIXTURES), fingerprint(records)
+    session(records, home)
     assert differences(before, fingerprint(records)) == []
     assert differences(source_before, fingerprint(FIXTURES)) == []
 

@@ -57,6 +57,7 @@ def test_an_id_the_index_does_not_hold_is_404_not_a_path(server):
 
 
 @pytest.mark.parametrize("record_id", ODD_IDS)
+@pytest.mark.slow
 def test_show_opens_every_odd_id(run, record_id):
     """By path, with or without the suffix, and by bare name after `--` (a leading `-` is no option)."""
     for given, cwd in ((run / f"{record_id}.json.zst", None), (run / record_id, None), (record_id, run)):

@@ -119,6 +119,7 @@ extra_headers = st.lists(
 
 @FUZZ
 @given(method=st.sampled_from(["GET", "GET", "GET", "HEAD"]), target=targets, headers=extra_headers)
+@pytest.mark.slow
 def test_any_get_is_answered_soundly(server, method, target, headers):
     sent = [("Host", f"127.0.0.1:{server.port}"), *[(n, v) for n, v in headers if n.lower() != "host"]]
     reply = exchange(server, head(method, target, sent), method)
@@ -136,6 +137,7 @@ def test_any_get_is_answered_soundly(server, method, target, headers):
 
 @FUZZ
 @given(target=targets, junk=st.text(LATIN1, max_size=40))
+@pytest.mark.slow
 def test_any_other_method_is_refused(server, target, junk):
     method = re.sub(r"[^A-Za-z]", "", junk)[:10] or "POST"
     if method in ("GET", "HEAD"):

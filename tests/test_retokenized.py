@@ -236,6 +236,7 @@ def test_an_old_record_call_inferred_unbridged_is_listed_as_not_reproduced(tmp_p
         "copy_node_id": wire(copy), "model_node_id": wire(reply)}]
 
 
+@pytest.mark.slow
 def test_the_run_count_follows_records_that_go_and_come_back(tmp_path):
     run = written_run(tmp_path)
     kept = tmp_path / "kept"

@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.badrecords import FIXTURES, copy_record
 from tests.server_process import ServerProcess
 
@@ -179,6 +181,7 @@ def in_own_process(function: str, *args) -> str:
     return writer.stdout
 
 
+@pytest.mark.slow
 def test_a_run_being_written(tmp_path):
     run = tmp_path / "live"
     run.mkdir()
@@ -212,6 +215,7 @@ def flip(run: str, seconds: float) -> None:
     print(version)
 
 
+@pytest.mark.slow
 def test_a_record_rewritten_while_its_sidecars_are_read(tmp_path):
     """One record flips between templates of the same token layout while clients read its tokens."""
     run = tmp_path / "flip"

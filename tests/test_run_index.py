@@ -1,4 +1,4 @@
-"""The trainer's run index (issue 15, item 1): both layouts of `pulled/` against `pulled-expected.json`.
+"""The trainer's run index: both layouts of `pulled/` against `pulled-expected.json`.
 
 Rows the index lists get its `trained` and `superseded`, a record it says was not trained (and not
 superseded, not eval) the `not-trained` flag; its rows whose record is not here are listed on request
@@ -12,6 +12,7 @@ import os
 import shutil
 import sqlite3
 import time
+import urllib.parse
 
 import pytest
 
@@ -259,6 +260,7 @@ def test_a_damaged_index_file_is_named_once_and_ignored(pulled, capsys):
     assert facts["damaged"] == [] and facts["files"] == 2
 
 
+@pytest.mark.slow
 def test_the_real_server_names_a_damaged_index_file_once(pulled):
     damaged = damage_step_3(pulled)
     with ServerProcess([pulled]) as server:
@@ -458,3 +460,30 @@ def test_a_file_that_does_not_say_its_phase_takes_its_place(tmp_path):
     (tmp_path / "records" / "index" / "eval").mkdir()
     (tmp_path / "records" / "index" / "eval" / "step-1.json").write_text(json.dumps({"format_version": 1, "rows": []}))
     assert read_index_file(tmp_path / "records", "index/eval/step-1.json").phase == "eval"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_attempts_the_index_supersedes_do_not_count_in_their_groups(web, pulled, layout):
+    """An attempt the run index calls superseded is listed under its group as one (`superseded_by` the
+    attempt that replaced it, or null when that one is not in this copy), never counted, never raising
+    `masked`; `summary` groups them the same."""
+    run = RUN_OF[layout]
+    said = {rid for rid, entry in EXPECTED[layout]["records"].items() if entry["in_index"] and entry["superseded"]}
+    groups = web.json(f"/v1/groups?run_id={run}&limit=1000")["data"]
+    counted = {member["id"] for group in groups for member in group["rewards"]}
+    assert said and not said & counted
+    shown_superseded = set()
+    for group in groups:
+        detail = web.json(f"/v1/groups/{urllib.parse.quote(group['key'], safe='')}?run_id={run}")
+        shown_superseded |= {row["id"] for row in detail["superseded"]}
+        stops = [member["stop_reason"] for member in group["rewards"]]
+        assert ("masked" in group["flags"]) == any(stop in ("agent_timeout", "error") for stop in stops)
+        assert group["n"] == len(group["rewards"]) and group["superseded_count"] == len(detail["superseded"])
+    grouped = {row["id"] for row in rows_of(web, run).values() if row["annotations"] is not None} - {
+        row["id"] for row in web.json(f"/v1/trajectories?run_id={run}&ungrouped=true&limit=1000")["data"]}
+    assert said & grouped <= shown_superseded
+    summary = json.loads(run_cli("summary", "--json", record_dir(pulled, layout)).stdout)[0]["groups"]
+    sizes = {}
+    for group in groups:
+        sizes[str(group["n"])] = sizes.get(str(group["n"]), 0) + 1
+    assert summary["count"] == len(groups) and summary["sizes"] == dict(sorted(sizes.items()))

@@ -46,6 +46,8 @@ def test_rule_records_total_what_skycap_says_the_trainer_gets(corpus_server, rec
     if entry["mode"] != "text":
         assert header["size"]["tokens"] == sum(row["tokens"] for row in rows)
         assert header["size"]["trainable"] == sum(row["trained_tokens"] for row in rows)
+    else:  # nothing to count trained tokens in: null, not 0 (which a notebook would read as "trains nothing")
+        assert header["size"]["unit"] == "chars" and header["size"]["trainable"] is None
     assert ("no-train" in header["flags"]) == (not rows or any(r["trained_tokens"] == 0 for r in rows))
 
 
@@ -73,6 +75,24 @@ def test_summary_totals_the_samples(corpus):
     assert samples["sequences"] == sum(len(e["trained_by_samples"]) for e in RULES.values())
     assert samples["tokens"] == sum(row["tokens"] for row in tokens)
     assert samples["trained_tokens"] == sum(row["trained_tokens"] for row in tokens)
+    assert samples["with_tokens"] == len(tokens) < samples["sequences"]  # the text-mode rule record's are not
+
+
+def test_text_mode_trained_tokens_are_null_in_the_rows_the_export_and_the_summary(tmp_path, corpus):
+    """A text-mode record has no tokens to count a loss in: its `trainable` is null (the page's `-`),
+    in the row, the export and `summary --json`, and it is not flagged `no-train`."""
+    for item in (corpus / "real-like").glob("tr_175c734c42332c87*"):
+        (tmp_path / item.name).write_bytes(item.read_bytes())
+    exported = run_cli("export", tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    [row] = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert row["mode"] == "text" and row["size"]["unit"] == "chars"
+    assert row["size"]["trainable"] is None and row["summary"]["trainable"] is None
+    assert "no-train" not in row["flags"]
+    summary = run_cli("summary", tmp_path, "--json")
+    assert json.loads(summary.stdout)[0]["samples"] == {"sequences": row["size"]["samples"], "with_tokens": 0,
+                                                        "tokens": None, "trained_tokens": None}
+    assert "no tokens (text mode)" in run_cli("summary", tmp_path).stdout
 
 
 def with_samples(source, target, samples):
@@ -89,6 +109,7 @@ def with_samples(source, target, samples):
      "target 1 is already trained by this or an earlier row"),
     ({"paths": "custom", "rows": "all of them"}, "`samples` is not an object with a list of `rows`"),
 ])
+@pytest.mark.slow
 def test_samples_that_do_not_fit_the_graph_are_record_problems(tmp_path, samples, problem):
     run = tmp_path / "run"
     run.mkdir()
@@ -101,3 +122,55 @@ def test_samples_that_do_not_fit_the_graph_are_record_problems(tmp_path, samples
         server.wait_indexed()
         row = server.get("/v1/trajectories?run_id=run")["data"][0]
         assert "malformed-record" in row["flags"] and any(problem in p for p in row["record_problems"])
+
+
+def inner_row_record(directory):
+    """A linear 3-turn record finished with a custom rule: row 0 ends at the first reply (targets: it),
+    row 1 is the whole line (targets: the last reply). skycap hands the trainer two samples."""
+    from skycap_viewer.demo.writer import RecordBuilder
+
+    builder = RecordBuilder("tr_inner_row", "tokens", meta={"task": "inner"})
+    parent = None
+    for turn in range(3):
+        parent = builder.add_model(builder.add_client(parent, "user", f"question {turn}"), f"answer {turn}")
+    builder.write(directory)
+    path = directory / "tr_inner_row.json.zst"
+    with_samples(path, path, {"paths": "custom", "rows": [{"leaf": 1, "targets": [1]}, {"leaf": 5, "targets": [5]}]})
+    return json.loads(decompress_one_frame(path.read_bytes()))
+
+
+def test_a_row_ending_at_an_inner_node_is_a_sample_of_its_own(tmp_path):
+    """Two rows on one path are two samples (skycap's sample builder: `input_ids[:end]` through each row's
+    leaf, the loss on its targets), in the row's size, the path's summary, `show` and `summary`."""
+    run = tmp_path / "inner"
+    run.mkdir()
+    document = inner_row_record(run)
+    lengths = [node["tokens"]["length"] for node in document["nodes"]]
+    sampled = [node["tokens"]["length"] - (node["tokens"]["sampled_start"] or 0) for node in document["nodes"]]
+    first, whole = sum(lengths[:2]), sum(lengths)
+    with ServerProcess([run]) as server:
+        server.wait_indexed()
+        row = server.get("/v1/trajectories/tr_inner_row?run_id=inner")
+        payload = paths_of(server, "inner", "tr_inner_row")
+    assert row["size"]["samples"] == 2 and row["size"]["tokens"] == first + whole
+    assert row["size"]["trainable"] == sampled[1] + sampled[5] and "no-train" not in row["flags"]
+    [path] = payload["paths"]
+    assert path["samples"] == [
+        {"row": 0, "leaf_node_id": "n1", "targets": ["n1"], "size": first, "trainable": sampled[1]},
+        {"row": 1, "leaf_node_id": "n5", "targets": ["n5"], "size": whole, "trainable": sampled[5]}]
+    shown = run_cli("show", run / "tr_inner_row.json.zst").stdout
+    loss = sampled[1] + sampled[5]
+    assert f"custom rule (the record's samples): 2 samples, {first + whole} tokens, {loss} in the loss" in shown
+    assert f"  sample            row 0: through n1, {first} tok, {sampled[1]} in the loss (targets n1)" in shown
+    assert f"  sample            row 1: through n5, {whole} tok, {sampled[5]} in the loss (targets n5)" in shown
+    summary = json.loads(run_cli("summary", run, "--json").stdout)[0]["samples"]
+    assert (summary["sequences"], summary["tokens"]) == (2, first + whole)
+    [line] = [json.loads(text) for text in run_cli("export", run, "--format", "rows").stdout.splitlines()]
+    rows = line["rows"]  # one a sample: input_ids[:end] through its leaf, the loss on its own target
+    assert [(r["sample"], r["leaf_node_id"], r["token_count"], r["trained_count"]) for r in rows] == [
+        (0, "n1", first, sampled[1]), (1, "n5", whole, sampled[5])]
+    for entry, target in zip(rows, (1, 5), strict=True):
+        assert len(entry["input_ids"]) == len(entry["loss_mask"]) == len(entry["logprobs"]) == entry["token_count"]
+        start = sum(lengths[:target]) + document["nodes"][target]["tokens"]["sampled_start"]
+        assert [i for i, on in enumerate(entry["loss_mask"]) if on] == list(range(start, sum(lengths[:target + 1])))
+    assert rows[1]["input_ids"][:first] == rows[0]["input_ids"]

@@ -2,7 +2,7 @@
 streaming by cursor, cancel, bad and catastrophic regexes.
 
 The expected hits are computed here from the documents' raw JSON (decompressed and parsed by this
-test, the node text rebuilt by the rule the README states), never by the search code.
+test, the node text rebuilt by the rule docs/api.md states for `/v1/search`), never by the search code.
 """
 
 import json
@@ -78,7 +78,7 @@ def web(root):
 
 
 def raw_text(message) -> str:
-    """A message's searched text, rebuilt from the README's rule."""
+    """A message's searched text, rebuilt from the rule in docs/api.md."""
     if not isinstance(message, dict):
         return "" if message is None else str(message)
     parts = [message[key] for key in ("reasoning_content", "reasoning") if isinstance(message.get(key), str)
@@ -271,6 +271,7 @@ def test_a_search_nobody_asks_for_is_dropped(web, monkeypatch):
 
 
 @pytest.mark.parametrize("case", [False, True])
+@pytest.mark.slow
 def test_ruling_a_document_out_from_its_json_text_never_loses_a_hit(root, case):
     """`may_match` skips parsing documents that cannot hold the text: it must skip none that do."""
     directories = [d for d in FIXTURES.iterdir() if d.is_dir()] + [root / "made", root / "slow"]

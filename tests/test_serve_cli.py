@@ -44,6 +44,7 @@ def test_first_stdout_line_is_the_url(tmp_path):
         process.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_missing_or_unusable_directories_exit_2(tmp_path):
     missing = tmp_path / "nothing"
     assert error_line(run_cli(missing)) == f"skycap-viewer: not a directory: {missing}"

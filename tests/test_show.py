@@ -26,6 +26,7 @@ def wire(node_ids):
 
 
 @pytest.mark.parametrize(("directory", "record_id", "oracle"), SHOWN, ids=[f"{d}/{r}" for d, r, _ in SHOWN])
+@pytest.mark.slow
 def test_json_paths_match_the_oracle(corpus, directory, record_id, oracle):
     result = run_cli("show", corpus / directory / f"{record_id}.json.zst", "--json")
     assert result.returncode == 0, result.stderr
@@ -187,3 +188,32 @@ def test_show_says_what_decides_what_trained(corpus):
     assert "trains       final rule (the record's samples): 1 sample, 55 tokens, 11 in the loss" in final
     tokens = run_cli("show", corpus / "spec" / "tr_tokens.json.zst").stdout
     assert "all rule, applied by the viewer (the record has no samples)" in tokens
+
+
+def test_an_abandoned_record_says_when_it_was_abandoned_not_finished(corpus):
+    lines = run_cli("show", corpus / "real-like" / "tr_e3e24d445a7b6334").stdout.splitlines()
+    [created] = [line for line in lines if line.startswith("created")]
+    assert "  abandoned 2026-11-29T08:31:27.330Z" in created and "finished" not in created
+    finished = run_cli("show", corpus / "spec" / "tr_tokens.json.zst").stdout
+    assert "  finished " in next(line for line in finished.splitlines() if line.startswith("created"))
+
+
+def test_show_says_the_sidecars_verdicts_and_marks_the_tokens_out_of_support(corpus):
+    """The flags `check` and the band give (the sampling mask's, a damaged sidecar's) are in `show`'s
+    header, and each sampled token the mask did not allow is marked in the text, piped as on a terminal."""
+    record = corpus / "masks" / "tr_mask_out_of_support.json.zst"
+    payload = json.loads(show_text(record, "--json"))
+    outside = {node_id: node["outside_support"] for node_id, node in payload["nodes"].items()
+               if node["outside_support"]}
+    assert outside and "out-of-support" in payload["trajectory"]["flags"]
+    text = show_text(record)
+    assert "flag         out-of-support (error)" in text
+    count = sum(map(len, outside.values()))
+    assert f"support      {count} sampled tokens outside the sampling mask's support, marked ⟪⟫ in the text" in text
+    shown = sum(line.count("⟪") for line in text.splitlines() if not line.startswith("support"))
+    assert 0 < shown <= count  # a later path prints only its new nodes: each node's marks at most once
+    forced = show_text(corpus / "masks" / "tr_mask_forced.json.zst")
+    assert "flag         forced-run (info)" in forced and "⟪" not in forced
+    damaged = show_text(corpus / "broken" / "tr_truncated_sidecar.json.zst")
+    assert "flag         malformed-record (error)" in damaged
+    assert "problem      tokens sidecar tr_truncated_sidecar.tokens.zst: truncated zstd frame" in damaged

@@ -152,6 +152,7 @@ def test_full_prints_what_show_printed_before(corpus, record_id):
     assert show(record, "--full") == (OLD_OUTPUT / f"{record_id}.txt").read_text()
 
 
+@pytest.mark.slow
 def test_full_is_every_path_as_path_n_prints_it(corpus):
     record = corpus / "real-like" / "tr_86f0b750382298e2.json.zst"
     full = show(record, "--full")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from skycap_viewer.catalog.rows import compute_row, public
 from skycap_viewer.record.document import read_document
 from skycap_viewer.views import snapshot as snapshot_module
 from skycap_viewer.views.snapshot import PAGE_FILES, snapshot_data
@@ -100,17 +101,17 @@ def test_the_policy_names_the_exact_style_and_script_and_nothing_else_loads(web)
                                f"script-src {sha256_source(found['scripts'][0])}; img-src 'none'; connect-src 'none'; "
                                "base-uri 'none'; form-action 'none'")
     assert html.index("Content-Security-Policy") < html.index("<style>")  # in force before anything it governs
-    # the style is the page's stylesheet then the snapshot's, the script the page's shared modules and
-    # the packaged file, as they are
+    # the style is the page's stylesheet then the snapshot's, the script the packaged file and the
+    # page's modules it imports
     page_css = (ROOT / "static" / "style.css").read_text()
     assert found["styles"][0] == page_css + (PAGE_FILES / "snapshot.css").read_text()
-    assert found["scripts"][0] == snapshot_module.shared_script() + (PAGE_FILES / "snapshot.js").read_text()
+    assert found["scripts"][0] == snapshot_module.snapshot_script()
     for reference in ("src=", "href=", "url(", "@import", "http://", "https://", "//cdn"):
         assert reference not in html.replace(page_css, ""), reference
 
 
 def test_the_script_fetches_nothing_and_parses_no_markup():
-    script = snapshot_module.shared_script() + (PAGE_FILES / "snapshot.js").read_text()
+    script = snapshot_module.snapshot_script()
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "fetch(",
                  "XMLHttpRequest", "WebSocket", "import ", "import(", "sendBeacon", "EventSource", "</script"):
         assert sink not in script, sink
@@ -123,8 +124,8 @@ def test_record_text_cannot_close_the_data_tag(web):
     for character in "<>&\u2028\u2029":
         assert character not in raw
     data = json.loads(raw)
-    assert data["nodes"]["n0"]["text"] == HOSTILE
-    assert data["nodes"]["n1"]["text"] == f"reply {HOSTILE}"
+    assert data["paths"]["nodes"]["n0"]["text"] == HOSTILE
+    assert data["paths"]["nodes"]["n1"]["text"] == f"reply {HOSTILE}"
     assert data["trajectory"]["id"] == 'tr_odd "name" é;x'
     assert html.count("</script>") == 2 and html.count("<script") == 2
 
@@ -156,13 +157,16 @@ def test_the_file_holds_every_part_of_the_rollout(web):
     assert data["initial"] == {"path": 3, "tab": "tree"}
     header = {key: value for key, value in paths["trajectory"].items() if key not in ("run_id", "project", "revision")}
     assert data["trajectory"] == header  # the record's header; the run's fields are not the file's
-    assert [path["blocks"] for path in data["paths"]] == [path["blocks"] for path in paths["paths"]]
-    assert [path["cut"] for path in data["paths"]] == [None] * 5
-    assert data["nodes"] == paths["nodes"]
+    held = data["paths"]
+    assert [path["blocks"] for path in held["paths"]] == [path["blocks"] for path in paths["paths"]]
+    assert [path["cut"] for path in held["paths"]] == [None] * 5
+    assert held["nodes"] == paths["nodes"]
+    assert {key: held[key] for key in ("mode", "text_only", "tokenizer")} == {
+        key: paths[key] for key in ("mode", "text_only", "tokenizer")}
     assert data["graph"]["nodes"] == [{k: v for k, v in node.items() if k != "message"} for node in graph["nodes"]]
     assert data["graph"]["forks"] == graph["forks"] and data["graph"]["train_once"] == graph["train_once"]
     assert data["exchanges"] == exchanges
-    assert {flag["flag"] for flag in data["flags"]} >= set(header["flags"])
+    assert {flag["flag"] for flag in data["viewer"]["flags"]} >= set(header["flags"])
 
 
 def test_a_huge_record_is_cut_and_says_so(tmp_path):
@@ -171,13 +175,14 @@ def test_a_huge_record_is_cut_and_says_so(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert len(shown.stdout) < 2 * 2**20
     data = json.loads(parts_of(shown.stdout.decode())["data"][0])
-    path = data["paths"][0]
+    path = data["paths"]["paths"][0]
     assert path["cut"] == {"unit": "chars", "shown": sum(b["char_count"] for b in path["blocks"]),
                            "total": path["char_count"], "nodes_shown": 2000, "nodes": 30_000}
-    assert len(path["node_ids"]) == len(path["messages"]) == len(data["nodes"]) == 2000
-    assert data["graph"]["part"] == {"from": 0, "to": 2000, "total": 30_000, "next": 2000}
+    assert len(path["node_ids"]) == len(path["messages"]) == len(data["paths"]["nodes"]) == 2000
+    assert path["part"] == {"from": 0, "to": 2000, "total": 30_000}  # no next part: the file asks for none
+    assert data["graph"]["part"] == {"from": 0, "to": 2000, "total": 30_000}
     assert len(data["graph"]["nodes"]) == 2000
-    assert data["exchanges"]["part"] == {"from": 0, "to": 1000, "total": 15_000, "next": 1000}
+    assert data["exchanges"]["part"] == {"from": 0, "to": 1000, "total": 15_000}
     assert data["limits"]["path_nodes"] == 2000
 
 
@@ -188,15 +193,16 @@ def test_a_path_is_cut_inside_a_node_at_its_token_budget(monkeypatch):
     whole = view.paths_part(True)
     monkeypatch.setattr(snapshot_module, "PATH_TOKENS", 45)  # inside path 2's third node (n4: tokens 39..66)
     data = snapshot_data(view, 2)
-    path = data["paths"][2]
+    path = data["paths"]["paths"][2]
     assert path["cut"] == {"unit": "tokens", "shown": 45, "total": 133, "nodes_shown": 3, "nodes": 7}
     assert path["node_ids"] == ["n0", "n1", "n4"]
-    last = path["blocks"][-1]
-    assert (last["node_id"], last["start"], last["end"], last["shown_end"]) == ("n4", 39, 66, 6)
-    cut, full = data["nodes"]["n4"], whole["nodes"]["n4"]
+    last, served = path["blocks"][-1], whole["paths"][2]["blocks"][len(path["blocks"]) - 1]
+    assert (served["node_id"], served["start"], served["end"], served["node_end"]) == ("n4", 39, 66, 27)
+    assert last == {**served, "end": 45, "node_end": 6, "token_count": 6}  # the block ends where the file's text does
+    cut, full = data["paths"]["nodes"]["n4"], whole["nodes"]["n4"]
     assert cut["cut_at"] == 6 and cut["token_ids"] == full["token_ids"][:6] and cut["logprobs"] == full["logprobs"][:6]
     assert cut["token_offsets"] == full["token_offsets"][:7] and cut["text"] == full["text"][:full["token_offsets"][6]]
-    assert data["nodes"]["n0"] == whole["nodes"]["n0"]  # a node shown whole is the server's as sent
+    assert data["paths"]["nodes"]["n0"] == whole["nodes"]["n0"]  # a node shown whole is the server's as sent
 
 
 def test_the_installed_package_ships_the_snapshot_files():
@@ -216,14 +222,34 @@ def test_a_cut_on_a_node_boundary_leaves_the_next_node_out(monkeypatch):
     view = RecordView(directory, document, {p.name for p in directory.iterdir()}, FORKED, {})
     monkeypatch.setattr(snapshot_module, "PATH_TOKENS", 39)  # n0 and n1 whole (0..39), then n4 on path 2
     data = snapshot_data(view, 2)
-    path = data["paths"][2]
-    assert path["node_ids"] == ["n0", "n1"] and path["messages"] == view.paths_part(True)["paths"][2]["messages"][:2]
+    path = data["paths"]["paths"][2]
+    whole = view.paths_part(True)["paths"][2]
+    assert path["node_ids"] == ["n0", "n1"] and path["messages"] == whole["messages"][:2]
     assert path["cut"] == {"unit": "tokens", "shown": 39, "total": 133, "nodes_shown": 2, "nodes": 7}
-    assert all("shown_end" not in block for block in path["blocks"])
-    assert "n4" not in data["nodes"] and "cut_at" not in data["nodes"]["n1"]
-    assert {key for path in data["paths"] for key in path["node_ids"]} == set(data["nodes"])  # every node once
+    assert path["blocks"] == whole["blocks"][:len(path["blocks"])] and path["blocks"][-1]["end"] == 39
+    nodes = data["paths"]["nodes"]
+    assert "n4" not in nodes and "cut_at" not in nodes["n1"]
+    assert {key for path in data["paths"]["paths"] for key in path["node_ids"]} == set(nodes)  # every node once
 
 
+def test_past_the_paths_it_holds_the_file_has_each_paths_summary_and_says_it_holds_no_more(monkeypatch):
+    directory = FIXTURES / "real-like"
+    document = read_document(directory / f"{FORKED}.json.zst")
+    view = RecordView(directory, document, {p.name for p in directory.iterdir()}, FORKED, {})
+    monkeypatch.setattr(snapshot_module, "PATHS", 2)
+    paths = snapshot_data(view, 3)["paths"]["paths"]
+    whole = view.paths_part(True)["paths"]
+    summary = ("index", "leaf_node_id", "node_count", "token_count", "trainable_count", "fork_from")
+    assert [[path[key] for key in summary] for path in paths] == [[path[key] for key in summary] for path in whole]
+    for index in (0, 1, 3):  # the first PATHS and the one asked for
+        assert paths[index]["blocks"] == whole[index]["blocks"] and paths[index]["cut"] is None
+    for index in (2, 4):
+        assert paths[index]["blocks"] == paths[index]["node_ids"] == []
+        assert paths[index]["cut"] == {"unit": "tokens", "shown": 0, "total": whole[index]["token_count"],
+                                       "nodes_shown": 0, "nodes": whole[index]["node_count"]}
+
+
+@pytest.mark.slow
 def test_every_record_of_the_corpus_and_every_bad_record_gets_a_file_or_a_clear_error(tmp_path):
     root = copy_corpus(tmp_path / "root")
     write_bad_run(root / "bad")
@@ -238,23 +264,44 @@ def test_every_record_of_the_corpus_and_every_bad_record_gets_a_file_or_a_clear_
             target = f"/v1/trajectories/{urllib.parse.quote(record_id, safe='')}/snapshot?run_id={run_id}"
             response = server.get(target)
             if unreadable:
-                assert response.status == 404 and "cannot be read" in response.json()["detail"], target
+                assert response.status == 422 and "cannot be read" in response.json()["detail"], target
                 continue
             assert response.status == 200, (target, response.status, response.body[:300])
             data = json.loads(parts_of(response.body.decode())["data"][0])
             assert data["record_id"] == record_id
-            paths = server.json(f"/v1/trajectories/{urllib.parse.quote(record_id, safe='')}/paths?run_id={run_id}")
-            assert data["trajectory"]["record_problems"] == paths["trajectory"]["record_problems"]
+            directory = next(run.location.path for run in server.server.api.catalog.snapshots() if run.id == run_id)
+            verified = public(compute_row(str(directory), f"{record_id}.json.zst", verify=True))  # as check finds them
+            assert data["trajectory"]["record_problems"] == verified["record_problems"]
+            assert data["trajectory"]["flags"] == verified["flags"]  # the sidecars' flags too, as the drawer's
     finally:
         server.server.api.searches.close()
         server.server.server_close()
         restore_permissions(root)
 
 
-def test_the_page_modules_the_file_inlines_import_nothing():
-    """The snapshot's script begins with the page's own `dom.js` and `facts.js`, exports dropped: that
-    only works for modules that import nothing (and the page draws with the same words)."""
-    for name in snapshot_module.SHARED_MODULES:
+def test_the_file_draws_with_the_pages_own_renderers_and_none_that_fetches():
+    """snapshot.js imports the drawer's header, Path, Tree and Calls renderers; they and what they import
+    fetch nothing (api.js is the page's one way to the server), and each is inlined as it is."""
+    own = (PAGE_FILES / "snapshot.js").read_text("utf-8")
+    inlined = snapshot_module.page_modules(own)
+    assert {"rollout-head.js", "path-view.js", "tab-tree.js", "tab-calls.js", "tokens.js"} <= set(inlined)
+    assert "api.js" not in inlined and "drawer.js" not in inlined
+    for name in inlined:
         source = (snapshot_module.PAGE_JS / name).read_text("utf-8")
-        assert not re.search(r"^\s*import\b", source, re.M), name
-        assert "export function" in source or "export const" in source, name
+        assert "fetch(" not in source and "location" not in source, name
+        imported = snapshot_module.IMPORT.findall(source)
+        assert all(inlined.index(module) < inlined.index(name) for _, module in imported), name  # each after its own
+    script = snapshot_module.snapshot_script()
+    assert not re.search(r"^\s*(import|export)\b", script, re.M)
+    assert script.count("pageModules[") >= 2 * len(inlined)
+
+
+def test_a_module_the_file_cannot_inline_is_refused():
+    for source in ('import * as dom from "./dom.js";\n', "export default function draw() {}\n",
+                   'export {el};\n'):
+        with pytest.raises(ValueError, match="cannot inline"):
+            snapshot_module.module_block(source, "odd.js")
+    block = snapshot_module.module_block('import {a, b as c} from "./x.js";\nexport function d() {}\n'
+                                         'export {e} from "./y.js";\n', "z.js")
+    assert block == ('{\nconst {a, b: c} = pageModules["x.js"];\nfunction d() {}\n'
+                     'pageModules["z.js"] = {d, e: pageModules["y.js"].e};\n}\n')

@@ -18,6 +18,7 @@ SPACES = st.sampled_from(["", " ", "\n", " \t\r\n "])
 
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.text(), VALUES, max_size=6), SPACES, st.integers(min_value=0, max_value=2))
+@pytest.mark.slow
 def test_equals_json_loads_for_any_object(document, space, indent):
     text = space + json.dumps(document, indent=indent or None, ensure_ascii=bool(indent % 2)) + space
     assert parse_in_steps(text, DECODER) == json.loads(text)

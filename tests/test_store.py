@@ -106,6 +106,7 @@ FILTERS = [
 @pytest.mark.parametrize("run", RUNS)
 @pytest.mark.parametrize("asked", FILTERS, ids=repr)
 @pytest.mark.parametrize("key", ["created", "reward"])
+@pytest.mark.slow
 def test_every_filter_lists_and_counts_what_the_rows_say(indexed, run, asked, key):
     rows, snapshot = indexed[run]
     filters = Filters(**asked)
@@ -160,6 +161,22 @@ def test_kept_counts_and_groups_follow_every_change(tmp_path):
     fresh.commit()
     assert counts_of(store.path) == counts_of(fresh.path)
     assert len(final) == len(present) > 0
+
+
+def test_groups_computed_a_few_at_a_time_are_the_groups_computed_at_once(tmp_path, monkeypatch):
+    """A big first indexing touches every group at its end: they are computed in slices (memory bounded),
+    and the slices give the very groups one pass gives."""
+    directory = FIXTURES / "groups"
+    names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".json.zst"))
+    stores = {}
+    for at_once in (10_000, 2):
+        monkeypatch.setattr("skycap_viewer.catalog.store.GROUPS_AT_ONCE", at_once)
+        store = RunStore(tmp_path / f"{at_once}.sqlite", {"test": 1}, ("step", "instance_id"))
+        store.put_many([(name, 1, 1, compute_row(str(directory), name), False) for name in names])
+        store.commit()
+        stores[at_once] = store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall()
+    assert len(stores[2]) > 2 * 2
+    assert stores[2] == stores[10_000]
 
 
 def store_rows(store: RunStore):

@@ -3,6 +3,7 @@
 import json
 import math
 import shutil
+import time
 from collections import Counter
 
 import pytest
@@ -215,3 +216,33 @@ def test_tasks_without_a_task_are_not_a_task_and_the_last_bucket_holds_the_maxim
     text = run_cli("summary", sweep).stdout
     rewards = next(line for line in text.splitlines() if line.strip().startswith("rewards"))
     assert rewards.endswith(",1]:2") and rewards.count("]") == 1
+
+
+@pytest.mark.parametrize("name", ["broken", "masks"])
+def test_every_flag_is_counted_over_the_base_check_and_the_band_count(summaries, corpus, corpus_server, name):
+    """Sidecar damage and what the sampling masks find are counted as `check` finds them and as the
+    page's band counts them (the index's verified rows): one decision of a record's flags, three outputs."""
+    flags = summaries[name]["flags"]
+    checked = json.loads(run_cli("check", corpus / name, "--json").stdout)["directories"][0]
+    assert flags["malformed-record"] == checked["with_problems"]
+    found = [flag for entry in checked["findings"] for flag in entry["findings"]]
+    for flag in ("out-of-support", "forced-run"):
+        assert flags[flag] == found.count(flag)
+    band = verified_band(corpus_server, name)
+    assert {flag: band.get(flag, 0) for flag in ("malformed-record", "out-of-support", "forced-run")} == {
+        flag: flags[flag] for flag in ("malformed-record", "out-of-support", "forced-run")}
+    if name == "masks":
+        assert flags["out-of-support"] == 1 and flags["forced-run"] == 1
+    else:
+        assert flags["malformed-record"] == 27  # 24 unreadable or inconsistent documents, 3 damaged sidecars
+
+
+def verified_band(server, run_id: str) -> dict:
+    """The band's flag counts once the server has verified every record's sidecars."""
+    deadline = time.monotonic() + 60
+    while True:
+        run = next(run for run in server.get("/v1/runs")["data"] if run["id"] == run_id)
+        if run["sidecars_verified"] == run["trajectory_count"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    return dict(server.get(f"/v1/trajectories?run_id={run_id}&limit=1")["health"]["counts"])

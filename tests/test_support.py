@@ -73,6 +73,7 @@ def verified_corpus(tmp_path_factory):
         yield server
 
 
+@pytest.mark.slow
 def test_after_verification_the_flags_list_exactly_the_records_their_masks_say(verified_corpus):
     runs = [run["id"] for run in verified_corpus.get("/v1/runs")["data"]]
     outside = {(run, rid) for run in runs for rid in listed(verified_corpus, run, flag="out-of-support")}
@@ -105,6 +106,7 @@ def write_supports(directory, record_id, support, **options):
     builder.write(directory)
 
 
+@pytest.mark.slow
 def test_without_verification_the_flags_come_once_a_view_reads_the_mask(tmp_path):
     run = tmp_path / "run"
     run.mkdir()

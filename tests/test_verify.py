@@ -8,6 +8,8 @@ read once and a damaged one is flagged `malformed-record` with its problem, so t
 import json
 import shutil
 
+import pytest
+
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.watcher import VERIFY_BATCH, VERIFY_FIRST, VERIFY_SECONDS, Watcher
 from tests.conftest import FIXTURES, run_cli
@@ -51,6 +53,7 @@ def test_after_verification_the_band_agrees_with_check(tmp_path):
             assert header["size"]["unit"] == "chars" == paths[0]["unit"]
 
 
+@pytest.mark.slow
 def test_verification_is_remembered_across_a_restart(tmp_path):
     run = tmp_path / "broken"
     shutil.copytree(FIXTURES / "broken", run)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from skycap_viewer.record.frames import compress, decompress_one_frame
+from tests.chain import write_chain
 from tests.server_process import ServerProcess
 
 CHROMIUM = os.environ.get("SKYCAP_VIEWER_CHROMIUM", "/usr/bin/chromium")
@@ -165,6 +166,27 @@ def page(page_on, corpus_server):
     return page_on(corpus_server)
 
 
+@pytest.fixture(scope="module")
+def shared_page(browser, corpus_server):
+    """One tab on the corpus for a module's read-only checks (each opens its own route, none changes what
+    the next one sees): a tab and its first load once per module, not once per test. Page errors fail the
+    test that was running when they came (checked after each), dialogs at the end."""
+    page = Page(browser, corpus_server)
+    yield page
+    page.context.close()
+    assert not page.dialogs, f"a dialog fired: {page.dialogs}"
+
+
+@pytest.fixture
+def read_only_page(shared_page):
+    """`shared_page` for one test: its tab in the failure report, its page errors this test's."""
+    OPEN_TABS.append(shared_page)
+    shared_page.errors.clear()
+    yield shared_page
+    OPEN_TABS.remove(shared_page)
+    assert not shared_page.errors, f"page errors: {shared_page.errors}"
+
+
 def downloaded(tab, locator) -> tuple[str, bytes]:
     """(the suggested file name, the bytes) of what clicking `locator` (a selector or a locator) saves."""
     with tab.expect_download() as caught:
@@ -203,6 +225,20 @@ def temp_server(tmp_path):
     yield start
     for server in started:
         server.__exit__(None, None, None)
+
+
+CHAIN_NODES = 30_000  # /graph and /paths come in parts of 5,000 nodes: six each
+
+
+@pytest.fixture(scope="session")
+def chain_server(tmp_path_factory):
+    """The real server over one run, `long`, of one 30,000-node chain record (`tests/chain.py`), shared by the
+    tests that only read it: each writing and indexing its own cost seconds."""
+    run = tmp_path_factory.mktemp("chain") / "long"
+    write_chain(run, CHAIN_NODES)
+    with ServerProcess([run]) as server:
+        server.wait_indexed()
+        yield server
 
 
 @pytest.fixture

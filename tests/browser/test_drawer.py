@@ -7,6 +7,7 @@ import re
 from playwright.sync_api import expect
 
 from tests.browser.conftest import downloaded
+from tests.browser.rollout_checks import Answers, check_rollout
 
 FORKED = "tr_86f0b750382298e2"  # real-like: 5 paths, 2 branch points
 FAILURES = "tr_f4c44e2c3f5f9d60"  # real-like: calls that failed
@@ -41,6 +42,13 @@ def test_a_pasted_url_opens_the_rollout_and_hovering_a_token_reads_its_logprob(p
     tab.locator(".block.kind-given span.t").first.hover()
     expect(readout).to_contain_text("masked")
     expect(readout).not_to_contain_text("logprob")
+
+
+def test_a_forked_rollouts_header_path_tree_and_calls_show_the_servers_answers(page, corpus_server):
+    """The checks the rollout's snapshot file is held to as well (tests/browser/test_snapshot.py)."""
+    tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}")
+    check_rollout(tab.locator("#drawer"), Answers.of(corpus_server, FORKED, "real-like"), path=2)
+    assert page.errors == []
 
 
 def test_tokens_tile_the_text_and_a_token_without_a_character_is_still_hoverable(page, corpus_server):
@@ -288,11 +296,18 @@ def test_the_tree_keeps_the_main_line_on_rail_0_and_each_branch_beside_it(page, 
     rails = dict(tab.locator(".tree-row").evaluate_all(
         "rows => rows.map(r => [r.dataset.node, Number(r.dataset.rail)])"))
     assert all(rails[node] == 0 for node in paths[0]["node_ids"]), rails
+    roots = [path["diverges_at"] for path in paths[1:] if path["diverges_at"] not in parent]
+    assert roots  # this record has a second root: a tree of its own on rail 0, said, with no rail into it
+    for root in roots:
+        row = tab.locator(f'.tree-row.new-root[data-node="{root}"]')
+        expect(row).to_contain_text("new root")
+        assert rails[root] == 0 and row.locator(".rails").inner_text().strip() == ""
     for path in paths[1:]:
         first = path["diverges_at"]
+        if first in roots:
+            continue
         assert rails[first] >= 1, (path["index"], rails)
-        if first in parent:
-            assert rails[parent[first]] < rails[first]
+        assert rails[parent[first]] < rails[first]
         for node in path["node_ids"][path["node_ids"].index(first):]:
             assert rails[node] == rails[first], "a branch stays on its rail until it forks again"
     order = tab.locator(".tree-row").evaluate_all("rows => rows.map(r => r.dataset.node)")
@@ -347,3 +362,49 @@ def test_a_record_in_one_part_has_no_more_row_and_no_stray_text(page, corpus_ser
         expect(tab.locator(drawn).first).to_be_visible()
         expect(tab.locator("button.more")).to_have_count(0)
         assert tab.evaluate(STRAY_NULLS) == 0, f"the {tab_name} tab shows a stray 'null'"
+
+
+def test_the_path_picker_keeps_the_picked_path_in_view(page_over, tmp_path):
+    """Path 20 of 21 opened from a link: its entry is scrolled into the picker's own view."""
+    from skycap_viewer.demo.writer import RecordBuilder
+
+    run = tmp_path / "wide"
+    run.mkdir()
+    builder = RecordBuilder("tr_wide", "tokens", meta={"task": "wide"})
+    user = builder.add_client(builder.add_client(None, "system", "be brief"), "user", "say something")
+    for number in range(21):  # 21 replies to one question: 21 paths
+        builder.add_model(user, f"reply {number}")
+    builder.write(run)
+    tab = page_over(run).open("#/run/wide/rollouts/t/tr_wide?tab=path&path=20")
+    picked = tab.locator('.picker .pick[data-path="20"]')
+    expect(picked).to_have_attribute("aria-selected", "true")
+    tab.wait_for_function("""() => {
+        const list = document.querySelector('.path-tab .picker');
+        const pick = list.querySelector('.pick[data-path="20"]').getBoundingClientRect();
+        const box = list.getBoundingClientRect();
+        return list.scrollHeight > list.clientHeight && pick.top >= box.top && pick.bottom <= box.bottom + 1;
+    }""", timeout=5000)
+
+
+def test_a_path_carrying_two_samples_says_so(page_over, tmp_path):
+    """A custom rule's row ending at an inner node: the header counts two samples, and the Path says
+    which rows it carries, each a sample of its own."""
+    from tests.test_samples import inner_row_record
+
+    run = tmp_path / "inner"
+    run.mkdir()
+    inner_row_record(run)
+    page = page_over(run)
+    row = page.server.get("/v1/trajectories/tr_inner_row?run_id=inner")
+    [path] = page.server.get("/v1/trajectories/tr_inner_row/paths?run_id=inner")["paths"]
+    tab = page.open("#/run/inner/rollouts/t/tr_inner_row")
+    expect(tab.locator('.drawer-head [data-fact="samples"] dd')).to_have_text(
+        f"2 · longest {row['size']['longest']} tok")
+    listed = tab.locator('.drawer-head [data-fact="samples"] dd').get_attribute("title").splitlines()
+    assert listed == [f"row {sample['row']} through {sample['leaf_node_id']}: {sample['size']} tok, "
+                      f"{sample['trainable']} in the loss" for sample in path["samples"]]  # the header lists them
+    notice = tab.locator(".notice.path-samples")
+    expect(notice).to_contain_text("This path carries 2 samples of the record's rows")
+    for sample in path["samples"]:
+        expect(notice).to_contain_text(f"row {sample['row']} through {sample['leaf_node_id']}, {sample['size']} tok,"
+                                       f" {sample['trainable']} in the loss")

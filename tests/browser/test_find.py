@@ -129,11 +129,8 @@ def test_find_in_the_forks_tab_highlights_a_block_of_the_comparison(page, corpus
     assert word.lower() in tab.evaluate(HIGHLIGHT).lower()
 
 
-def test_find_in_a_record_loaded_in_parts_says_how_much_it_searched(page_over, tmp_path):
-    from tests.chain import write_chain
-
-    write_chain(tmp_path / "long", 30_000)
-    tab = page_over(tmp_path / "long").open("#/run/long/rollouts")
+def test_find_in_a_record_loaded_in_parts_says_how_much_it_searched(page_on, chain_server):
+    tab = page_on(chain_server).open("#/run/long/rollouts")
     tab.locator("tr.rollout-row", has_text="chain").click()
     expect(tab.locator(".block").first).to_be_visible(timeout=120_000)  # the server reads 30k nodes first
     tab.locator("#drawer .traj-id").focus()

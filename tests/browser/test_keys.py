@@ -19,6 +19,9 @@ def test_keys_move_open_step_switch_tabs_and_close(page, corpus_server):
     tab.keyboard.press("j")
     tab.keyboard.press("k")
     expect(current(tab)).to_have_attribute("data-traj", ids[1])
+    expect(current(tab)).to_be_focused()  # a roving tabindex: the row j/k reached is the one Tab comes back to
+    expect(tab.locator("tr.nav[tabindex='0']")).to_have_count(1)
+    expect(current(tab)).to_have_attribute("tabindex", "0")
     tab.keyboard.press("Enter")
     expect(tab.locator("#drawer .traj-id")).to_have_text(ids[1])
     tab.keyboard.press("]")
@@ -172,3 +175,43 @@ def test_given_and_amber_text_reach_wcag_aa_in_both_themes(page_on, corpus_serve
         dot = tab.locator("#drawer .reward .dot").first
         expect(dot).to_have_attribute("aria-label", re.compile(r"^reward "))
         expect(tab.locator("#drawer .reward .reward-num").first).to_have_text(re.compile(r"\d|-"))
+
+
+def test_brackets_cross_a_page_and_a_group_edge(page_over, tmp_path, corpus_server, page_on):
+    """`]` on a page's last rollout shows the next page and opens its first; on an open group's last
+    member it opens the next group and its first member; `[` comes back."""
+    from skycap_viewer.demo.writer import RecordBuilder
+
+    run = tmp_path / "big"
+    run.mkdir()
+    for number in range(130):
+        builder = RecordBuilder(f"tr_page{number:04d}", "text", meta={"task": f"t{number % 7}"},
+                                created_at=1_790_000_000.0 + number)
+        builder.add_model(builder.add_client(None, "user", f"question {number}"), f"answer {number}")
+        builder.write(run)
+    page = page_over(run)
+    first = page.server.get("/v1/trajectories?run_id=big")
+    second = page.server.get(f"/v1/trajectories?run_id=big&cursor={first['next_cursor']}")
+    last = first["data"][-1]["id"]
+    tab = page.open(f"#/run/big/rollouts/t/{last}")
+    expect(tab.locator("#drawer .traj-id")).to_have_text(last)
+    tab.keyboard.press("]")
+    expect(tab.locator("#drawer .traj-id")).to_have_text(second["data"][0]["id"])
+    assert "page=2" in page.hash()
+    tab.keyboard.press("[")
+    expect(tab.locator("#drawer .traj-id")).to_have_text(last)
+
+    tab = page_on(corpus_server).open("#/run/groups/groups")
+    keys = tab.locator("tr.group-row").evaluate_all("rows => rows.map((row) => row.dataset.key)")
+    tab.locator(f'tr.group-row[data-key="{keys[0]}"]').click()
+    members = tab.locator("tr.rollout-row[data-traj]")
+    expect(members.first).to_be_visible()
+    shown = members.evaluate_all("rows => rows.map((row) => row.dataset.traj)")
+    members.last.click()
+    expect(tab.locator("#drawer .traj-id")).to_have_text(shown[-1])
+    tab.keyboard.press("]")  # past the open group's last member: the next group opens, its first member too
+    expect(tab.locator(f'tr.group-row[data-key="{keys[1]}"]')).to_have_attribute("aria-expanded", "true")
+    expect(tab.locator("#drawer .traj-id")).not_to_have_text(shown[-1])  # opened once the group's rows came
+    after = [traj for traj in members.evaluate_all("rows => rows.map((row) => row.dataset.traj)")
+             if traj not in shown]
+    expect(tab.locator("#drawer .traj-id")).to_have_text(after[0])

@@ -6,11 +6,8 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.chain import write_chain
-
 FORKED = "tr_86f0b750382298e2"  # real-like: the corpus's longest rollout, 5 paths
 GROUPED = "tr_fea17a04aa9905d5"  # groups: token mode, logprobs
-CHAIN = 30_000  # nodes: /paths comes in parts of 5,000
 WAIT = 120_000  # ms: the server reads 30k nodes per part while the page polls (slow on a loaded machine)
 CLIPBOARD = ["clipboard-read", "clipboard-write"]
 PINNED = re.compile(r"\bpinned\b")
@@ -107,6 +104,11 @@ def test_a_token_past_the_end_says_so(page, corpus_server):
     expect(tab.locator(".pinned")).to_have_count(0)
     tab = page.open(f"#/run/groups/rollouts/t/{GROUPED}?tab=path&blk=999")
     expect(tab.locator(".notice.pin-past")).to_contain_text("block 999 does not exist: path 0 has")
+    tab = page.open(f"#/run/groups/rollouts/t/{GROUPED}?tab=bogus")  # a tab there is not: said, the Path shown
+    expect(tab.locator("#drawer .notice.bad-tab")).to_contain_text('asks for a tab "bogus", which there is not')
+    expect(tab.locator("button[data-tab=path][aria-selected=true]")).to_have_count(1)
+    tab.locator("button[data-tab=tree]").click()
+    expect(tab.locator("#drawer .notice.bad-tab")).to_have_count(0)
 
 
 def test_a_pasted_link_to_a_token_in_a_long_lazily_drawn_block(page_over, page_on, tmp_path):
@@ -131,13 +133,11 @@ def test_a_pasted_link_to_a_token_in_a_long_lazily_drawn_block(page_over, page_o
     expect(token).to_have_text(node["text"][node["token_offsets"][index]:node["token_offsets"][index + 1]])
 
 
-def test_a_pasted_link_to_a_token_in_a_part_not_loaded_yet(page_over, page_on, tmp_path):
-    write_chain(tmp_path / "long", CHAIN)
-    page = page_over(tmp_path / "long")
-    later = page.server.get("/v1/trajectories/chain/paths?run_id=long&path=0&from=25000")["blocks"][0]
+def test_a_pasted_link_to_a_token_in_a_part_not_loaded_yet(page_on, chain_server):
+    later = chain_server.get("/v1/trajectories/chain/paths?run_id=long&path=0&from=25000")["blocks"][0]
     assert later["node_id"] == "n25000"
     position = later["start"] + 2  # text mode: a character position, its block pinned
-    tab = page_on(page.server).open(f"#/run/long/rollouts/t/chain?tab=path&tok={position}")
+    tab = page_on(chain_server).open(f"#/run/long/rollouts/t/chain?tab=path&tok={position}")
     block = tab.locator('.block.pinned[data-node="n25000"]')
     expect(block).to_have_count(1, timeout=WAIT)  # a count: a class asked of an element not there yet polls slowly
     expect(block).to_be_in_viewport()

@@ -3,9 +3,6 @@ and Path tabs scrolled to the end, and later nodes arriving in the next parts.""
 
 from playwright.sync_api import expect
 
-from tests.chain import write_chain
-
-CHAIN = 30_000  # /graph and /paths come in parts of PART_ITEMS (5000) nodes: six each
 WAIT = 120_000  # ms: the server reads 30k nodes for the first parts while the page polls (slow on a loaded machine)
 
 
@@ -19,10 +16,9 @@ def scroll_to_the_end(tab, times=3):
         tab.wait_for_timeout(100)
 
 
-def test_scrolling_the_tree_and_the_path_brings_later_nodes(page_over, tmp_path):
-    write_chain(tmp_path / "long", CHAIN)
-    page = page_over(tmp_path / "long")
-    tab = page.open("#/run/long/rollouts")
+def test_scrolling_the_tree_and_the_path_brings_later_nodes(page_on, chain_server):
+    tab = page_on(chain_server).open("#/run/long/rollouts")
+    tab.set_default_timeout(WAIT)  # laying out 10,000 more rows holds the page's script for seconds on a loaded machine
     tab.locator("tr.rollout-row", has_text="chain").click()
     expect(tab.locator("button[data-tab=tree]")).to_be_visible(timeout=WAIT)  # the server reads 30k nodes first
     tab.locator("button[data-tab=tree]").click()  # CSS, not roles: an accessibility query over 5000 rows is slow

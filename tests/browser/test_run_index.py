@@ -4,6 +4,7 @@ greyed above the Rollouts table with why (as text), and the not-trained flag sho
 import json
 import re
 import shutil
+from urllib.parse import quote
 
 from playwright.sync_api import expect
 
@@ -82,3 +83,23 @@ def test_a_run_without_an_index_has_no_trained_column(page_over, tmp_path):
     assert tab.locator('button.sort[data-sort="trained"]').count() == 0
     assert tab.locator("td.trained").count() == 0
     expect(tab.locator(".run-head .facts")).not_to_contain_text("run index")
+    expect(tab.locator(".run-head .facts")).to_contain_text(" · tokenizer fake")  # labelled, not a bare `· fake`
+
+
+def test_an_attempt_the_index_supersedes_is_greyed_under_its_group(page_over, tmp_path):
+    """Its retry is not in this copy: it is still shown under its group, `↳` and greyed, and not counted."""
+    page = page_over(shutil.copytree(PULLED, tmp_path / "pulled"))
+    said = {rid for rid, entry in EXPECTED["old"]["records"].items() if entry["in_index"] and entry["superseded"]}
+    groups = page.server.get("/v1/groups?run_id=old&limit=1000")["data"]
+    def superseded(group):
+        return page.server.get(f"/v1/groups/{quote(group['key'], safe='')}?run_id=old")["superseded"]
+
+    group, record_id = next((group, row["id"]) for group in groups for row in superseded(group)
+                            if row["id"] in said and row["superseded_by"] is None)
+    tab = page.open("#/run/old/groups")
+    tab.locator(f'tr.group-row[data-key="{group["key"]}"]').click()
+    row = tab.locator(f'tr.rollout-row.superseded[data-traj="{record_id}"]')
+    expect(row).to_have_count(1)
+    expect(row.locator("td.member")).to_contain_text("↳")
+    assert "not in this copy" in row.get_attribute("title")
+    assert record_id not in {member["id"] for member in group["rewards"]}

@@ -8,6 +8,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.layout import table_problems
 from tests.conftest import FIXTURES
 from tests.server_process import served
 
@@ -28,19 +29,27 @@ def two_runs(corpus):
     yield from served([corpus / "groups", corpus / "groups2"])
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_two_runs_table_keeps_each_row_on_one_line_under_its_headers(page_on, two_runs, scheme):
+    tab = page_on(two_runs, color_scheme=scheme).open("#/run/groups/vs/groups2")
+    expect(tab.locator("tr.matched-row")).to_have_count(len(KEYS["both"]))
+    assert tab.evaluate("document.documentElement.dataset.theme") == scheme
+    assert table_problems(tab, "table.runs-compare", "tr.matched-row") == []
+
+
 def test_run_against_run_shows_every_key_and_a_picked_pair_opens_the_compare(page_on, two_runs):
     page = page_on(two_runs)
     tab = page.open("#/run/groups")
     tab.select_option(".compare-launch select[name=vs]", "groups2")
     tab.click(".compare-launch button[data-link=compare-runs]")
-    expect(tab.locator("tr.pair-row")).to_have_count(len(KEYS["both"]))
+    expect(tab.locator("tr.matched-row")).to_have_count(len(KEYS["both"]))
     assert page.hash() == "#/run/groups/vs/groups2"
-    assert listed(tab, "tr.pair-row") == key_names(KEYS["both"])
+    assert listed(tab, "tr.matched-row") == key_names(KEYS["both"])
     assert listed(tab, ".only-a li") == key_names(KEYS["only_in_groups"])
     assert listed(tab, ".only-b li") == key_names(KEYS["only_in_groups2"])
     answer = two_runs.get("/v1/compare/runs?a=groups&b=groups2")
     first = answer["matched"][0]
-    row = tab.locator(f'tr.pair-row[data-key="{first["key"]}"]')
+    row = tab.locator(f'tr.matched-row[data-key="{first["key"]}"]')
     expect(row.locator("td.side-a .dot")).to_have_count(len(first["a"]["rewards"]))
     expect(row.locator("td.side-b .dot")).to_have_count(len(first["b"]["rewards"]))
 
@@ -48,7 +57,7 @@ def test_run_against_run_shows_every_key_and_a_picked_pair_opens_the_compare(pag
     row.locator(f'td.side-b .dot[data-traj="{one}"]').click()
     tab.wait_for_function("h => location.hash.startsWith(h)", arg=f"#/run/groups2/groups/t/{one}")
     tab.go_back()
-    expect(tab.locator("tr.pair-row")).to_have_count(len(KEYS["both"]))
+    expect(tab.locator("tr.matched-row")).to_have_count(len(KEYS["both"]))
 
     row.click()
     detail = tab.locator(f'tbody.pair[data-key="{first["key"]}"] tr.pair-detail')
@@ -72,14 +81,14 @@ def test_two_steps_of_one_run_from_the_form(page_on, two_runs):
     tab.press(".compare-launch input[name=sb]", "Enter")
     tab.wait_for_function("h => location.hash === h", arg="#/run/groups/vs/groups?sa=1&sb=3")
     answer = two_runs.get("/v1/compare/runs?a=groups&b=groups&step_a=1&step_b=3")
-    expect(tab.locator("tr.pair-row")).to_have_count(answer["total"])
-    assert listed(tab, "tr.pair-row") == sorted(m["key"] for m in answer["matched"])
+    expect(tab.locator("tr.matched-row")).to_have_count(answer["total"])
+    assert listed(tab, "tr.matched-row") == sorted(m["key"] for m in answer["matched"])
     assert listed(tab, ".only-a li") == sorted(answer["only_a"])
     expect(tab.locator(".compare-summary")).to_contain_text("matched by instance_id")
     tab.reload()  # the URL holds the view
-    expect(tab.locator("tr.pair-row")).to_have_count(answer["total"])
+    expect(tab.locator("tr.matched-row")).to_have_count(answer["total"])
     a, b = answer["matched"][0]["a"]["rewards"][0]["id"], answer["matched"][0]["b"]["rewards"][1]["id"]
-    tab.locator("tr.pair-row").first.click()
+    tab.locator("tr.matched-row").first.click()
     tab.click(f'button.member-pick[data-side=a][data-traj="{a}"]')
     tab.click(f'button.member-pick[data-side=b][data-traj="{b}"]')
     tab.wait_for_function("h => location.hash === h", arg=f"#/run/groups/compare?a={a}&b={b}")

@@ -21,7 +21,8 @@ def fact(tab, label):
     return tab.locator("#drawer .fact", has=tab.locator("dt", has_text=label)).locator("dd")
 
 
-def test_the_header_trainable_figure_is_the_servers_size(page, corpus_server):
+def test_the_header_trainable_figure_is_the_servers_size(read_only_page, corpus_server):
+    page = read_only_page
     size = corpus_server.get(f"/v1/trajectories/{FORKED}?run_id=real-like")["size"]
     assert size["unit"] == "tokens" and size["tokens"]
     tab = page.open(f"#/run/real-like/rollouts/t/{FORKED}")
@@ -36,7 +37,8 @@ def test_the_header_trainable_figure_is_the_servers_size(page, corpus_server):
     expect(row.locator("td:nth-child(5)")).to_have_text(f"{mirror['tokens']:,} ch")
 
 
-def test_the_tree_says_which_later_path_trains_a_node(page, corpus_server):
+def test_the_tree_says_which_later_path_trains_a_node(read_only_page, corpus_server):
+    page = read_only_page
     graph = corpus_server.get(f"/v1/trajectories/{FORKED}/graph?run_id=real-like")
     node = next(n for n in graph["nodes"] if n["trained_in"] is not None and n["trained_in"] > 0)
     timed = next(n for n in graph["nodes"] if any(c["duration_ms"] is not None for c in n["calls"]))
@@ -79,7 +81,8 @@ def test_path_options_survive_a_reload(page, corpus_server):
     assert "controls=" not in page.hash()
 
 
-def test_text_only_notes_are_the_servers_catalogue(page, corpus_server):
+def test_text_only_notes_are_the_servers_catalogue(read_only_page, corpus_server):
+    page = read_only_page
     notes = {entry["reason"]: entry for entry in corpus_server.get("/__viewer")["text_only"]}
     paths = corpus_server.get("/v1/trajectories/tr_truncated_sidecar/paths?run_id=broken")
     assert paths["text_only"] == "tokens-unreadable" and paths["tokens_error"]
@@ -125,13 +128,15 @@ def recorded(raw):
     return json.dumps(raw, separators=(",", ":"))
 
 
-def test_the_kind_legend_is_the_servers_list(page, corpus_server):
+def test_the_kind_legend_is_the_servers_list(read_only_page, corpus_server):
+    page = read_only_page
     kinds = [entry["kind"] for entry in corpus_server.get("/__viewer")["block_kinds"]]
     tab = page.open("#/run/groups/rollouts")
     expect(tab.locator(".legend.kinds .legend-item")).to_have_text(kinds)
 
 
-def test_rewards_show_the_servers_number_and_hover_the_recorded_value(page, corpus_server):
+def test_rewards_show_the_servers_number_and_hover_the_recorded_value(read_only_page, corpus_server):
+    page = read_only_page
     rows = corpus_server.get("/v1/trajectories?run_id=groups&limit=1000")["data"]
     tab = page.open("#/run/groups/rollouts")
     for row in rows[:5]:

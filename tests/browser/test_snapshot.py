@@ -6,7 +6,6 @@ file itself is aborted and recorded (there must be none), and any console error 
 logs one) or page error fails the test. Driven by clicking and hovering, as a reader would.
 """
 
-import json
 import re
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from playwright.sync_api import expect
 
 from tests.badrecords import write_text_record, write_token_record
 from tests.browser.conftest import ARTIFACTS, VIEWPORT, downloaded
+from tests.browser.rollout_checks import Answers, check_rollout
 from tests.browser.test_hostile import DANGEROUS, HOSTILE, PAYLOADS, SCAFFOLD, dress_up
 from tests.chain import write_chain
 from tests.conftest import FIXTURES
@@ -86,58 +86,20 @@ def saved(tmp_path, name, body: bytes):
     return file
 
 
-def test_a_forked_rollout_opens_offline_switches_paths_and_tabs_and_reads_tokens(corpus_server, offline, tmp_path):
+def test_a_forked_rollout_opens_offline_on_its_path_and_shows_what_the_drawer_shows(corpus_server, offline, tmp_path):
     page = offline(saved(tmp_path, FORKED, served(corpus_server, FORKED, "?run_id=real-like&path=2")))
     tab = page.tab
-    head = tab.locator(".snapshot-head")
-    expect(head.locator("h1")).to_have_text(FORKED)
-    expect(head.locator('[data-fact="mode"] dd')).to_have_text("tokens")
-    expect(head.locator('[data-fact="task"] dd')).to_have_text("forks")
-    expect(head.locator('[data-flag="forked"]')).to_contain_text("the history forked: more than one path")
+    expect(tab.locator("#snapshot .made-by")).to_contain_text("in one file that fetches nothing")
     expect(tab.locator("button.pick.active")).to_have_attribute("data-path", "2")  # the state it was asked for
-    paths = json.loads(urllib.request.urlopen(f"{corpus_server.url}/v1/trajectories/{FORKED}/paths").read())
-    blocks = tab.locator(".blocks section.block")
-    expect(blocks).to_have_count(len(paths["paths"][2]["blocks"]))
-    expect(tab.locator(".kind-legend .kind-badge")).to_have_text(["given", "replayed", "scaffold", "sampled"])
-    expect(tab.locator(".kind-legend")).to_contain_text("tokens the model sampled, trained on this path (in the loss)")
-    expect(blocks.first.locator(".text .t")).to_have_count(27)  # n0's tokens, one span each
-    assert blocks.first.evaluate("e => getComputedStyle(e).display") == "grid"  # the style ran: its hash matched
-    sampled = tab.locator("section.block.kind-sampled").first
-    sampled.locator(".t").first.hover()
-    readout = tab.locator(".readout")
-    expect(readout).to_contain_text("#93 · id ")
-    expect(readout).to_contain_text("in the loss · logprob ")
+    assert tab.locator("section.block").first.evaluate("e => getComputedStyle(e).display") == "grid"  # its hash matched
     page.shot("snapshot-forked-path-2")
-
-    tab.click('button.pick[data-path="0"]')
-    expect(tab.locator("button.pick.active")).to_have_attribute("data-path", "0")
-    expect(blocks).to_have_count(len(paths["paths"][0]["blocks"]))
-    expect(tab.locator(".path-facts")).to_contain_text("path 0 · leaf n2")
-    tab.locator("section.block.kind-given .t").first.hover()
-    expect(readout).to_contain_text("#0 · id 1 · masked")
-
-    expect(blocks.first).not_to_contain_text("↵")
-    tab.check('input[data-option="controls"]')  # the page's option: line breaks shown
-    expect(blocks.first).to_contain_text("<s>system↵")
+    check_rollout(tab.locator("#snapshot"), Answers.of(corpus_server, FORKED, "real-like"), path=0)
+    tab.click('button.tab[data-tab="path"]')
     tab.check('input[data-option="logprobs"]')
     expect(tab.locator("section.block.kind-sampled .t.lp-0").first).to_be_visible()
-
     tab.click('button.tab[data-tab="tree"]')
-    expect(tab.locator(".tree-row")).to_have_count(15)
-    tab.click('.tree-row[data-node="n4"]')
-    panel = tab.locator(".tree-panel")
-    expect(panel).to_contain_text("parent n1")
-    expect(panel.locator("pre.text")).to_contain_text("re501 (edited)")
-    panel.locator('button.node-link[data-to="n1"]').click()  # the parent link opens the parent's row
-    expect(tab.locator(".tree-row.open")).to_have_attribute("data-node", "n1")
-    expect(tab.locator('.tree-row[data-node="n8"]')).to_contain_text("trained in path 2")
-    expect(tab.locator('.tree-row[data-node="n4"] .branch-from')).to_have_text("↳ from n1")  # a branch's first node
-    expect(tab.locator('.tree-row[data-node="n12"] .branch-from')).to_have_text("↳ a new root")
-    expect(tab.locator(".branch-from")).to_have_count(4)  # n3, n4, n9, n12
     page.shot("snapshot-forked-tree")
-
     tab.click('button.tab[data-tab="calls"]')
-    expect(tab.locator("table.calls tbody tr")).to_have_count(6)
     page.shot("snapshot-forked-calls")
     page.check()
 
@@ -173,13 +135,15 @@ def test_hostile_text_stays_text_in_every_tab(offline, tmp_path):
         content = tab.locator(".snapshot-content")
         for payload in PAYLOADS:
             expect(content).to_contain_text(payload)
-        expect(tab.locator(".snapshot-head")).to_contain_text(PAYLOADS[0])  # the task
+        expect(tab.locator(".drawer-head")).to_contain_text(PAYLOADS[0])  # the task
         tab.click('button.tab[data-tab="tree"]')
         tab.click('.tree-row[data-node="n1"]')
         expect(tab.locator(".tree-panel")).to_contain_text(PAYLOADS[1])
         tab.click('button.tab[data-tab="calls"]')
-        for payload in (PAYLOADS[0], PAYLOADS[4], HOSTILE):  # model, finish reason, the failure's error
-            expect(tab.locator("table.calls")).to_contain_text(payload)
+        calls = tab.locator("table.calls")
+        expect(calls).to_contain_text(PAYLOADS[4])  # the finish reason; the model and the failure's error, as titles:
+        assert PAYLOADS[0] in calls.locator("td[title]").evaluate_all("cells => cells.map(cell => cell.title)")
+        expect(calls.locator("tr.failure .badge")).to_have_attribute("title", HOSTILE)
         page.shot(f"snapshot-{record}")
         page.check()
 

@@ -208,6 +208,12 @@ def test_unreadable_records_are_listed_with_their_error(page, corpus_server):
     assert unreadable[0]["error"] in cell.get_attribute("title")
     cell.click()
     expect(tab.locator("#drawer .notice.error")).to_contain_text(f'cannot be read: {unreadable[0]["error"]}')
+    facts = tab.locator("#drawer .facts .fact:not([data-fact=reward]) dd")  # nothing it could only read: unknown
+    expect(facts.first).to_be_visible()
+    assert set(facts.all_text_contents()) == {"-"}
+    expect(tab.locator("#drawer button[data-pick]")).to_have_count(0)  # nothing to compare it by
+    tab.keyboard.press("a")
+    expect(tab.locator(".pick-bar")).to_have_count(0)
 
 
 def test_paging_through_a_big_run(page_over, tmp_path):
@@ -335,3 +341,14 @@ def test_the_run_header_says_how_many_sidecars_are_verified_until_all_are(page_o
     tab = page_on(corpus_server).open("#/run/spec/rollouts")
     expect(tab.locator(".run-head .facts")).to_contain_text("11 trajectories")
     expect(tab.locator(".run-head .facts")).not_to_contain_text("sidecars verified", timeout=30_000)
+
+
+def test_the_trainable_column_says_zero_as_zero_and_nothing_measurable_as_a_dash(page, corpus_server):
+    """A tokens record that trains nothing shows 0, what its size says; one without tokens (null) shows -."""
+    rows = {row["id"]: row for row in corpus_server.get("/v1/trajectories?run_id=spec")["data"]}
+    assert rows["tr_empty_mask"]["size"]["trainable"] == 0 and rows["tr_empty"]["size"]["trainable"] is None
+    tab = page.open("#/run/spec/rollouts")
+    cells = {record_id: tab.locator(f'tr.rollout-row[data-traj="{record_id}"] td.num').nth(2)  # step, tokens, trainable
+             for record_id in ("tr_empty_mask", "tr_empty")}
+    expect(cells["tr_empty_mask"]).to_have_text("0 0%")
+    expect(cells["tr_empty"]).to_have_text("-")
