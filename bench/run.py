@@ -16,17 +16,16 @@ import argparse
 import gzip
 import http.client
 import json
+import multiprocessing
 import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.parse
-from multiprocessing import Pool
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,6 +36,7 @@ import synth  # noqa: E402
 
 from skycap_viewer.record.document import is_document_name, record_id_of  # noqa: E402
 from skycap_viewer.record.frames import decompress_one_frame  # noqa: E402
+from tests.server_process import ServerProcess  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -61,11 +61,14 @@ def floor_one_process(paths) -> float:
 
 
 def floor_all_cores(paths, workers: int) -> float:
+    """Every document parsed on all cores, the workers started before the clock: spawned, not forked (a fork
+    of this process, whose server-watching threads may hold a lock, can hang in the child)."""
     chunks = [paths[i : i + 256] for i in range(0, len(paths), 256)]
-    started = time.perf_counter()
-    with Pool(workers) as pool:
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        pool.map(parse_documents, [[] for _ in range(workers)])
+        started = time.perf_counter()
         sum(pool.imap_unordered(parse_documents, chunks))
-    return time.perf_counter() - started
+        return time.perf_counter() - started
 
 
 # -- the server under test ---------------------------------------------------------------------
@@ -101,40 +104,20 @@ def process_rss(pid: int) -> int:
     return 0
 
 
-class Server:
-    """`python -m skycap_viewer DIR --port 0 --quiet [--no-cache]`, with its memory sampled."""
+class Server(ServerProcess):
+    """The tests' server process (`tests/server_process.py`) run in this clone, with its memory sampled, and
+    requests asked as a browser asks them (gzip) for the bytes on the wire."""
 
     def __init__(self, *directories, cache: bool, env: dict):
-        self.args = [sys.executable, "-m", "skycap_viewer", *map(str, directories), "--port", "0", "--quiet"]
-        if not cache:
-            self.args.append("--no-cache")
-        self.env = env
+        super().__init__(directories, env=env, cache_home=env["XDG_CACHE_HOME"] if cache else None, cwd=REPO)
         self.peak_rss = 0
         self._stop = threading.Event()
 
     def __enter__(self):
         self.started = time.perf_counter()
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        env=self.env, cwd=REPO)
-        said = []
-        for line in self.process.stdout:  # the URL comes first; a warning may come before it
-            said.append(line)
-            if "http://" in line or len(said) > 50:
-                break
-        if "http://" not in "".join(said[-1:]):
-            self.__exit__()
-            raise RuntimeError("the server did not start: " + "".join(said)[-2000:])
-        self.url = said[-1][said[-1].index("http://"):].split()[0].rstrip("/")
-        parsed = urllib.parse.urlsplit(self.url)
-        self.host, self.port = parsed.hostname, parsed.port
-        for work in (self._drain, self._sample):
-            threading.Thread(target=work, daemon=True).start()
+        super().__enter__()
+        threading.Thread(target=self._sample, daemon=True).start()
         return self
-
-    def _drain(self):
-        """Keep reading what the server prints, so a full pipe never blocks it."""
-        for _ in self.process.stdout:
-            pass
 
     def _sample(self):
         """Peak memory, every 0.2 s (a /proc scan costs ~3 ms: the server's cores stay its own)."""
@@ -146,18 +129,12 @@ class Server:
 
     def __exit__(self, *exc):
         self._stop.set()
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        super().__exit__(*exc)
 
     def connection(self) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection(self.host, self.port, timeout=120)
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
 
-    def get(self, path: str, *, gzip_ok: bool = True, connection=None):
+    def fetch(self, path: str, *, gzip_ok: bool = True, connection=None):
         """(status, headers, wire bytes) of one GET."""
         own = connection is None
         connection = connection or self.connection()
@@ -170,7 +147,7 @@ class Server:
                 connection.close()
 
     def json(self, path: str):
-        status, headers, body = self.get(path)
+        status, headers, body = self.fetch(path)
         if status != 200:
             return None
         if headers.get("Content-Encoding") == "gzip":
@@ -223,7 +200,7 @@ def _timed_requests(server: Server, path: str, count: int, budget: float) -> dic
     connection = server.connection()
     try:
         started = time.perf_counter()
-        status, headers, body = server.get(path, connection=connection)
+        status, headers, body = server.fetch(path, connection=connection)
         first = time.perf_counter() - started
         if status != 200:
             return {"status": status}
@@ -231,11 +208,11 @@ def _timed_requests(server: Server, path: str, count: int, budget: float) -> dic
         deadline = time.perf_counter() + budget
         while len(times) < count and time.perf_counter() < deadline:
             started = time.perf_counter()
-            server.get(path, connection=connection)
+            server.fetch(path, connection=connection)
             times.append(time.perf_counter() - started)
     finally:
         connection.close()
-    plain = server.get(path, gzip_ok=False)[2]
+    plain = server.fetch(path, gzip_ok=False)[2]
     return {
         "status": 200, "first_ms": first * 1000, "p50_ms": percentile(times, 0.5) * 1000,
         "p95_ms": percentile(times, 0.95) * 1000, "requests": len(times), "bytes": len(plain),
@@ -341,7 +318,7 @@ def new_queries(server: Server, paths: list[str]) -> dict:
     try:
         for path in paths:
             started = time.perf_counter()
-            status = server.get(path, connection=connection)[0]
+            status = server.fetch(path, connection=connection)[0]
             if status == 200:
                 times.append(time.perf_counter() - started)
             elif worst == 200:
@@ -365,7 +342,7 @@ def listing_under_load(server: Server, listings: list[str], huge_paths: str) -> 
         connection = server.connection()
         try:
             while not stop.is_set() and len(fetched) < 10_000:
-                server.get(huge_paths, connection=connection)
+                server.fetch(huge_paths, connection=connection)
                 fetched.append(1)
         finally:
             connection.close()
@@ -697,7 +674,7 @@ def reopened(directory: Path, env: dict, records: int, run_id: str) -> dict:
                 "reopen_first_listing": timed_requests(again, f"/v1/trajectories?run_id={run_id}", 1)}
 
 
-# -- many small records (issue 14) -------------------------------------------------------------
+# -- many small records -------------------------------------------------------------------
 
 DISK_PER_SMALL_RECORD = 8192  # bytes allocated (two files, a 4 KiB block each; ~2.8 KB written), at 10k
 RECORDS_PER_ROLLOUT = 1.01  # 1% of rollouts were retried: their superseded attempt is a record too
@@ -774,6 +751,8 @@ def rows_runs(counts: list[int], args) -> dict[int, dict]:
             print(f"measuring {rows} small rollouts ...", file=sys.stderr, flush=True)
             (work / f"work-{rows}").mkdir()
             figures[rows] = {"rows": rows} | written | measure_rows(directory, work / f"work-{rows}", args)
+            # each run's figures as soon as they are taken: a bench cut short (a million takes an hour) keeps them
+            print(f"figures of {rows} small rollouts: {json.dumps(figures[rows])}", file=sys.stderr, flush=True)
             if args.run_index:
                 print(f"measuring {rows} small rollouts with the run index ...", file=sys.stderr, flush=True)
                 figures[rows]["run_index"] = run_index_figures(directory, work / f"work-{rows}", args, rows,
@@ -790,8 +769,8 @@ def rows_runs(counts: list[int], args) -> dict[int, dict]:
     return figures
 
 
-ROWS_TARGETS = {  # issues 14 and 24, on 2 cores; every other listing kind: p95 <= 100 ms (1M)
-    "cold index (an empty persisted index)": "100k: <= 0.5x the original viewer's 24-30 s (issue 24)",
+ROWS_TARGETS = {  # on 2 cores; every other listing kind: p95 <= 100 ms (1M)
+    "cold index (an empty persisted index)": "100k: <= 0.5x the original viewer's 24-30 s",
     "cold index per document / the smallest run's": "<= 1.1x (1M against 10k)",
     "reopen with the persisted index": "<= 0.5 s (1M)",
     "RSS after the suite (process tree)": "<= 512 MiB (1M), <= 250 MiB (10k)",
@@ -1048,10 +1027,10 @@ def seconds(value) -> str:
     return f"{value:.2f} s" if isinstance(value, (int, float)) else (value or "did not finish")
 
 
-ORIGINAL_VIEWER_FLOORS = 2.27  # the original viewer's cold open of the realistic run, in all-core floors (issue 24)
-TARGETS = {  # issues 5 and 24, for a 10k-rollout run on 2 cores
-    "cold index / all-core floor": "<= 1.5x (issue 24)",
-    "cold index / the original viewer's (2.27 floors)": "<= 0.7x (issue 24)",
+ORIGINAL_VIEWER_FLOORS = 2.27  # the original viewer's cold open of the realistic run, in all-core floors
+TARGETS = {  # for a 10k-rollout run on 2 cores
+    "cold index / all-core floor": "<= 1.5x",
+    "cold index / the original viewer's (2.27 floors)": "<= 0.7x",
     "reopen with the persisted index": "<= 0.3 s",
     "peak RSS (process tree, whole suite)": "<= 300 MiB",
     "rollouts (default): p50 / p95": "p50 <= 15 ms (<= 60 ms at 100k)",
@@ -1064,11 +1043,11 @@ TARGETS = {  # issues 5 and 24, for a 10k-rollout run on 2 cores
     "search: complete / all-core floor": "<= 1.5x",
     "search: the same search again": "faster than the first",
     "search: memory while searching": "server <= 64 MiB over idle",
-    "compare: the two longest rollouts, first answer": "<= 150 ms (issue 13)",
-    "compare: the huge rollout and its group's other member, first answer": "<= 150 ms (issue 13)",
-    "compare view, first paint (Chromium)": "<= 1 s (issue 13)",
-    "line-up of a group of 8: p50 / p95": "<= 200 ms (issue 13)",
-    "two runs compared group by group": "<= 300 ms (issue 13)",
+    "compare: the two longest rollouts, first answer": "<= 150 ms",
+    "compare: the huge rollout and its group's other member, first answer": "<= 150 ms",
+    "compare view, first paint (Chromium)": "<= 1 s",
+    "line-up of a group of 8: p50 / p95": "<= 200 ms",
+    "two runs compared group by group": "<= 300 ms",
 }
 
 
@@ -1160,11 +1139,11 @@ def compare_rows(compare: dict, runs: dict | None) -> list[tuple[str, str]]:
     return rows
 
 
-def markdown(columns: dict[str, list[tuple[str, str]]], target, issue: str) -> str:
+def markdown(columns: dict[str, list[tuple[str, str]]], target) -> str:
     """One Markdown table: a row per figure, a column per run (label -> its (figure, value) rows), and
-    the `issue`'s target of each figure (`target(name)`)."""
+    the target of each figure (`target(name)`)."""
     tables = [dict(rows) for rows in columns.values()]
-    lines = ["| Figure | " + " | ".join(columns) + f" | Target ({issue}) |", "| --- " * (len(columns) + 2) + "|"]
+    lines = ["| Figure | " + " | ".join(columns) + " | Target |", "| --- " * (len(columns) + 2) + "|"]
     for name in tables[0]:
         values = " | ".join(t.get(name, NA) for t in tables)
         lines.append(f"| {name} | {values} | {target(name) or ''} |")
@@ -1180,7 +1159,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rollouts", type=int, default=10_000, help="rollouts in the run (default 10000)")
     parser.add_argument("--huge", action="store_true", help="a 100k-rollout run (same as --rollouts 100000)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--markdown", action="store_true", help="print a Markdown table (README)")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table (docs/benchmark.md)")
     parser.add_argument("--keep", metavar="DIR",
                         help="write the run to DIR (the second run to DIR-b) and keep them (reused when there)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the floor and the cold index (median)")
@@ -1228,7 +1207,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(results, indent=1))
     elif args.markdown:
-        print(markdown({f"{results['records']} records": table(results)}, TARGETS.get, "issue 5"))
+        print(markdown({f"{results['records']} records": table(results)}, TARGETS.get))
     else:
         rows = table(results)
         width = max(len(name) for name, _ in rows)
@@ -1244,7 +1223,7 @@ def report_rows(figures: dict[int, dict], args) -> int:
         print(json.dumps(figures, indent=1))
     else:
         columns = {f"{rows:,} rows": rows_table(results) for rows, results in figures.items()}
-        print(markdown(columns, rows_target, "issues 14 and 24"))
+        print(markdown(columns, rows_target))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Write a synthetic run shaped like a real GRPO run, with the project's example writer.
 
-Shape (issue 5): groups of 8 repetitions per prompt over steps; per rollout a median of ~8.3k
+Shape: groups of 8 repetitions per prompt over steps; per rollout a median of ~8.3k
 tokens and ~15 model calls (p95 ~21k tokens); 10% forked (a resample or an edited reply);
 rewards mostly 0/1; a few truncated replies, failed calls, retried attempts, open and
 abandoned rollouts; plus one huge rollout (~66k tokens, 153 nodes, 21 paths) and its group's other
@@ -14,7 +14,7 @@ import math
 import os
 import random
 from array import array
-from multiprocessing import Pool
+from multiprocessing import get_context
 from pathlib import Path
 
 from skycap_viewer.demo.writer import RecordBuilder
@@ -291,7 +291,9 @@ def write_parallel(directory: Path, builders, rollouts: int, seed: int, workers:
             for first in range(0, rollouts, chunk)]
     totals = {"records": 0, "bytes": 0, "disk_bytes": 0}
     before = os.times()
-    with Pool(workers or os.cpu_count()) as pool:
+    # spawned, not forked: the bench writes runs while its server's pipe readers and memory sampler run,
+    # and a child forked from a process with threads can inherit a lock one of them held (and hang)
+    with get_context("spawn").Pool(workers or os.cpu_count()) as pool:
         for done in pool.imap_unordered(write_chunk, jobs):
             for key, value in zip(totals, done, strict=True):
                 totals[key] += value
