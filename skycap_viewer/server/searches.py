@@ -45,6 +45,7 @@ class Search:
         self.cancelled = False
         self.error: str | None = None  # why the search stopped early (no worker could start)
         self.asked = time.monotonic()
+        self.waiting = 0  # requests waiting on a page now: the search is not idle while one does
         self.changed = threading.Condition()
 
     def run(self, pool: SearchPool):
@@ -52,7 +53,7 @@ class Search:
         found = pool.search(self.directory, self.record_ids, self.query)
         try:
             for result in found:
-                if self.cancelled or time.monotonic() - self.asked > IDLE_SECONDS:
+                if self.cancelled or (not self.waiting and time.monotonic() - self.asked > IDLE_SECONDS):
                     self.cancelled = True
                     break
                 with self.changed:
@@ -76,9 +77,13 @@ class Search:
 
     def page(self, offset: int, limit: int, wait: float = WAIT_SECONDS) -> dict:
         """Hits from `offset`, waiting until `limit` of them are there, the search ends, or `wait` s pass."""
-        self.asked = time.monotonic()
         with self.changed:
-            self.changed.wait_for(lambda: self.done or len(self.hits) >= offset + limit, timeout=wait)
+            self.waiting += 1
+            try:
+                self.changed.wait_for(lambda: self.done or len(self.hits) >= offset + limit, timeout=wait)
+            finally:
+                self.waiting -= 1
+                self.asked = time.monotonic()  # idle from the end of the last page asked for
             data = self.hits[offset : offset + limit]
             end = offset + len(data)
             more = not self.done or end < len(self.hits)
@@ -139,7 +144,7 @@ class Searches:
         """Drop searches nobody asked for: running ones after `IDLE_SECONDS`, finished after `KEPT_SECONDS`."""
         now = time.monotonic()
         for key, search in list(self.by_key.items()):
-            if now - search.asked > (KEPT_SECONDS if search.done else IDLE_SECONDS):
+            if not search.waiting and now - search.asked > (KEPT_SECONDS if search.done else IDLE_SECONDS):
                 search.cancel()
                 del self.by_key[key]
 
