@@ -15,7 +15,7 @@ from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
-from skycap_viewer.record.search import KINDS, Query
+from skycap_viewer.record.search import KINDS, WITHIN, Query
 
 COMMANDS = ("summary", "check", "show", "diff", "grep", "export")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
@@ -66,7 +66,7 @@ def grep_arguments(args) -> tuple[list[Path], Query]:
     if len(args.args) < 2:
         raise UsageError("give one or more record directories, then the text to find")
     *dirs, pattern = args.args
-    return existing_directories(dirs), Query(pattern, args.regex, args.case, args.kind, args.role)
+    return existing_directories(dirs), Query(pattern, args.regex, args.case, args.kind, args.role, args.within)
 
 
 def demo_directory() -> Path:
@@ -185,7 +185,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     diff.add_argument("--path-a", type=int, default=0, metavar="N", help="path N of the first record (default 0)")
     diff.add_argument("--path-b", type=int, default=0, metavar="N", help="path N of the second record (default 0)")
     diff.add_argument("--json", action="store_true", help="print the comparison as JSON (/v1/compare's answer)")
-    grep = argparse.ArgumentParser(prog="skycap-viewer grep", description="Find text in the messages of runs' records.")
+    grep = argparse.ArgumentParser(prog="skycap-viewer grep",
+                                   description="Find text in runs' records: what the Path tab shows of each node.")
     grep.add_argument("args", nargs="+", metavar="DIR... PATTERN", help="record directories, then the text to find")
     grep.add_argument("--regex", action="store_true", help="PATTERN is a regular expression (Python's syntax)")
     grep.add_argument("--case", action="store_true", help="match case (default: case-insensitive, Unicode casefold)")
@@ -193,6 +194,10 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
                       help="sampled: model-authored nodes; given: client-authored ones but replayed; "
                       "replayed: replayed assistant turns")
     grep.add_argument("--role", help="only nodes of this role (system, user, assistant, tool...)")
+    grep.add_argument("--in", dest="within", default="shown", choices=WITHIN,
+                      help="shown (default): each node's text as the Path tab shows it, its decoded tokens where "
+                           "the record has them (chat template and the model's tool-call text included), else its "
+                           "message text; message: the message text only (tool calls as name(arguments))")
     grep.add_argument("--json", action="store_true", help="one JSON object per hit")
     export = argparse.ArgumentParser(prog="skycap-viewer export", description="Write every rollout a listing's "
                                      "filters keep as JSON lines, as /v1/trajectories/export does (same names).")

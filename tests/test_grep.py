@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import FIXTURES, run_cli
 from tests.test_search import CATASTROPHIC, MADE, made_record, raw_nodes
 
 
@@ -28,8 +28,8 @@ def test_every_hit_is_printed_in_record_order_with_its_place(run):
     assert result.returncode == 0 and result.stderr == ""
     lines = result.stdout.splitlines()
     nodes = raw_nodes(run)
-    assert len(lines) == sum(text.casefold().count("answer") for text, _, _ in nodes.values())
-    assert lines[0] == f'{run}/tr_made_1:n2:assistant:7-13: think: answer\\nlookup_answer({{"q": "answer"}})'
+    assert len(lines) == sum(text.casefold().count("answer") for text, _, _, _ in nodes.values())
+    assert lines[0] == f'{run}/tr_made_1:n2:assistant:message:7-13: think: answer\\nlookup_answer({{"q": "answer"}})'
     records = [line[len(str(run)) + 1 :].split(":")[0] for line in lines]
     assert records == sorted(records)
 
@@ -38,10 +38,22 @@ def test_json_has_the_apis_fields_and_the_run(run):
     hits = json_hits(run, "answer")
     nodes = raw_nodes(run)
     for hit in hits:
-        assert set(hit) == {"trajectory_id", "node_id", "role", "kind", "start", "end", "snippet", "run"}
-        assert hit["run"] == str(run)
-        text, role, kind = nodes[hit["trajectory_id"], hit["node_id"]]
+        assert set(hit) == {"trajectory_id", "node_id", "role", "kind", "in", "start", "end", "snippet", "run"}
+        assert hit["run"] == str(run) and hit["in"] == "message"  # text-mode records: their message text
+        text, role, kind, _ = nodes[hit["trajectory_id"], hit["node_id"]]
         assert text[hit["start"] : hit["end"]].casefold() == "answer" and (hit["role"], hit["kind"]) == (role, kind)
+
+
+def test_what_the_model_sampled_is_found_as_the_path_tab_shows_it():
+    """A tool call sampled as `CALL:search:{}` is found by that text; `--in message` finds its message form."""
+    run = FIXTURES / "real-like"
+    sampled = run_cli("grep", run, "CALL:search")
+    assert sampled.returncode == 0 and sampled.stdout.splitlines() == [
+        f"{run}/tr_75f4b514aac0a32f:n2:assistant:tokens:13-24: <s>assistant\\nCALL:search:{{}}</s>"]
+    assert run_cli("grep", run, "CALL:search", "--in", "message").returncode == 1
+    parsed = json_hits(run, "search({})", "--in", "message")
+    assert [(h["trajectory_id"], h["node_id"], h["in"]) for h in parsed] == [("tr_75f4b514aac0a32f", "n2", "message")]
+    assert run_cli("grep", run, "search({})").returncode == 1  # the shown text holds the sampled form only
 
 
 @pytest.mark.slow

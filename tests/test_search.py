@@ -1,16 +1,20 @@
 """`GET /v1/search` over the in-process seam: hits against the records' own text, options, filters,
 streaming by cursor, cancel, bad and catastrophic regexes.
 
-The expected hits are computed here from the documents' raw JSON (decompressed and parsed by this
-test, the node text rebuilt by the rule docs/api.md states for `/v1/search`), never by the search code.
+The expected hits are computed here from the documents' raw JSON and their tokens sidecars
+(decompressed and parsed by this test, the node text rebuilt by the rule docs/api.md states for
+`/v1/search`: the decoded tokens where a node has them, else the message text), never by the search code.
 """
 
+import itertools
 import json
+import math
 import multiprocessing
 import os
 import re
 import shutil
 import signal
+import struct
 import time
 import urllib.parse
 from pathlib import Path
@@ -22,7 +26,8 @@ from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import is_document_name, read_document, record_id_of
 from skycap_viewer.record.frames import decompress_one_frame
-from skycap_viewer.record.search import Query, document_hits
+from skycap_viewer.record.search import WITHIN, Query, document_hits
+from skycap_viewer.record.sidecars import read_tokens
 from skycap_viewer.server import searches
 from tests.conftest import FIXTURES
 from tests.test_web import InProcess
@@ -95,8 +100,31 @@ def raw_text(message) -> str:
     return "\n".join(parts)
 
 
-def raw_nodes(directory: Path) -> dict:
-    """(record id, "n<id>") -> (text, role, kind) for every readable document in `directory`."""
+def decoded_texts(directory: Path, document: dict) -> dict:
+    """node id -> the text its tokens decode to, from its first token on (what the Path tab shows),
+    read from the tokens sidecar with `struct`; {} without a readable one."""
+    manifest = (document.get("sidecars") or {}).get("tokens")
+    try:
+        payload = decompress_one_frame((directory / manifest["file"]).read_bytes())
+        spec = manifest["arrays"]
+        text_at = spec["text"]["offset"]
+        text = payload[text_at : text_at + math.prod(spec["text"]["shape"])]
+        count = math.prod(spec["text_offsets"]["shape"])
+        starts = struct.unpack_from(f"<{count}i", payload, spec["text_offsets"]["offset"])
+        shown = {}
+        for node in document["nodes"]:
+            slices = node.get("tokens")
+            if slices and slices.get("text_offset") is not None:
+                raw = text[slices["text_offset"] : slices["text_offset"] + slices["text_bytes"]]
+                first = starts[slices["offset"]] if slices["length"] else len(raw)
+                shown[node["id"]] = raw[first:].decode("utf-8")
+        return shown
+    except Exception:  # noqa: BLE001 - no sidecar, or a damaged one: the message text is searched
+        return {}
+
+
+def raw_nodes(directory: Path, within: str = "shown") -> dict:
+    """(record id, "n<id>") -> (text, role, kind, in) for every readable document in `directory`."""
     nodes = {}
     for path in sorted(directory.glob("*.json.zst")):
         try:
@@ -105,10 +133,13 @@ def raw_nodes(directory: Path) -> dict:
         except Exception:  # noqa: BLE001 - an unreadable fixture is not searched
             continue
         record_id = path.name[: -len(".json.zst")]
+        shown = decoded_texts(directory, document) if within == "shown" else {}
         for node in listed:
             kind = "sampled" if node["author"] == "model" else (
                 "replayed" if node.get("role") == "assistant" else "given")
-            nodes[record_id, f"n{node['id']}"] = (raw_text(node.get("message")), node.get("role"), kind)
+            text, source = (shown[node["id"]], "tokens") if node["id"] in shown else (
+                raw_text(node.get("message")), "message")
+            nodes[record_id, f"n{node['id']}"] = (text, node.get("role"), kind, source)
     return nodes
 
 
@@ -125,21 +156,22 @@ def search_all(web, run: str, text: str, **options) -> tuple[list[dict], dict]:
 
 
 def expected_nodes(nodes: dict, found) -> set:
-    return {key for key, (text, role, kind) in nodes.items() if found(text, role, kind)}
+    return {key for key, (text, role, kind, _) in nodes.items() if found(text, role, kind)}
 
 
+@pytest.mark.parametrize("within", ["shown", "message"])
 @pytest.mark.parametrize("run, text", [("real-like", "the"), ("groups", "solve"), ("real-like", "E"),
-                                       ("made", "answer")])
-def test_every_node_with_the_text_is_found_and_every_hit_slices_to_it(web, root, run, text):
-    nodes = raw_nodes(root / run)
-    hits, answer = search_all(web, run, text)
+                                       ("made", "answer"), ("real-like", "<|im_start|>assistant")])
+def test_every_node_with_the_text_is_found_and_every_hit_slices_to_it(web, root, run, text, within):
+    nodes = raw_nodes(root / run, within)
+    hits, answer = search_all(web, run, text, **{"in": within})
     wanted = text.casefold()
     assert {(h["trajectory_id"], h["node_id"]) for h in hits} == expected_nodes(
         nodes, lambda t, role, kind: wanted in t.casefold())
     for hit in hits:
-        node_text, role, kind = nodes[hit["trajectory_id"], hit["node_id"]]
+        node_text, role, kind, source = nodes[hit["trajectory_id"], hit["node_id"]]
         assert node_text[hit["start"] : hit["end"]].casefold() == wanted
-        assert (hit["role"], hit["kind"]) == (role, kind)
+        assert (hit["role"], hit["kind"], hit["in"]) == (role, kind, source)
         snippet = hit["snippet"]
         assert snippet["match"] == node_text[hit["start"] : hit["end"]]
         assert node_text[: hit["start"]].endswith(snippet["before"]) and node_text[hit["end"] :].startswith(
@@ -159,6 +191,16 @@ def test_the_search_text_is_the_text_paths_sends_for_a_record_without_tokens(web
         assert nodes[hit["node_id"]]["text"][hit["start"] : hit["end"]].casefold() == "answer"
 
 
+def test_a_hit_in_tokens_slices_the_text_paths_sends_for_its_node(web):
+    hits, _ = search_all(web, "real-like", "assistant", role="assistant")
+    assert {h["in"] for h in hits} == {"tokens"}  # the chat template says "assistant"; no message text here does
+    for hit in hits:
+        nodes = web.json(f"/v1/trajectories/{hit['trajectory_id']}/paths?run_id=real-like")["nodes"]
+        node = nodes[hit["node_id"]]
+        assert (node["token_ids"] is not None) == (hit["in"] == "tokens")
+        assert node["text"][hit["start"] : hit["end"]].casefold() == "assistant"
+
+
 def test_unicode_casefold_and_case(web):
     hits, _ = search_all(web, "made", "strasse")  # casefold: ß is ss
     matched = sorted(raw_nodes(Path(web.catalog.roots[0]) / "made")[h["trajectory_id"], h["node_id"]][0]
@@ -172,7 +214,7 @@ def test_unicode_casefold_and_case(web):
 def test_regex(web, root):
     nodes = raw_nodes(root / "made")
     hits, _ = search_all(web, "made", r"\d+", regex="true")
-    expected = {(key, m.span()) for key, (text, _, _) in nodes.items() for m in re.finditer(r"\d+", text)}
+    expected = {(key, m.span()) for key, (text, _, _, _) in nodes.items() for m in re.finditer(r"\d+", text)}
     assert {((h["trajectory_id"], h["node_id"]), (h["start"], h["end"])) for h in hits} == expected
     insensitive = search_all(web, "made", "ANSWER [0-9]", regex="true")[0]
     assert {h["snippet"]["match"] for h in insensitive} == {"ANSWER 7"}
@@ -211,7 +253,7 @@ def test_a_small_limit_streams_and_the_cursor_completes_it(web, root):
         answer = web.json(f"/v1/search?run_id=many&text=answer&limit=5&cursor={answer['next_cursor']}")
         assert len(answer["data"]) <= 5
         hits += answer["data"]
-    expected = sum(text.casefold().count("answer") for text, _, _ in raw_nodes(root / "many").values())
+    expected = sum(text.casefold().count("answer") for text, _, _, _ in raw_nodes(root / "many").values())
     assert len(hits) == expected == 300 * 6  # reasoning, the call's name and arguments, tool, reply, replayed
     assert answer["done"] and answer["scanned"] == 300
     assert len({(h["trajectory_id"], h["node_id"], h["start"]) for h in hits}) == len(hits)
@@ -285,10 +327,14 @@ def test_ruling_a_document_out_from_its_json_text_never_loses_a_hit(root, case):
                 document = read_document(path)
             except RecordError:
                 continue
-            for text in texts:
-                query = Query(text, case=case)
+            try:
+                tokens = read_tokens(directory, document)
+            except RecordError:
+                tokens = None
+            for text, within in itertools.product(texts, WITHIN):
+                query = Query(text, case=case, within=within)
                 found = search_document(str(directory), record_id, query)
-                assert found.hits == document_hits(document, query, record_id)[0], (path, text)
+                assert found.hits == document_hits(document, query, record_id, tokens)[0], (path, text, within)
                 compared += 1
     assert compared > 1000
 

@@ -13,6 +13,7 @@ the server's file limit, gone with the server) and exit after a while idle.
 
 import multiprocessing
 import queue
+import re
 import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -25,11 +26,13 @@ from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import document_path, document_text, parse_document_text, read_regular_file
 from skycap_viewer.record.frames import file_limit
 from skycap_viewer.record.search import Query, document_hits, may_match
+from skycap_viewer.record.sidecars import read_tokens
 
 SEARCH_NICENESS = 5  # below the server's own process (requests first), above indexing and verification
 # (niceness 10): someone is waiting for a search, nobody for the background sidecar checks
 MATCH_SECONDS = 2.0  # the most one document's matching may take; past it the document is skipped
 DIED = "the worker reading it died (out of memory, or a signal)"
+LISTS_TOKENS = re.compile(r'"tokens"\s*:\s*\{')  # a tokens sidecar manifest, or a node's token slices
 AHEAD = 4  # chunks handed to each worker at a time: every core kept busy, searches running side by side take turns
 
 
@@ -67,20 +70,29 @@ def deadline(seconds: float):
 
 
 def search_document(directory: str, record_id: str, query: Query, seconds: float = MATCH_SECONDS) -> Found:
-    """One document's hits, read with the record readers (bounded decompression, the schema check);
-    a document that cannot hold the text is not parsed (`may_match`)."""
+    """One document's hits, read with the record readers (bounded decompression, the schema check); a
+    document that cannot hold the text and has no tokens to search is not parsed (`may_match`). Its
+    tokens sidecar is read only when the query searches the shown text and the document lists tokens;
+    one that cannot be read leaves the message text searched (the hits say `in: message`)."""
     path = document_path(directory, record_id)
     try:
         text = document_text(read_regular_file(path), path)
-        if not may_match(text, query):
+        with_tokens = query.within == "shown" and LISTS_TOKENS.search(text) is not None
+        if not with_tokens and not may_match(text, query):
             return Found(record_id, [])  # the text is nowhere in the document: no need to parse it
         document = parse_document_text(text, path)
         del text
     except RecordError as error:
         return Found(record_id, [], skipped=f"unreadable: {error.problem}")
+    tokens = None
+    if with_tokens:
+        try:
+            tokens = read_tokens(directory, document)
+        except RecordError:
+            pass  # the Path tab shows the message text of a record whose tokens cannot be read
     try:
         with deadline(seconds):
-            hits, capped = document_hits(document, query, record_id)
+            hits, capped = document_hits(document, query, record_id, tokens)
     except MatchTimeout:
         return Found(record_id, [], skipped=f"matching took longer than {seconds:g} s, the limit per document")
     return Found(record_id, hits, capped)

@@ -1,18 +1,21 @@
 """Find text in one document's nodes: the search core the API's `/v1/search` and `grep` share.
 
-A node's searched text is `blocks.message_text` of its message (reasoning, then content or its text
-parts, then each tool call as `name(arguments)`, joined by newlines; a tool result is a `tool`
-node's content): what the document holds, the string `/paths` sends as the node's `text` when it
-sends no tokens (in token mode `/paths` sends the decoded tokens, template included). Offsets are
-code points into that string. A node's kind is `blocks.node_kind`, the classification the Path's blocks
-use: `sampled` (model-authored), `replayed` (a client-authored assistant turn), `given` (the rest).
+By default a node's searched text is what the Path tab shows of it (`Query.within == "shown"`): the
+text its tokens decode to, chat template and the model's own tool-call syntax included (`CALL:…`),
+where the record has readable tokens for it; else its message text. With `within == "message"` it is
+always the message text: `blocks.message_text` (reasoning, then content or its text parts, then each
+tool call as `name(arguments)`, joined by newlines; a tool result is a `tool` node's content). Each hit
+says which it matched (`in`: `tokens` or `message`); its offsets are code points into that text, the
+string `/paths` sends as the node's `text`. A node's kind is `blocks.node_kind`, the classification the
+Path's blocks use: `sampled` (model-authored), `replayed` (a client-authored assistant turn), `given`.
 
 Without `case`, plain text is matched on the full Unicode case folding (`str.casefold`: `ß` finds
 `SS`) and offsets are mapped back to the original text; a regex is matched with `re.IGNORECASE`
 (Python's simple case folding), since folding a pattern would change what it means (`\\S`).
 
 Most documents of a run hold no hit, so `may_match` first looks for a plain text in the document's
-JSON text, before it is parsed: where it cannot be, the document is not parsed at all. That holds
+JSON text, before it is parsed: where it cannot be, and no tokens are to be searched, the document
+is not parsed at all. That holds
 only where every node text is a JSON string as written, so it answers "maybe" (parse and look)
 for a text of other characters than ASCII letters, digits, spaces, `_` and `-` (which JSON never
 escapes and `message_text` never adds) and for a document with a `\\u` escape, a message that is
@@ -26,6 +29,7 @@ from skycap_viewer.record.blocks import message_text, node_kind
 from skycap_viewer.record.fields import wire_id
 
 KINDS = ("all", "sampled", "given", "replayed")
+WITHIN = ("shown", "message")  # what text of a node is searched: what the Path tab shows, or the message
 MAX_PATTERN = 1000  # characters of a search text or regex
 MAX_DOCUMENT_HITS = 1000  # hits kept per document; the answer says when a cap left some out
 CONTEXT = 40  # code points of text kept on each side of a match in a snippet
@@ -45,6 +49,7 @@ class Query:
     case: bool = False
     kind: str = "all"
     role: str | None = None
+    within: str = "shown"
 
 
 def query_problem(query: Query) -> str | None:
@@ -55,6 +60,8 @@ def query_problem(query: Query) -> str | None:
         return f"text is {len(query.text)} characters; at most {MAX_PATTERN}"
     if query.kind not in KINDS:
         return f"kind must be one of {'|'.join(KINDS)}"
+    if query.within not in WITHIN:
+        return f"in must be one of {'|'.join(WITHIN)}"
     if query.regex:
         try:
             compiled(query)
@@ -116,18 +123,31 @@ def node_wanted(node: dict, query: Query) -> bool:
                                                                        or node.get("role") == query.role)
 
 
-def document_hits(document: dict, query: Query, trajectory_id: str) -> tuple[list[dict], bool]:
-    """(every hit in the document's nodes, in node order, whether `MAX_DOCUMENT_HITS` cut some off)."""
+def searched_text(node: dict, query: Query, tokens) -> tuple[str, str]:
+    """(the node's text the query searches, which one it is: `tokens` or `message`); `tokens` is the
+    record's `TokenData`, or None when it has none to show."""
+    if query.within == "shown" and tokens is not None and node.get("tokens"):
+        shown = tokens.shown_text(node["tokens"])
+        if shown is not None:
+            return shown, "tokens"
+    return message_text(node.get("message")), "message"
+
+
+def document_hits(document: dict, query: Query, trajectory_id: str, tokens=None) -> tuple[list[dict], bool]:
+    """(every hit in the document's nodes, in node order, whether `MAX_DOCUMENT_HITS` cut some off);
+    `tokens` (the record's `TokenData`) is searched where a node has them, unless the query asks for
+    message text."""
     pattern = compiled(query)
     fold = not query.case and not query.regex
     hits = []
     for node in document["nodes"]:
         if not node_wanted(node, query):
             continue
-        text = message_text(node.get("message"))
+        text, within = searched_text(node, query, tokens)
         for start, end in text_matches(pattern, text, fold, MAX_DOCUMENT_HITS - len(hits)):
             hits.append({"trajectory_id": trajectory_id, "node_id": wire_id(node["id"]), "role": node.get("role"),
-                         "kind": node_kind(node), "start": start, "end": end, "snippet": snippet(text, start, end)})
+                         "kind": node_kind(node), "in": within, "start": start, "end": end,
+                         "snippet": snippet(text, start, end)})
         if len(hits) >= MAX_DOCUMENT_HITS:
             return hits, True
     return hits, False

@@ -1,6 +1,7 @@
 """Read sidecar files lazily: little-endian arrays at 8-aligned offsets, standard library only.
 
-Only `/paths` with text and `check` come here; listings never do. A sidecar the manifest
+Only `/paths` with text, `check`, the background verification and a search of the shown text (a
+rollout's tokens, as the Path tab shows them) come here; listings never do. A sidecar the manifest
 lists but whose file is absent (a mirror that left it out) is *absent*, not an error.
 """
 
@@ -118,6 +119,14 @@ class TokenData:
         if tokens.get("text_offset") is None:
             return None
         return self.text[tokens["text_offset"] : tokens["text_offset"] + tokens.get("text_bytes", 0)]
+
+    def shown_text(self, tokens: dict) -> str | None:
+        """The node's text as the Path tab shows it: from its first token's start (`/paths`' `text`)."""
+        raw = self.text_bytes(tokens)
+        if raw is None:
+            return None
+        first = self.text_offsets[tokens["offset"]] if tokens["length"] else len(raw)
+        return raw[first:].decode("utf-8")
 
     def pieces(self, tokens: dict) -> list[str] | None:
         """Each token's text (empty for a token sharing a character it does not complete)."""

@@ -415,7 +415,7 @@ class Api:
             raise ApiError(400, "run_id is required: a search covers one run")
         snapshot = self.scope(params)[0]
         query = Query(one(params, "text") or "", one(params, "regex") == "true", one(params, "case") == "true",
-                      one(params, "kind") or "all", one(params, "role"))
+                      one(params, "kind") or "all", one(params, "role"), one(params, "in") or "shown")
         problem = query_problem(query)
         if problem:
             raise ApiError(400, problem)

@@ -6,8 +6,9 @@
 //   #/run/<run>/lineage?key=K&value=V                    one prompt at every step
 // query keys: step task status ann (repeatable "key=value") q flag (repeatable: every one required)
 //             xflag (repeatable: every one excluded) rmin rmax (the reward range, inclusive)
-//             search scase=1 sre=1 skind srole (the record text search: its text, match case, regex,
-//             block kind and role; it runs inside the filters)
+//             search scase=1 sre=1 skind srole sin (the record text search: its text, match case, regex,
+//             block kind, role, and sin=message to search message text instead of what the Path tab
+//             shows; it runs inside the filters)
 //             ungrouped=1 (the Rollouts view's "no group key" filter: the rollouts no group holds) sort order page
 //             open (group keys, comma separated) tab path tok blk (the pinned place of the Path tab: a
 //             token by its position in the path, the index of a block's [start:end]; or a block by its
@@ -20,7 +21,7 @@
 // the default.
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
-  "page", "open", "search", "scase", "sre", "skind", "srole",
+  "page", "open", "search", "scase", "sre", "skind", "srole", "sin",
   "tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb",
   "lu", "la", "experts"];
 const DRAWER_KEYS = ["tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok",
@@ -59,7 +60,7 @@ export function parse(hash) {
   const query = new URLSearchParams(queryPart);
   if (state.view === "vs" || state.view === "lineage") return Object.assign(state, comparedParts(query));
   for (const key of ["step", "task", "status", "q", "rmin", "rmax", "sort", "order", "search", "skind", "srole",
-    "ca", "cra", "cb", "crb", "lu", "la", "a", "b", "rb", "retok"]) {
+    "sin", "ca", "cra", "cb", "crb", "lu", "la", "a", "b", "rb", "retok"]) {
     state[key] = query.get(key) || "";
   }
   state.scase = query.get("scase") === "1";
@@ -156,7 +157,7 @@ export function clearedFilters() {
 
 /** No record text search: what a new run starts with. */
 function clearedSearch() {
-  return {search: "", scase: false, sre: false, skind: "", srole: ""};
+  return {search: "", scase: false, sre: false, skind: "", srole: "", sin: ""};
 }
 
 /** True when any rollout filter (not the flags) is set. */
@@ -188,5 +189,5 @@ export function rolloutParams(state) {
 /** The record text search's parameters for `/v1/search`: the search inside the current filters. */
 export function searchParams(state) {
   return {...filterParams(state), text: state.search, case: state.scase ? "true" : null,
-    regex: state.sre ? "true" : null, kind: state.skind || null, role: state.srole || null};
+    regex: state.sre ? "true" : null, kind: state.skind || null, role: state.srole || null, in: state.sin || null};
 }

@@ -1,10 +1,10 @@
 // A search match in the Path tab: where it is (which path, which blocks, which characters or
-// tokens of its node) and marking it there. The server's offsets are code points into the node's
-// message text (`/v1/search`); the page's strings count UTF-16 units. A record without tokens
-// shows that same text, so the offsets map directly. A token record shows its decoded tokens,
-// which wrap the message in the chat template (and write tool calls their own way), so the match
-// is found in the token text by its snippet (the text around it), nearest to where it was; what
-// cannot be found there is marked as its whole blocks.
+// tokens of its node) and marking it there. The server's offsets are code points into the text the
+// hit says it matched (`/v1/search`'s `in`); the page's strings count UTF-16 units. A match `in`
+// the tokens, or in the message text of a node shown without tokens, is in the very text the Path
+// tab shows, so the offsets map directly. A match in the message text of a node shown as tokens
+// (a search of `in=message`) is found in the token text by its snippet (the text around it),
+// nearest to where it was; what cannot be found there is marked as its whole blocks.
 
 import {el} from "./dom.js";
 import {visible} from "./facts.js";
@@ -33,7 +33,7 @@ function textRange(node, hit, tokenMode) {
   const text = node.text;
   if (text === null || text === undefined) return null;
   const points = hit.end - hit.start;
-  if (!tokenMode) {
+  if (!tokenMode || hit.in === "tokens") {
     const from = afterPoints(text, hit.start);
     return [from, afterPoints(text, points, from)];
   }

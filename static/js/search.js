@@ -15,6 +15,12 @@ import {visible} from "./facts.js";
 const PAGE = 200;  // matches asked per request; the server waits for them (or 2 s) before it answers
 const LEAD = 24;  // code points of text shown before a match, so the match stays in a narrow row
 const KINDS = [["", "any block"], ["sampled", "sampled"], ["given", "given"], ["replayed", "replayed"]];
+const WITHIN = [["", "shown text"], ["message", "message text"]];
+const SEARCHED = {  // said under the box: what the search reads, as the server's `in` does
+  "": "Searches what the Path tab shows: a node's decoded tokens (chat template and the model's own tool-call "
+    + "text included) where the record has them, else its message text.",
+  message: "Searches the message text: content, reasoning, and tool calls as name(arguments), even where the "
+    + "record has tokens."};
 const ROLES = [["", "any role"], ["system", "system"], ["user", "user"], ["assistant", "assistant"], ["tool", "tool"]];
 
 export class RecordSearch {
@@ -26,7 +32,7 @@ export class RecordSearch {
     this.running = null;  // the search being polled: {params, cursor, stopped, told (the server was told to stop)}
     this.input = applying(el("input", {type: "search", id: "record-search", placeholder: "find in record text",
       "aria-label": "find in record text", autocomplete: "off",
-      title: "search the messages of the rollouts the filters keep; Enter searches"}),
+      title: "search the text of the rollouts the filters keep; Enter searches"}),
     () => this.state.search, (search) => this.go({search}), 0);
     const option = (name, label, title) => el("label", {className: "option", title},
       el("input", {type: "checkbox", dataset: {option: name},
@@ -38,6 +44,9 @@ export class RecordSearch {
       {"aria-label": "block kind searched", dataset: {option: "skind"}});
     this.roleBox = select(ROLES, "", (srole) => this.go({srole}),
       {"aria-label": "role searched", dataset: {option: "srole"}});
+    this.withinBox = select(WITHIN, "", (sin) => this.go({sin}),
+      {"aria-label": "text searched", dataset: {option: "sin"}});
+    this.searched = el("p", {className: "search-what muted small"});
     this.progress = el("span", {className: "search-progress muted small", "aria-live": "polite"});
     this.stopButton = button("stop", () => this.stop(), {className: "ghost", dataset: {option: "stop"}, hidden: true,
       title: "stop this search (the matches found so far stay)"});
@@ -46,8 +55,8 @@ export class RecordSearch {
       onkeydown: (event) => this.onKey(event)});
     this.node = el("div", {className: "record-search"},
       el("div", {className: "search-row"}, this.input, this.caseBox, this.regexBox, this.kindBox, this.roleBox,
-        this.progress, this.stopButton),
-      this.error, this.list);
+        this.withinBox, this.progress, this.stopButton),
+      this.searched, this.error, this.list);
   }
 
   /** Match the box and the list to `state`; a new search, new options or new filters search again. */
@@ -58,6 +67,8 @@ export class RecordSearch {
     this.regexBox.querySelector("input").checked = state.sre;
     this.kindBox.value = state.skind;
     this.roleBox.value = state.srole;
+    this.withinBox.value = state.sin;
+    this.searched.textContent = SEARCHED[state.sin] || SEARCHED[""];
     const params = searchParams(state);
     const key = JSON.stringify(params);
     if (key === this.key) return;
@@ -142,7 +153,8 @@ export class RecordSearch {
     return el("li", {role: "option", id: `match-${index}`, className: "match", dataset: {match: index},
       "aria-selected": "false", onclick: () => this.open(index)},
     el("span", {className: "match-traj"}, hit.trajectory_id),
-    el("span", {className: "match-node muted"}, `${hit.node_id} · ${hit.role ?? "(no role)"}`),
+    el("span", {className: "match-node muted", title: hit.in === "tokens" ? "matched in the decoded tokens"
+      : "matched in the message text"}, `${hit.node_id} · ${hit.role ?? "(no role)"} · ${hit.in}`),
     el("span", {className: "snippet"}, visible(lead, true), el("mark", {}, visible(snippet.match || "", true)),
       visible(snippet.after || "", true)));
   }

@@ -231,3 +231,34 @@ def test_a_match_in_a_later_part_of_a_huge_record_is_fetched_marked_and_shown(pa
     tab.wait_for_function("() => document.querySelector('#drawer .block[data-node=\"n11998\"] mark.hit')?.textContent"
                           " === 'turn 11998'", timeout=60_000)
     tab.wait_for_function(f"() => ({IN_VIEW})('#drawer mark.hit')")
+
+
+def sampled_as_written(document):
+    """The model's reply as skycap parses it: a tool call, where its tokens say `CALL:search:{}`."""
+    document["nodes"][1]["message"] = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]}
+
+
+def test_the_search_finds_what_the_path_tab_shows_and_says_what_it_searched(page_over, tmp_path):
+    run = tmp_path / RUN
+    run.mkdir()
+    write_token_record(run, "tr_s_call", {0: ("look it up", None), 1: (SCAFFOLD + "CALL:search:{}</s>", len(SCAFFOLD))},
+                       sampled_as_written)
+    tab = page_over(tmp_path).open(f"#/run/{RUN}/rollouts")
+    expect(tab.locator(".search-what")).to_contain_text("decoded tokens")
+    search(tab, "CALL:search")
+    expect(tab.locator(".search-progress")).to_have_text("searched 1 of 1 record · 1 match")
+    expect(tab.locator(".match-node")).to_have_text("n1 · assistant · tokens")
+    open_match(tab, "tr_s_call", "n1")
+    marked = tab.locator('#drawer .block[data-node="n1"] span.t.hit')
+    expect(marked).to_have_count(len("CALL:search"))
+    assert "".join(marked.all_inner_texts()) == "CALL:search"
+
+    tab.locator('.record-search select[data-option="sin"]').select_option("message")
+    expect(tab.locator(".search-what")).to_contain_text("message text")
+    expect(tab.locator(".search-progress")).to_have_text("searched 1 of 1 record · 0 matches")
+    search(tab, "search({})")
+    expect(tab.locator(".match-node")).to_have_text("n1 · assistant · message")
+    assert "sin=message" in tab.evaluate("location.hash")
+    open_match(tab, "tr_s_call", "n1")  # the message's form is not in the tokens: its blocks are marked
+    expect(tab.locator('#drawer .block[data-node="n1"].hit-block').first).to_be_visible()
