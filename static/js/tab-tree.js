@@ -80,7 +80,8 @@ function layout(graph, byId, paths) {
 }
 
 /** The connector text before each row: │ where a rail carries on below, ├ or └ where a branch
- *  leaves it (└ when nothing follows on that rail). */
+ *  leaves it (└ when nothing follows on that rail), then • on the row's own rail, so the main line
+ *  after a branch joins the rail its branches left from. */
 function connectors(rows) {
   // continues[i][c]: some later row is on rail c before any row left of c
   const out = new Array(rows.length);
@@ -93,7 +94,7 @@ function connectors(rows) {
       if (c === rail - 1 && starts) text += on ? "├─" : "└─";
       else text += on ? "│ " : "  ";
     }
-    out[i] = text;
+    out[i] = `${text}•`;
     below = rows[i].root ? [] : below.slice(0, rail + 1);  // no rail runs up out of a tree into the one above
     below[rail] = !rows[i].root;
   }

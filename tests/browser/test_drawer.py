@@ -301,7 +301,7 @@ def test_the_tree_keeps_the_main_line_on_rail_0_and_each_branch_beside_it(page, 
     for root in roots:
         row = tab.locator(f'.tree-row.new-root[data-node="{root}"]')
         expect(row).to_contain_text("new root")
-        assert rails[root] == 0 and row.locator(".rails").inner_text().strip() == ""
+        assert rails[root] == 0 and row.locator(".rails").inner_text().strip() == "•"  # no rail runs into it
     for path in paths[1:]:
         first = path["diverges_at"]
         if first in roots:
@@ -316,6 +316,10 @@ def test_the_tree_keeps_the_main_line_on_rail_0_and_each_branch_beside_it(page, 
         assert len({rails[kid] for kid in kids[1:]}) == 1 and rails[kids[1]] == rails[point["node_id"]] + 1
         assert order.index(kids[1]) == order.index(point["node_id"]) + 1
         expect(tab.locator(f'.tree-row[data-node="{kids[1]}"] .rails')).to_contain_text("├─")
+    drawn = tab.locator(".tree-row .rails").all_inner_texts()
+    for above, below in zip(paths[0]["node_ids"], paths[0]["node_ids"][1:]):  # the main line is one unbroken rail
+        start, end = order.index(above), order.index(below)
+        assert drawn[end].startswith("•") and all(drawn[i][0] in "├│" for i in range(start + 1, end)), (above, below)
     page.shot("tree-rails")
 
 
