@@ -95,15 +95,26 @@ def say_skipped(skipped: list[Skipped], said: set[Path]) -> None:
 def is_record_directory(path) -> bool:
     try:
         with os.scandir(path) as entries:
-            return any(is_document_name(e.name) and not e.is_dir() for e in entries)
+            return any(is_document_name(e.name) and not entry_is_directory(e, None) for e in entries)
     except OSError:
         return False
 
 
-def _subdirectories(path: Path) -> list[Path]:
+def entry_is_directory(entry: os.DirEntry, skipped: list[Skipped] | None) -> bool:
+    """Whether `entry` is (or links to) a directory; an entry that cannot be looked at (a symlink
+    loop, no permission, an I/O error) is not, and is added to `skipped`: its siblings are still listed."""
+    try:
+        return entry.is_dir()
+    except OSError as error:
+        if skipped is not None:
+            skipped.append(Skipped(Path(entry.path), f"cannot be looked at ({error.strerror or error})"))
+        return False
+
+
+def _subdirectories(path: Path, skipped: list[Skipped] | None = None) -> list[Path]:
     try:
         with os.scandir(path) as entries:
-            found = [Path(e.path) for e in entries if not e.name.startswith(".") and e.is_dir()]
+            found = [Path(e.path) for e in entries if not e.name.startswith(".") and entry_is_directory(e, skipped)]
     except OSError:
         return []
     return sorted(found)
@@ -136,7 +147,7 @@ def record_directories(root: Path, skipped: list[Skipped] | None = None) -> list
             if skipped is not None:
                 skipped.extend(too_deep(path))
             return []
-        return [found for child in _subdirectories(path) for found in look(child, levels - 1)]
+        return [found for child in _subdirectories(path, skipped) for found in look(child, levels - 1)]
 
     return look(root, 2)
 
