@@ -71,6 +71,10 @@ def test_exit_codes(run):
     bad = run_cli("grep", run, "(a", "--regex")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == "skycap-viewer: bad regex: missing ), unterminated subpattern at position 0\n"
+    for regex in ("a{4294967296}", "(" * 499 + "a" + ")" * 499):  # raise other errors than re.error
+        bad = run_cli("grep", run, regex, "--regex")
+        assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1
+        assert bad.stderr.startswith("skycap-viewer: bad regex: ")
     assert run_cli("grep", run).returncode == 2  # no pattern
     assert run_cli("grep", run / "nope", "a").returncode == 2
     assert run_cli("grep", run, "a", "--kind", "nope").returncode == 2

@@ -274,6 +274,11 @@ def test_a_search_can_be_cancelled_and_its_cursor_then_is_gone(web):
 def test_bad_requests_are_400_naming_the_problem(web):
     assert web.json("/v1/search?run_id=made&text=(a&regex=true", 400)["detail"].startswith(
         "bad regex: missing ), unterminated subpattern at position 0")
+    for regex, why in (("a{4294967296}", "the repetition number is too large"),  # OverflowError
+                       ("(" * 499 + "a" + ")" * 499, "nested too deeply to compile")):  # RecursionError
+        text = urllib.parse.quote(regex)
+        assert web.json(f"/v1/search?run_id=made&text={text}&regex=true", 400)["detail"] == f"bad regex: {why}"
+    assert web.json("/v1/search?run_id=made&text=a&in=tokens", 400)["detail"] == "in must be one of shown|message"
     assert web.json("/v1/search?run_id=made", 400)["detail"] == "text is required"
     assert web.json("/v1/search?text=a", 400)["detail"].startswith("run_id is required")
     kinds = "kind must be one of all|sampled|given|replayed"

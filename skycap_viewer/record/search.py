@@ -36,6 +36,7 @@ CONTEXT = 40  # code points of text kept on each side of a match in a snippet
 MAX_MATCH_SHOWN = 200  # code points of the match itself in a snippet (start/end always say all of it)
 
 
+RAISED = {RecursionError: "nested too deeply to compile", MemoryError: "too large to compile"}
 PREFILTERED = re.compile(r"[A-Za-z0-9 _-]+")  # texts `may_match` can rule out from the JSON text
 NOT_AS_WRITTEN = re.compile(r'\\u|"message":\s*[^{n\s]|"content":\s*\[|"(?:name|arguments)":\s*[^"\s]')
 
@@ -68,6 +69,8 @@ def query_problem(query: Query) -> str | None:
         except re.error as error:
             where = f" at position {error.pos}" if error.pos is not None else ""
             return f"bad regex: {error.msg}{where}"
+        except (OverflowError, RecursionError, MemoryError, ValueError) as error:  # `a{4294967296}`, 499 groups
+            return f"bad regex: {RAISED.get(type(error)) or str(error) or type(error).__name__}"
     return None
 
 
