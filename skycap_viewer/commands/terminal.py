@@ -24,7 +24,8 @@ STYLES = {
     "grey": "90",
 }
 MARKS = ("⟦", "⟧")  # around marked text in plain output: `diff`'s differing units, `show`'s media items
-UNSAFE_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # direction controls: reorder what a terminal shows
+UNSAFE_CHARACTERS = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ud800-\\udfff{BIDI}]")
 
 
 def escaped(match) -> str:
@@ -33,17 +34,18 @@ def escaped(match) -> str:
 
 
 def safe(text: str) -> str:
-    """Escape characters in record text that could move the cursor, restyle the terminal or not
-    encode at all (`show` and `check` print what a record says)."""
+    """Escape characters in record text that could move the cursor, restyle the terminal, reorder
+    the line (bidi controls: `\\u202e` shows `txt.exe` as `exe.txt`) or not encode at all (`show`
+    and `check` print what a record says)."""
     return UNSAFE_CHARACTERS.sub(escaped, text)
 
 
-JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # json.dumps escapes C0 itself
+JSON_UNSAFE = re.compile(f"[\\x7f-\\x9f\\u2028\\u2029\\ud800-\\udfff{BIDI}]")  # json.dumps escapes C0 itself
 
 
 def json_text(value, indent: int | None = 1) -> str:
     """`value` as JSON (indented, or on one line with `indent=None`) for a terminal or a pipe: C0 and C1
-    controls, line separators and lone surrogates written as `\\uXXXX` escapes (the same JSON value),
+    controls, line separators, bidi controls and lone surrogates written as `\\uXXXX` escapes (the same JSON value),
     never as raw characters."""
     text = json.dumps(value, indent=indent, ensure_ascii=False)
     return JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
