@@ -317,7 +317,8 @@ def test_the_tree_keeps_the_main_line_on_rail_0_and_each_branch_beside_it(page, 
         assert order.index(kids[1]) == order.index(point["node_id"]) + 1
         expect(tab.locator(f'.tree-row[data-node="{kids[1]}"] .rails')).to_contain_text("├─")
     drawn = tab.locator(".tree-row .rails").all_inner_texts()
-    for above, below in zip(paths[0]["node_ids"], paths[0]["node_ids"][1:]):  # the main line is one unbroken rail
+    main = paths[0]["node_ids"]
+    for above, below in zip(main, main[1:], strict=False):  # the main line is one unbroken rail
         start, end = order.index(above), order.index(below)
         assert drawn[end].startswith("•") and all(drawn[i][0] in "├│" for i in range(start + 1, end)), (above, below)
     page.shot("tree-rails")
