@@ -1,12 +1,15 @@
 """Live updates: records and runs change on disk while the real server runs, and it follows."""
 
+import json
 import os
 import shutil
 
 import pytest
 
+from skycap_viewer.record.frames import compress, decompress_one_frame
 from tests.conftest import FIXTURES
 from tests.server_process import ServerProcess, wait_for
+from tests.test_web import InProcess
 
 
 def copy_record(source_dir, record_id, target_dir, as_name=None):
@@ -74,3 +77,40 @@ def test_records_and_runs_appear_change_and_go(tmp_path):
 
         shutil.rmtree(second)
         wait_for(lambda: "second" not in {r["id"] for r in server.get("/v1/runs")["data"]}, "a removed run")
+
+
+def test_a_rewrite_that_keeps_size_and_mtime_is_noticed(tmp_path):
+    """A record rewritten through a temporary file and a rename, its mtime set back (`utime`), and of the
+    same size: the index reads it again (its inode and status-change time moved)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    copy_record(FIXTURES / "groups-text", "tr_g1a0a0", run)
+    path = run / "tr_g1a0a0.json.zst"
+    document = json.loads(decompress_one_frame(path.read_bytes()))
+    assert document["annotations"]["reward"] == 1
+    document["annotations"]["reward"] = 0
+    written = compress(json.dumps(document, separators=(",", ":")).encode())
+    for pad in range(200):  # the same number of bytes as the file it replaces
+        if len(written) == path.stat().st_size:
+            break
+        document["meta"]["pad"] = "x" * pad
+        written = compress(json.dumps(document, separators=(",", ":")).encode())
+    assert len(written) == path.stat().st_size
+    an_hour_ago = path.stat().st_mtime_ns - 3600 * 10**9  # long settled: no "written just now" re-read covers it
+    os.utime(path, ns=(an_hour_ago, an_hour_ago))
+    web = InProcess(tmp_path)
+    try:
+        listed = lambda: web.json("/v1/trajectories?run_id=run")["data"][0]["annotations"]["reward"]  # noqa: E731
+        assert listed() == 1
+        web.watcher.poll()  # verified now: only a new version of the file makes it read again
+        before = path.stat()
+        temporary = run / ".tr_g1a0a0.json.zst.tmp"
+        temporary.write_bytes(written)
+        os.replace(temporary, path)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+        web.watcher.poll()
+        assert listed() == 0
+    finally:
+        web.server.api.searches.close()
+        web.server.server_close()

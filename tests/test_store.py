@@ -151,13 +151,13 @@ def test_kept_counts_and_groups_follow_every_change(tmp_path):
                 store.remove(name)
                 present.discard(name)
             else:  # a new row, or the same document rewritten under another name's row
-                store.put(name, 1, 1, rows[name] if chooser.random() < 0.8 else rows[chooser.choice(names)])
+                store.put(name, 1, 1, 1, rows[name] if chooser.random() < 0.8 else rows[chooser.choice(names)])
                 present.add(name)
         store.commit()
     final = {name: row for name, row in ((n, r) for n, r in store_rows(store))}
     fresh = RunStore(tmp_path / "fresh.sqlite", facts, ("step", "instance_id"))
     for name, row in final.items():
-        fresh.put(name, 1, 1, row)
+        fresh.put(name, 1, 1, 1, row)
     fresh.commit()
     assert counts_of(store.path) == counts_of(fresh.path)
     assert len(final) == len(present) > 0
@@ -172,7 +172,7 @@ def test_groups_computed_a_few_at_a_time_are_the_groups_computed_at_once(tmp_pat
     for at_once in (10_000, 2):
         monkeypatch.setattr("skycap_viewer.catalog.store.GROUPS_AT_ONCE", at_once)
         store = RunStore(tmp_path / f"{at_once}.sqlite", {"test": 1}, ("step", "instance_id"))
-        store.put_many([(name, 1, 1, compute_row(str(directory), name), False) for name in names])
+        store.put_many([(name, 1, 1, 1, compute_row(str(directory), name), False) for name in names])
         store.commit()
         stores[at_once] = store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall()
     assert len(stores[2]) > 2 * 2

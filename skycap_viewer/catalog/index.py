@@ -29,18 +29,26 @@ from skycap_viewer.record.fields import iso_time, scalar_text
 MAX_ANNOTATION_VALUES = 50
 
 
-def file_version(size: int, mtime_ns: int) -> int:
-    """A document's (size, mtime_ns) as one int: a million of them are kept, a third of the room of tuples."""
-    return size << 64 | (mtime_ns + 2**63)
+def file_version(size: int, mtime_ns: int, stamp: int = 0) -> int:
+    """A document's (size, mtime_ns, `change_stamp`) as one int: a million of them are kept, a third of
+    the room of tuples."""
+    return (size << 64 | (mtime_ns + 2**63)) << 64 | stamp
+
+
+def change_stamp(stat: os.stat_result) -> int:
+    """The file's inode and status-change time folded into 63 bits: a rewrite by rename (a new inode)
+    or in place (a new ctime, which `utime` cannot set back) changes it though size and mtime are
+    set back as they were."""
+    return (stat.st_ctime_ns * 1_000_003 ^ stat.st_ino) & (2**63 - 1)
 
 
 def version_size(version: int) -> int:
-    return version >> 64
+    return version >> 128
 
 
-def version_parts(version: int) -> tuple[int, int]:
-    """(size, mtime_ns) of a `file_version`."""
-    return version >> 64, (version & (2**64 - 1)) - 2**63
+def version_parts(version: int) -> tuple[int, int, int]:
+    """(size, mtime_ns, stamp) of a `file_version`."""
+    return version >> 128, ((version >> 64) & (2**64 - 1)) - 2**63, version & (2**64 - 1)
 
 
 def scan_directory(directory) -> dict[str, int]:
@@ -57,7 +65,7 @@ def scan_directory(directory) -> dict[str, int]:
                     stat = entry.stat(follow_symlinks=False)
                 except OSError:  # deleted between the listing and the stat
                     continue
-            listing[entry.name] = file_version(stat.st_size, stat.st_mtime_ns)
+            listing[entry.name] = file_version(stat.st_size, stat.st_mtime_ns, change_stamp(stat))
     return listing
 
 
@@ -201,7 +209,7 @@ class IndexedRun:
         """What each document was indexed at: read from the database at the first listing, not at
         opening, so a reopened run is listed before a million versions are read."""
         if self.known is None:
-            self.known = {name: file_version(size, mtime) for name, size, mtime in self.store.versions()}
+            self.known = {name: file_version(*version) for name, *version in self.store.versions()}
         return self.known
 
     def changes(self, listing: dict[str, int]) -> Changes:

@@ -34,7 +34,7 @@ from skycap_viewer.flags import FLAG_ORDER, FLAGS
 from skycap_viewer.record.fields import scalar_text
 from skycap_viewer.wire import encode_json
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SORT_COLUMNS = ("step", "task", "reward", "turns", "tokens", "health", "trained")  # `created`: the index's own order
 KEPT = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
         "unreadable", "error", "cut", "_keys", "_retokenized", "trained", "superseded")
@@ -50,9 +50,9 @@ SCHEMA = [
     "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, value)",
     """CREATE TABLE IF NOT EXISTS rows (
         rid INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-        id TEXT NOT NULL, created, step, task, status, reward, turns, tokens, health, flags INTEGER NOT NULL,
-        trained, superseded, gkey TEXT, unreadable INTEGER NOT NULL, verified INTEGER NOT NULL, kept BLOB NOT NULL,
-        json BLOB NOT NULL)""",
+        stamp INTEGER NOT NULL, id TEXT NOT NULL, created, step, task, status, reward, turns, tokens, health,
+        flags INTEGER NOT NULL, trained, superseded, gkey TEXT, unreadable INTEGER NOT NULL, verified INTEGER NOT NULL,
+        kept BLOB NOT NULL, json BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS rows_by_id ON rows (id)",
     "CREATE INDEX IF NOT EXISTS rows_by_group ON rows (gkey) WHERE gkey IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS rows_unverified ON rows (rid) WHERE NOT verified",
@@ -81,8 +81,8 @@ SCHEMA = [
     "CREATE INDEX IF NOT EXISTS index_rows_by_id ON index_rows (id)",
     "CREATE INDEX IF NOT EXISTS index_rows_missing ON index_rows (phase, step, file, position) WHERE NOT present",
 ]
-ROW_COLUMNS = ("rid, name, size, mtime_ns, id, created, step, task, status, reward, turns, tokens, health, flags,"
-               " trained, superseded, gkey, unreadable, verified, kept, json")  # as `put_many` gives them
+ROW_COLUMNS = ("rid, name, size, mtime_ns, stamp, id, created, step, task, status, reward, turns, tokens, health,"
+               " flags, trained, superseded, gkey, unreadable, verified, kept, json")  # as `put_many` gives them
 LISTING_INDEXES = [  # built once a run's first indexing is done: one bulk build costs less than a million updates
     "CREATE INDEX IF NOT EXISTS rows_oldest ON rows ((created IS NULL), created, id)",
     *(f"CREATE INDEX IF NOT EXISTS rows_by_{column}_{order} ON rows"
@@ -240,10 +240,10 @@ class RunStore:
             self.in_transaction = True
 
     def versions(self):
-        """(name, size, mtime_ns) of every stored readable row (read once, when a run is reopened):
+        """(name, size, mtime_ns, stamp) of every stored readable row (read once, when a run is reopened):
         unreadable ones are read again, so a record whose permissions or bytes were repaired without
         a new size or mtime shows at once."""
-        return self.db.execute("SELECT name, size, mtime_ns FROM rows WHERE NOT unreadable")
+        return self.db.execute("SELECT name, size, mtime_ns, stamp FROM rows WHERE NOT unreadable")
 
     def build_listing_indexes(self):
         """Build the sort and filter indexes (once: a run's first indexing is done)."""
@@ -256,12 +256,13 @@ class RunStore:
                         self.db.execute(statement)
             self.listing_indexes = True
 
-    def put(self, name: str, size: int, mtime_ns: int, row: dict, replacing: bool = True):
-        """Store the row of document `name` (replacing the one it had unless `replacing` says it has
-        none), with what the run index says of it, inside the open batch."""
-        self.put_many([(name, size, mtime_ns, row, replacing)])
+    def put(self, name: str, size: int, mtime_ns: int, stamp: int, row: dict, replacing: bool = True):
+        """Store the row of document `name` read at (size, mtime_ns, stamp: `index.change_stamp`),
+        replacing the one it had unless `replacing` says it has none, with what the run index says of
+        it, inside the open batch."""
+        self.put_many([(name, size, mtime_ns, stamp, row, replacing)])
 
-    def put_many(self, stored: list[tuple[str, int, int, dict, bool]]):
+    def put_many(self, stored: list[tuple[str, int, int, int, dict, bool]]):
         """`put` for several documents (distinct names) at once: their rows go in with one `executemany`
         a table, which costs a third of a statement a row (the rids are given, not read back)."""
         if not stored:
@@ -269,7 +270,7 @@ class RunStore:
         self.begin()
         rows, annotations, texts = [], [], []
         rid = self.db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
-        for name, size, mtime_ns, row, replacing in stored:
+        for name, size, mtime_ns, stamp, row, replacing in stored:
             if replacing:
                 self.remove(name)
             row = self.with_index(row)
@@ -277,7 +278,7 @@ class RunStore:
             gkey = group_key_of(row, self.group_by)
             bits = flag_bits(row["flags"])
             rid += 1
-            rows.append((rid, name, size, mtime_ns, row["id"], keys["created"], row["step"], row["task_id"],
+            rows.append((rid, name, size, mtime_ns, stamp, row["id"], keys["created"], row["step"], row["task_id"],
                          row["status"], keys["reward"], keys["turns"], keys["tokens"], keys["health"], bits,
                          row.get("trained"), row.get("superseded"), gkey, bool(row.get("unreadable")),
                          bool(row.get("_verified")), pack({key: row[key] for key in KEPT if key in row}),
@@ -295,7 +296,7 @@ class RunStore:
             self.db.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts)
         if self.has_index:
             self.index_missing -= self.db.executemany(
-                "UPDATE index_rows SET present = 1 WHERE id = ? AND NOT present", [(row[4],) for row in rows]).rowcount
+                "UPDATE index_rows SET present = 1 WHERE id = ? AND NOT present", [(row[5],) for row in rows]).rowcount
 
     def remove(self, name: str):
         """Take the row of document `name` out, inside the open batch (nothing when it has none)."""
