@@ -4,6 +4,7 @@ trusted, `--no-cache` leaves it alone, and it never lands in a record directory.
 import os
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 
@@ -161,6 +162,22 @@ def test_a_cache_inside_a_record_directory_is_refused(runs, capsys):
     index_once(run, run / "cache" / "skycap-viewer")
     assert "not using the persisted index" in capsys.readouterr().err
     assert tree(run) == before
+
+
+@pytest.mark.parametrize("beside", ["", "-wal", "-journal"])
+def test_a_database_symlinked_out_of_the_cache_is_not_followed(runs, tmp_path, capsys, beside):
+    """A dangling symlink in place of a run's database (or of a file SQLite keeps beside it) that points
+    into the record directory: the run is indexed in a temporary directory, and nothing is created there."""
+    run = runs / "groups"
+    cache = tmp_path / "cache"
+    database, _ = IndexFiles(cache).database_for(run, ("step",))  # makes the cache directory
+    target = run / "planted.sqlite"
+    Path(f"{database}{beside}").symlink_to(target)
+    before = tree(run)
+    catalog, computed = index_once(run, cache)
+    assert f"{database}{beside} is a symlink out of the cache directory" in capsys.readouterr().err
+    assert not os.path.lexists(target) and tree(run) == before
+    assert catalog.runs["groups"].store.db.execute("SELECT count(*) FROM rows").fetchone()[0] == len(computed) > 0
 
 
 def listings(server) -> dict:

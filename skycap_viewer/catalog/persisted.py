@@ -27,6 +27,7 @@ from skycap_viewer.catalog.store import SCHEMA_VERSION
 from skycap_viewer.record.frames import file_limit
 
 SUFFIX = ".sqlite"
+SQLITE_FILES = ("-wal", "-shm", "-journal")  # what SQLite writes beside a database, at the database's path + these
 
 
 def cache_directory() -> Path:
@@ -91,4 +92,21 @@ class IndexFiles:
         key = hashlib.sha256(str(run_directory).encode()).hexdigest()[:32]
         facts = {"schema": SCHEMA_VERSION, "viewer": __version__, "code": code_fingerprint(),
                  "directory": str(run_directory), "file_limit": file_limit(), "group_by": ",".join(group_by)}
-        return directory / (key + SUFFIX), facts
+        database = directory / (key + SUFFIX)
+        leaving = self.link_leaving_cache(database)
+        if leaving is not None:  # SQLite would follow it, and write where it points: into a record directory, maybe
+            print(f"skycap-viewer: {leaving} is a symlink out of the cache directory: {run_directory} is indexed "
+                  "in a temporary directory", file=sys.stderr, flush=True)
+            database = self.temporary_directory() / (key + SUFFIX)
+        return database, facts
+
+    def link_leaving_cache(self, database: Path) -> Path | None:
+        """The database file, or one SQLite keeps beside it (`-wal`, `-shm`, `-journal`), that is a
+        symlink leading out of the cache directory (dangling ones included), or None."""
+        if self.disabled is not None:
+            return None
+        inside = self.directory.resolve()
+        for path in (database, *(Path(f"{database}{suffix}") for suffix in SQLITE_FILES)):
+            if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(inside):
+                return path
+        return None
