@@ -145,6 +145,13 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
     serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                        help="also answer requests for this host name (e.g. the machine's name with --host 0.0.0.0)")
+    serve.add_argument("--token", metavar="VALUE",
+                       help="require this token on every request (default: one made at start when --host is not "
+                            "loopback; also SKYCAP_VIEWER_TOKEN); the printed URL carries it")
+    serve.add_argument("--no-token", action="store_true",
+                       help="serve beyond loopback without a token: anyone who can reach the port reads every record")
+    serve.add_argument("--certfile", metavar="PEM", help="serve HTTPS with this certificate (and its key)")
+    serve.add_argument("--keyfile", metavar="PEM", help="the certificate's private key, when not in --certfile")
     serve.add_argument("--quiet", action="store_true", help="no access log")
     serve.add_argument("--open", action="store_true", help="open the page in a browser")
     serve.add_argument("--demo", action="store_true", help="serve the small example run shipped with the viewer")
@@ -254,7 +261,8 @@ def main(argv=None) -> int:
 
         return run_serve(given_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),
                          quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache,
-                         verify=not args.no_verify, allowed_hosts=args.allowed_host)
+                         verify=not args.no_verify, allowed_hosts=args.allowed_host, token=args.token,
+                         no_token=args.no_token, certfile=args.certfile, keyfile=args.keyfile)
     except UsageError as error:
         print(f"skycap-viewer: {safe(str(error))}", file=sys.stderr)  # it may name a file or a record's text
         return 2

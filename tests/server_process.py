@@ -38,6 +38,7 @@ class ServerProcess:
         self.cwd = cwd
         self.process = None
         self.url = None
+        self.token = None  # the token of a viewer that requires one, from the URL it printed
         self.lines = []  # everything the server printed after its URL line (stdout and stderr)
 
     def __enter__(self):
@@ -50,8 +51,11 @@ class ServerProcess:
             line = self.process.stdout.readline()
             if not line:
                 break
-            if "http://" in line:
-                self.url = line[line.index("http://"):].split()[0].rstrip("/")
+            if "http://" in line or "https://" in line:
+                printed = line[line.index("http"):].split()[0]
+                url, _, query = printed.partition("?")
+                self.url = url.rstrip("/")
+                self.token = query.removeprefix("token=") or None  # sent as a Bearer header by `request`
                 for stream in (self.process.stdout, self.process.stderr):  # a full pipe would block it
                     threading.Thread(target=self.lines.extend, args=(stream,), daemon=True).start()
                 LIVE.append(self)
@@ -91,8 +95,13 @@ class ServerProcess:
         return "".join(list(self.lines))
 
     def request(self, path, headers=None, method="GET"):
-        """(status, headers, body bytes) of one request; HTTP errors are returned, not raised."""
-        req = urllib.request.Request(self.url + path, headers=headers or {}, method=method)
+        """(status, headers, body bytes) of one request, with the server's token unless `headers` say
+        `Authorization` themselves (None: send none); HTTP errors are returned, not raised."""
+        headers = dict(headers or {})
+        if "Authorization" not in headers and self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        headers = {key: value for key, value in headers.items() if value is not None}
+        req = urllib.request.Request(self.url + path, headers=headers, method=method)
         try:
             with urllib.request.urlopen(req, timeout=30) as response:
                 return response.status, response.headers, response.read()

@@ -75,14 +75,17 @@ def test_port_in_use_exits_2(tmp_path):
     assert line.startswith(f"skycap-viewer: cannot listen on 127.0.0.1:{port}")
 
 
-def test_non_loopback_host_warns_about_authentication(tmp_path):
+def test_non_loopback_host_needs_a_token_and_no_token_warns(tmp_path):
     shutil.copytree(FIXTURES / "spec", tmp_path / "spec")
-    with ServerProcess([tmp_path / "spec"], "--host", "0.0.0.0") as server:
-        wait_for_output(server, "no authentication")
-        (warning,) = [line for line in server.output().splitlines() if "no authentication" in line]
+    with ServerProcess([tmp_path / "spec"], "--host", "0.0.0.0", "--no-token") as server:
+        wait_for_output(server, "with --no-token anyone")
+        (warning,) = [line for line in server.output().splitlines() if "with --no-token anyone" in line]
         assert warning.startswith("skycap-viewer: warning: listening on 0.0.0.0")
         status, _ = server.raw("GET /healthz HTTP/1.1\nHost: localhost\nConnection: close\n")
         assert status == 200  # loopback reaches a wildcard bind
+    with ServerProcess([tmp_path / "spec"], "--host", "0.0.0.0") as server:
+        status, _ = server.raw("GET /healthz HTTP/1.1\nHost: localhost\nConnection: close\n")
+        assert server.token and status == 401
 
 
 def test_loopback_host_does_not_warn(tmp_path):

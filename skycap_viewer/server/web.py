@@ -15,6 +15,7 @@ too long to hold (an export: a `Download`) is sent as it is made, chunked.
 import io
 import ipaddress
 import socket
+import ssl
 import sys
 import time
 import traceback
@@ -25,6 +26,7 @@ from importlib.resources import files
 from urllib.parse import parse_qs, unquote
 
 from skycap_viewer.errors import ApiError
+from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, TOKEN_PARAM, Access, hidden_token
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
 from skycap_viewer.server.connections import (
@@ -63,6 +65,7 @@ CHUNK_BYTES = 64 * 2**10  # what a chunk of a `Download` holds at least (its las
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 API_ROOTS = (["v1"], ["healthz"], ["__viewer"])  # first segment of an API path; `/api/` may precede v1 and healthz
 CAPTURE = None  # a route segment that matches any one segment and is passed to the answer
+HANDSHAKE_SECONDS = 10  # the most a TLS client may take to say hello, on its own connection's thread
 
 
 @dataclass(frozen=True)
@@ -203,12 +206,16 @@ class ViewerServer(ThreadingHTTPServer):
     request_queue_size = 512  # see `connections.py`
 
     def __init__(self, address, api: Api, quiet: bool = False, bind: bool = True, allowed_hosts=(),
-                 max_connections: int = MAX_CONNECTIONS):
+                 max_connections: int = MAX_CONNECTIONS, access: Access | None = None,
+                 tls: ssl.SSLContext | None = None):
         """`bind=False` opens no socket: requests are then handed in one connection at a time
-        (`ViewerHandler(connection, address, server)`), as the in-process tests do."""
+        (`ViewerHandler(connection, address, server)`), as the in-process tests do. `access`: the token
+        every request needs (`access.py`); `tls`: serve HTTPS, each handshake on its connection's thread."""
         host = address[0]
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.api = api
+        self.access = access or Access()
+        self.scheme = "https" if tls is not None else "http"
         self.answers = AnswerCache(LISTING_CACHE_BYTES)
         self.connections = Connections(max_connections)
         self.quiet = quiet
@@ -216,6 +223,8 @@ class ViewerServer(ThreadingHTTPServer):
         self.allowed_names = host_names(host, allowed_hosts)
         self.wildcard = is_wildcard(host)
         super().__init__(address, ViewerHandler, bind_and_activate=bind)
+        if tls is not None and bind:
+            self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
 
     @property
     def port(self) -> int:
@@ -260,9 +269,20 @@ class ViewerHandler(BaseHTTPRequestHandler):
     default_request_version = "HTTP/1.0"  # so an error before the version is known still has headers
 
     def setup(self):
+        self.shook = True
+        if isinstance(self.request, ssl.SSLSocket):  # here, not in the accepting thread: a silent client stalls no one
+            try:
+                self.request.settimeout(HANDSHAKE_SECONDS)
+                self.request.do_handshake()
+            except (OSError, ValueError):
+                self.shook = False
         super().setup()
         self.rfile.close()  # heads are read from the socket itself (`read_head`), each into its own buffer
         self.pending = bytearray()  # what the client sent past the head being answered (pipelining)
+
+    def handle(self):
+        if self.shook:  # a failed TLS handshake leaves nothing to answer
+            super().handle()
 
     def handle_one_request(self):
         """Read one request head within the limits of `connections.py`, then answer it. A request
@@ -314,7 +334,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
 
     def refuse_method(self):
         self.started = time.monotonic()
-        if self.host_refused():
+        if self.host_refused() or self.token_refused(is_api=True):
             return
         self.reply_json(405, {"detail": "read-only"}, extra={"Allow": "GET, HEAD"}, send_body=True)
 
@@ -332,6 +352,19 @@ class ViewerHandler(BaseHTTPRequestHandler):
                                         "(serve with --allowed-host NAME to accept another name)"})
         return True
 
+    def token_refused(self, is_api: bool) -> bool:
+        """Answer 401 unless the request carries the viewer's token (`access.py`)."""
+        if self.server.access.granted(self.headers, self.server.port):
+            return False
+        why = ("this viewer needs its token: open the link it printed at start, or send "
+               "'Authorization: Bearer TOKEN'")
+        headers = {"Cache-Control": "no-store", "WWW-Authenticate": 'Bearer realm="skycap-viewer"'}
+        if is_api:
+            self.reply_json(401, {"detail": why}, extra=headers)
+        else:
+            self.reply(401, NEEDS_TOKEN_PAGE, STATIC_TYPES[".html"], headers, send_body=self.command != "HEAD")
+        return True
+
     def cross_site(self) -> bool:
         """Whether an API request comes from another site; a repeated `Origin` or `Sec-Fetch-Site` counts
         as one (a check of its first copy only could be passed by the copy behind it)."""
@@ -341,7 +374,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
             return True
         if sites and sites[0].lower() in ("cross-site", "same-site"):
             return True
-        return bool(origins) and origins[0].lower() != f"http://{self.headers.get('Host', '').lower()}"
+        return bool(origins) and origins[0].lower() != f"{self.server.scheme}://{self.headers.get('Host', '').lower()}"
 
     # -- dispatch -------------------------------------------------------------------------
 
@@ -355,8 +388,15 @@ class ViewerHandler(BaseHTTPRequestHandler):
             self.reply_json(400, {"detail": "bad request target"}, send_body=send_body)
             return
         segments = api_segments(raw_path)
+        cookie = None
+        if segments is None and self.server.access.token is not None:
+            offered = parse_qs(query).get(TOKEN_PARAM)
+            if offered and self.server.access.matches(offered[-1]):  # the printed link: the page, and its cookie
+                cookie = self.server.access.set_cookie(self.server.port)
+        if cookie is None and self.token_refused(is_api=segments is not None):
+            return
         if segments is None:
-            self.serve_static(raw_path, send_body)
+            self.serve_static(raw_path, send_body, {"Set-Cookie": cookie} if cookie else {})
         elif self.cross_site():
             self.reply_json(403, {"detail": "cross-site request refused"}, send_body=send_body)
         else:
@@ -399,7 +439,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
         self.reply_json(status, payload, extra={"ETag": etag} if etag and status == 200 else None,
                         send_body=send_body)
 
-    def serve_static(self, raw_path: str, send_body: bool):
+    def serve_static(self, raw_path: str, send_body: bool, extra: dict):
         path = unquote(raw_path)
         parts = path.split("/")[1:]
         sent = self.requestline.split(" ")[1] if " " in self.requestline else ""  # before `//` was collapsed
@@ -415,7 +455,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
             self.reply_json(404, {"detail": f"not found: {path}"}, send_body=send_body)
             return
         item, content_type = entry
-        self.reply(200, item.read_bytes(), content_type, {"Cache-Control": "no-cache"}, send_body)
+        self.reply(200, item.read_bytes(), content_type, {"Cache-Control": "no-cache", **extra}, send_body)
 
     # -- replies --------------------------------------------------------------------------
 
@@ -501,7 +541,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def log_access(self, status: int):
         if not self.server.quiet:
             elapsed = (time.monotonic() - self.started) * 1000
-            command, path = getattr(self, "command", None), getattr(self, "path", "")
+            command, path = getattr(self, "command", None), hidden_token(getattr(self, "path", ""))
             print(f"{command} {path} {status} {elapsed:.0f}ms", file=sys.stderr, flush=True)
 
     def log_request(self, code="-", size="-"):

@@ -176,7 +176,17 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
+/** The token of a shared viewer's link, out of the address bar: the server has set its cookie. */
+function forgetToken() {
+  const query = new URLSearchParams(location.search);
+  if (!query.has("token")) return;
+  query.delete("token");
+  const rest = query.toString();
+  history.replaceState(history.state, "", `${location.pathname}${rest ? `?${rest}` : ""}${location.hash}`);
+}
+
 async function boot() {
+  forgetToken();
   setupTheme(document.getElementById("theme-toggle"));
   setupKeys({main, help: document.getElementById("help"), helpButton: document.getElementById("keys-button"),
     drawer, open: openRollout, close: closeDrawer, pick, compare: comparePicked,
