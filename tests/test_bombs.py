@@ -1,8 +1,9 @@
 """Decompression bombs and oversized files: named in one line, never read whole, never fatal.
 
 Every bomb is made in the test run and is tiny on disk: a good record followed by 2 GiB of
-JSON whitespace (a frame that declares no size, and one whose header declares it), and a
-tokens sidecar whose real payload is followed by 2 GiB of zeros. The server and the three
+JSON whitespace (a frame that declares no size, and one whose header declares it), a tokens
+sidecar whose real payload is followed by 2 GiB of zeros, and a legal record inside the file limit
+whose unknown field holds 40 M empty objects (120 MB of JSON, ~3 GB once parsed). The server and the three
 commands must name each one with its file and problem, keep every other record listed and
 viewable, answer `/v1/runs` within a second throughout, and stay under 1 GiB of resident
 memory (the whole process tree, indexing workers included).
@@ -31,7 +32,9 @@ BOMBS = {  # record id -> (what is bombed, the problem its error must name)
     "tr_bomb_whitespace": ("document", "the document decompresses past 128 MiB, the --max-file-mib limit"),
     "tr_bomb_declared": ("document", "the document decompresses to 2048 MiB (its frame header says)"),
     "tr_bomb_sidecar": ("tokens", "the sidecar decompresses past"),
+    "tr_bomb_objects": ("document", "objects and arrays (brackets in its strings counted too), past the 8,388,608"),
 }
+OBJECTS = 40_000_000  # empty objects in the object bomb
 
 
 def streamed_frame(head: bytes, filler: bytes, total: int, declare: bool = False) -> bytes:
@@ -57,6 +60,26 @@ def document_bomb(directory: Path, record_id: str, declare: bool) -> None:
     atomic_write(directory / f"{record_id}.json.zst", streamed_frame(head, b" ", BOMB_BYTES, declare))
 
 
+def object_bomb(directory: Path, record_id: str) -> None:
+    """A legal record (a v1 document with an unknown top-level field) of 40 M empty objects: 120 MB of
+    JSON inside the 128 MiB limit, in a frame that declares its size, a few hundred KB on disk."""
+    copy_record(BROKEN, BASE_ID, directory, record_id)
+    document = load_document(directory / f"{record_id}.json.zst")
+    head = json.dumps(document, separators=(",", ":")).encode()[:-1] + b',"junk":['
+    tail = b"{}]}"
+    total = len(head) + 3 * (OBJECTS - 1) + len(tail)
+    compressor = zstd.ZstdCompressor(level=1)
+    compressor.set_pledged_input_size(total)
+    filler = b"{}," * (len(CHUNK) // 3)
+    parts, left = [compressor.compress(head)], 3 * (OBJECTS - 1)
+    while left > 0:
+        piece = filler[:left]
+        parts.append(compressor.compress(piece))
+        left -= len(piece)
+    parts += [compressor.compress(tail), compressor.flush()]
+    atomic_write(directory / f"{record_id}.json.zst", b"".join(parts))
+
+
 def sidecar_bomb(directory: Path, record_id: str) -> None:
     """A record whose tokens sidecar holds its real arrays, then 2 GiB of zeros."""
     copy_record(BROKEN, BASE_ID, directory, record_id)
@@ -73,6 +96,7 @@ def bomb_run(tmp_path_factory) -> Path:
     document_bomb(run, "tr_bomb_whitespace", declare=False)
     document_bomb(run, "tr_bomb_declared", declare=True)
     sidecar_bomb(run, "tr_bomb_sidecar")
+    object_bomb(run, "tr_bomb_objects")
     assert sum(f.stat().st_size for f in run.iterdir()) < 4 * MIB, "bombs are tiny on disk"
     return run
 
@@ -100,7 +124,7 @@ def test_the_server_names_every_bomb_and_stays_small_and_responsive(bomb_run):
         server.wait_indexed()
         rows = {row["id"]: row for row in server.get("/v1/trajectories?limit=100")["data"]}
         assert set(rows) == {*GOOD, *BOMBS}, "every record listed, the bombs included"
-        for record_id in ("tr_bomb_whitespace", "tr_bomb_declared"):
+        for record_id in ("tr_bomb_whitespace", "tr_bomb_declared", "tr_bomb_objects"):
             row = rows[record_id]
             assert row["unreadable"], row
             assert f"{record_id}.json.zst" in row["error"] and BOMBS[record_id][1] in row["error"], row["error"]

@@ -276,3 +276,18 @@ def test_thousands_of_tasks_never_block_the_workers(monkeypatch):
     finally:
         pool.close(wait=False)
     assert sorted(name for name, _ in done) == sorted(names)
+
+
+def test_what_a_document_decompresses_to_decides_where_it_is_read(tmp_path):
+    """A file small on disk that declares 8 MiB of JSON (or declares nothing) goes to the workers; a
+    small one that declares a small size is read in the server's process."""
+    from skycap_viewer.record.frames import compress, zstd
+
+    (tmp_path / "small.json.zst").write_bytes(compress(b"{}" + b" " * 1000))
+    (tmp_path / "explodes.json.zst").write_bytes(compress(b"{}" + b" " * (8 * 2**20)))
+    undeclared = zstd.ZstdCompressor()
+    (tmp_path / "undeclared.json.zst").write_bytes(undeclared.compress(b"{}") + undeclared.flush())
+    assert (tmp_path / "explodes.json.zst").stat().st_size < 4096
+    here, there = pool_module.small_here(tmp_path, ["small.json.zst", "explodes.json.zst", "undeclared.json.zst",
+                                                     "gone.json.zst"])
+    assert here == ["small.json.zst", "gone.json.zst"] and there == ["explodes.json.zst", "undeclared.json.zst"]

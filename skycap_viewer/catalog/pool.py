@@ -25,7 +25,7 @@ from contextlib import suppress
 
 from skycap_viewer.catalog.rows import compute_row, unreadable_row
 from skycap_viewer.record.document import record_id_of
-from skycap_viewer.record.frames import file_limit, set_file_limit
+from skycap_viewer.record.frames import declared_size, file_limit, set_file_limit
 
 SMALL_BATCH = 64  # fewer documents than this are computed in this process
 MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few enough that rows stream in
@@ -33,6 +33,8 @@ MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few eno
 WORKER_NICENESS = 10  # workers yield the cores to the server's own process, which answers requests
 IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
 IN_PROCESS_BYTES = 256 * 1024  # a document file larger than this on disk is never read in the server's process
+IN_PROCESS_JSON = 4 * 2**20  # nor one whose frame does not declare that it decompresses to at most this
+FRAME_HEADER_BYTES = 18  # a zstd frame header's most: where it declares its content size
 _started = None  # in a worker: the queue it tells which task it started (set by `start_worker`)
 
 
@@ -65,13 +67,17 @@ def compute_rows_here(directory, names, verify: bool = False):
 
 
 def small_here(directory, names) -> tuple[list[str], list[str]]:
-    """(names to read in this process, names for the workers): a file bigger than `IN_PROCESS_BYTES`
-    on disk may take seconds of parsing that hold the server's GIL (or its memory), so it always goes
-    to a worker, whose death or slowness costs the server nothing."""
+    """(names to read in this process, names for the workers): what a document costs is what it
+    decompresses to, not its size on disk (12 KB of zstd can hold 120 MB of JSON), so only one whose
+    frame header declares at most `IN_PROCESS_JSON` bytes, in a file of at most `IN_PROCESS_BYTES`,
+    is read here; any other may take seconds of parsing that hold the server's GIL (or its memory),
+    and goes to a worker, whose death or slowness costs the server nothing."""
     here, there = [], []
     for name in names:
         try:
-            small = os.stat(os.path.join(directory, name)).st_size <= IN_PROCESS_BYTES
+            with open(os.path.join(directory, name), "rb") as handle:
+                small = (os.fstat(handle.fileno()).st_size <= IN_PROCESS_BYTES
+                         and (declared_size(handle.read(FRAME_HEADER_BYTES)) or IN_PROCESS_JSON + 1) <= IN_PROCESS_JSON)
         except OSError:
             small = True  # gone or unreadable: its row says so, at no cost
         (here if small else there).append(name)

@@ -18,6 +18,7 @@ from skycap_viewer.record.frames import FrameError, decompress_one_frame, file_l
 from skycap_viewer.record.schema import check_structure
 
 DOCUMENT_SUFFIX = ".json.zst"
+BYTES_PER_CONTAINER = 16  # of the file limit, for each JSON object or array a document's parse may build
 STEPPED_PARSE_CHARS = 4 * 2**20  # a longer document is parsed in steps: json.loads would hold the lock ~0.2 s+
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 FORMAT_VERSION = 1
@@ -73,8 +74,32 @@ def document_text(data: bytes, path) -> str:
         raise RecordError(path, f"the document is not UTF-8 ({error.reason} at byte {error.start})") from None
 
 
+def json_container_limit() -> int:
+    """The most JSON objects and arrays a document's parse may build: one per `BYTES_PER_CONTAINER` of
+    the file limit (8 M at the default 128 MiB). A legit record holds far fewer per byte (a chain's
+    node is 3 in ~160 bytes); 120 MB of `{},` would build 40 M dicts, ~3 GB in Python."""
+    return file_limit() // BYTES_PER_CONTAINER
+
+
+def container_problem(text: str) -> str | None:
+    """Why `text` may not be parsed: more brackets than `json_container_limit` (counted in strings
+    too: a bound, cheap to take, that no shorter text can pass), else None."""
+    limit = json_container_limit()
+    if len(text) // 2 <= limit:  # every container takes two characters at least: this text cannot pass
+        return None
+    count = text.count("{") + text.count("[")
+    if count <= limit:
+        return None
+    return (f"the document's JSON text holds {count:,} objects and arrays (brackets in its strings counted too), "
+            f"past the {limit:,} a parse may build: one per {BYTES_PER_CONTAINER} bytes of the --max-file-mib limit")
+
+
 def parse_document_text(text: str, path) -> dict:
-    """Parse and validate a document's JSON text; raise `RecordError` if it isn't v1."""
+    """Parse and validate a document's JSON text; raise `RecordError` if it isn't v1, or would cost
+    more to parse than its budget (`container_problem`)."""
+    problem = container_problem(text)
+    if problem:
+        raise RecordError(path, problem)
     try:
         document = parse_json(text)
     except (ValueError, RecursionError) as error:
