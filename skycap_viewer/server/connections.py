@@ -10,6 +10,15 @@ oversized client costs. The ceilings, and why each:
   heads on many sockets loses its oldest ones, and a client whose head arrives at once is served.
   When every connection is busy answering, a new one gets `BUSY_REPLY` (503) and is closed at
   once, without a thread.
+- `SEND_SECONDS` (60) to send one whole answer, headers to last byte, however slowly the client
+  reads (each write waits for the time left, not per write): a client that reads a byte now and
+  then holds its connection no longer than that.
+- `MAX_LONG_ANSWERS` (16) answers at once that grow with a record or a run (`/paths`, `/graph`, an
+  export...: from computing them to their last byte) or are longer than `LONG_ANSWER_BYTES` (256
+  KiB); past it such a request gets a 503 at once, before it is computed. Short answers land in the
+  socket's buffers whether the client reads or not, so the other connections stay for `/healthz`,
+  listings and the page (a full house of stalled downloads cannot refuse them), and the memory of
+  answers no one reads is that of 16 at most.
 - `IDLE_SECONDS` (30) to wait for the first byte of a request (a new connection, or keep-alive
   between requests); a browser reconnects when it needs to.
 - `HEAD_SECONDS` (10) for a whole request head, request line and headers, from its first byte,
@@ -40,6 +49,9 @@ import time
 from skycap_viewer.errors import ApiError
 
 MAX_CONNECTIONS = 128
+SEND_SECONDS = 60
+MAX_LONG_ANSWERS = 16
+LONG_ANSWER_BYTES = 256 * 2**10
 IDLE_SECONDS = 30
 HEAD_SECONDS = 10
 MAX_REQUEST_LINE = 16 * 2**10
@@ -60,12 +72,14 @@ BUSY_REPLY = (
 
 class Connections:
     """The open connections of a server: each is waiting for a request head (since when) or busy
-    answering one (None). `admit` keeps their number at `cap` by closing the longest-waiting one."""
+    answering one (None). `admit` keeps their number at `cap` by closing the longest-waiting one;
+    `long_answers` counts the answers that may hold a connection until their client reads them."""
 
-    def __init__(self, cap: int = MAX_CONNECTIONS):
+    def __init__(self, cap: int = MAX_CONNECTIONS, long_answers: int = MAX_LONG_ANSWERS):
         self.cap = cap
         self.waiting_since: dict[socket.socket, float | None] = {}
         self.lock = threading.Lock()
+        self.long_answers = LongAnswers(long_answers)
 
     def admit(self, connection: socket.socket) -> bool:
         """Whether a new connection gets a thread; at the cap the longest-waiting one is closed for it,
@@ -112,6 +126,30 @@ class Connections:
 
     def __len__(self) -> int:
         return len(self.waiting_since)
+
+
+class LongAnswers:
+    """How many long answers are being sent, at most `cap` at once (`MAX_LONG_ANSWERS`)."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.sending = 0
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self.lock:
+            if self.sending >= self.cap:
+                return False
+            self.sending += 1
+            return True
+
+    def give_back(self):
+        with self.lock:
+            self.sending -= 1
+
+    def full(self) -> bool:
+        """Whether a request that may answer a long answer should be refused before it is computed."""
+        return self.sending >= self.cap
 
 
 def refuse_busy(connection: socket.socket):

@@ -30,7 +30,9 @@ from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, TOKEN_PARAM, Access, h
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
 from skycap_viewer.server.connections import (
+    LONG_ANSWER_BYTES,
     MAX_CONNECTIONS,
+    SEND_SECONDS,
     Connections,
     has_body,
     read_head,
@@ -66,6 +68,7 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 API_ROOTS = (["v1"], ["healthz"], ["__viewer"])  # first segment of an API path; `/api/` may precede v1 and healthz
 CAPTURE = None  # a route segment that matches any one segment and is passed to the answer
 HANDSHAKE_SECONDS = 10  # the most a TLS client may take to say hello, on its own connection's thread
+LONG_ANSWERS_BUSY = {"detail": "too many long answers are being sent at once (clients not reading them); try again"}
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,12 @@ class Route:
     segments: tuple
     answer: str
     per_generation: bool = False
+
+    @property
+    def record_sized(self) -> bool:
+        """Whether its answer grows with a record or a run (megabytes): refused before it is computed
+        while every long answer's slot is taken by clients that do not read theirs."""
+        return self.answer in RECORD_SIZED
 
     def match(self, segments: list[str]) -> list[str] | None:
         """The captured segments, percent-decoded, when `segments` (as written) is this route's path, else
@@ -94,6 +103,8 @@ class Route:
         return captured
 
 
+RECORD_SIZED = {"export", "paths", "path_row", "path_messages", "graph", "exchanges", "timeline", "forks",
+                "notable", "retokenized", "experts", "snapshot", "lineup", "compare"}
 ROUTES = (
     Route(("healthz",), "healthz"),
     Route(("__viewer",), "viewer"),
@@ -265,8 +276,10 @@ class ViewerHandler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are two writes: without this, keep-alive waits ~40 ms
-    timeout = 60  # for sending one answer to a client that does not read it; reading has its own limits
+    timeout = SEND_SECONDS  # until a request is read: reading has its own limits, and each answer its deadline
     default_request_version = "HTTP/1.0"  # so an error before the version is known still has headers
+
+    holding_long_answer = False  # this request holds a long answer's slot (`answer`)
 
     def setup(self):
         self.shook = True
@@ -301,7 +314,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.server.connections.mark(self.connection, waiting=False)
-        self.connection.settimeout(self.timeout)
+        self.deadline = time.monotonic() + SEND_SECONDS  # for the whole answer (`send`)
         line, _, rest = head.partition(b"\n")
         self.raw_requestline, self.rfile = line + b"\n", io.BytesIO(rest)
         if self.parse_request():
@@ -403,10 +416,32 @@ class ViewerHandler(BaseHTTPRequestHandler):
             self.answer(segments, target, parse_qs(query, keep_blank_values=True), send_body)
 
     def answer(self, segments: list[str], target: str, params: dict, send_body: bool):
-        """Answer an API request by its route; a per-generation answer is sent from cache or as 304 when it can."""
-        etag = None
+        """Answer an API request by its route. One whose answer grows with a record or a run holds one of
+        the long answers' slots from computing it to its last byte sent (so as many are built at once at
+        most, whatever their clients do), or is a 503 at once when none is free."""
         try:
             route, args = match_route(segments)
+        except ApiError as error:
+            self.reply_json(error.status, {"detail": error.detail}, send_body=send_body)
+            return
+        if not route.record_sized:
+            self.answer_route(route, args, target, params, send_body)
+            return
+        if not self.server.connections.long_answers.take():
+            self.close_connection = True
+            self.reply_json(503, LONG_ANSWERS_BUSY, extra={"Retry-After": "1"}, send_body=send_body)
+            return
+        self.holding_long_answer = True
+        try:
+            self.answer_route(route, args, target, params, send_body)
+        finally:
+            self.holding_long_answer = False
+            self.server.connections.long_answers.give_back()
+
+    def answer_route(self, route: Route, args: list, target: str, params: dict, send_body: bool):
+        """The answer of `route`; a per-generation answer is sent from cache or as 304 when it can."""
+        etag = None
+        try:
             compute = getattr(self.server.api, route.answer)
             if route.per_generation:
                 generation = self.server.api.catalog.generation
@@ -459,12 +494,41 @@ class ViewerHandler(BaseHTTPRequestHandler):
 
     # -- replies --------------------------------------------------------------------------
 
+    def send(self, data: bytes):
+        """Write to the client within what is left of the answer's `SEND_SECONDS`, however slowly it reads."""
+        remaining = getattr(self, "deadline", time.monotonic() + SEND_SECONDS) - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the answer was not read in time")
+        self.connection.settimeout(remaining)
+        self.wfile.write(data)
+
+    def flush_headers(self):
+        if hasattr(self, "_headers_buffer"):
+            self.send(b"".join(self._headers_buffer))
+            self._headers_buffer = []
+
     def reply_json(self, status: int, payload, extra=None, send_body: bool = True):
         headers = {"Cache-Control": "no-store", **(extra or {})}
         body = payload if type(payload) is RawJson else encode_json(payload)
         self.reply(status, body, JSON_TYPE, headers, send_body)
 
     def reply(self, status: int, body: bytes, content_type, headers: dict, send_body: bool):
+        accepted = self.headers.get("Accept-Encoding", "") if getattr(self, "headers", None) else ""
+        encoded = len(body) > GZIP_MIN_BYTES and "gzip" in accepted
+        if encoded:
+            body = gzipped(body)
+        long_answer = send_body and len(body) > LONG_ANSWER_BYTES and not self.holding_long_answer
+        if long_answer and not self.server.connections.long_answers.take():
+            self.close_connection = True
+            self.reply_json(503, LONG_ANSWERS_BUSY, extra={"Retry-After": "1"}, send_body=send_body)
+            return
+        try:
+            self.send_answer(status, body, content_type, headers, send_body, encoded)
+        finally:
+            if long_answer:
+                self.server.connections.long_answers.give_back()
+
+    def send_answer(self, status: int, body: bytes, content_type, headers: dict, send_body: bool, encoded: bool):
         try:
             self.send_response(status)
             for name, value in SECURITY_HEADERS.items():
@@ -472,9 +536,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
             if content_type:
                 self.send_header("Content-Type", content_type)
                 self.send_header("Vary", "Accept-Encoding")
-            accepted = self.headers.get("Accept-Encoding", "") if getattr(self, "headers", None) else ""
-            if len(body) > GZIP_MIN_BYTES and "gzip" in accepted:
-                body = gzipped(body)
+            if encoded:
                 self.send_header("Content-Encoding", "gzip")
             for name, value in headers.items():
                 self.send_header(name, value)
@@ -484,7 +546,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
                 self.send_header("Connection", "close")
             self.end_headers()
             if send_body and status != 304:
-                self.wfile.write(body)
+                self.send(body)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
         self.log_access(status)
@@ -492,6 +554,21 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def reply_download(self, download: Download, send_body: bool):
         """Send an answer as it is made, never whole: in chunks, or to an HTTP/1.0 client until the connection
         closes. Cut short (no last chunk) if making it fails."""
+        if self.holding_long_answer:
+            self.send_download(download, send_body)
+            return
+        if send_body and not self.server.connections.long_answers.take():
+            download.close()
+            self.close_connection = True
+            self.reply_json(503, LONG_ANSWERS_BUSY, extra={"Retry-After": "1"})
+            return
+        try:
+            self.send_download(download, send_body)
+        finally:
+            if send_body:
+                self.server.connections.long_answers.give_back()
+
+    def send_download(self, download: Download, send_body: bool):
         status = 200
         chunked = self.request_version != "HTTP/1.0"
         self.close_connection = self.close_connection or not chunked
@@ -515,7 +592,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
                         self.write_piece(waiting, chunked)
                 self.write_piece(waiting, chunked)
                 if chunked:
-                    self.wfile.write(b"0\r\n\r\n")
+                    self.send(b"0\r\n\r\n")
         except (ConnectionError, TimeoutError):
             self.close_connection = True
         except Exception as error:  # a bug while making it: the client sees a cut answer, the server goes on
@@ -529,7 +606,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def write_piece(self, waiting: bytearray, chunked: bool):
         """Send what is waiting (as one chunk of a chunked answer), and empty it."""
         if waiting:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(waiting), waiting) if chunked else waiting)
+            self.send(b"%x\r\n%s\r\n" % (len(waiting), waiting) if chunked else waiting)
             waiting.clear()
 
     def send_error(self, code, message=None, explain=None):

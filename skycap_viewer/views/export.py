@@ -28,7 +28,7 @@ from skycap_viewer.wire import encode_json, safe_file_name
 FORMATS = ("rollouts", "rows")  # one listing row a line; the same with each record's trainer rows
 CONTENT_TYPE = "application/x-ndjson; charset=utf-8"
 BATCH = MAX_LIMIT  # rows read per query: a listing page's most
-SPOOL_MEMORY = 8 * 2**20  # a spool larger than this goes to a temporary file
+SPOOL_MEMORY = 2**20  # a spool larger than this goes to a temporary file: 16 stalled exports hold 16 MiB
 SEND_BYTES = 64 * 2**10  # what one piece of a `rollouts` export holds
 
 

@@ -28,12 +28,24 @@ export function trajectoryPath(id) {
   return `/trajectories/${id === "export" ? "%65xport" : encodeURIComponent(id)}`;
 }
 
+const BUSY_TRIES = 4;  // a 503 with Retry-After (every long answer's slot taken) is asked again this often
+
+/** `fetch`, asked again after the server's Retry-After while it answers 503 (busy, not broken). */
+async function fetchPatiently(address, options) {
+  for (let tries = 1; ; tries += 1) {
+    const response = await fetch(address, options);
+    const wait = Number(response.headers.get("Retry-After"));
+    if (response.status !== 503 || !wait || tries >= BUSY_TRIES) return response;
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+  }
+}
+
 /** GET JSON. With `{poll: true}` returns `{body, changed}` using If-None-Match. */
 export async function get(path, params = {}, {poll = false} = {}) {
   const address = apiUrl(path, params);
   const known = remembered.get(address);
   const headers = poll && known?.etag ? {"If-None-Match": known.etag} : {};
-  const response = await fetch(address, {headers, cache: "no-store"});
+  const response = await fetchPatiently(address, {headers, cache: "no-store"});
   if (response.status === 304 && known) return poll ? {body: known.body, changed: false} : known.body;
   let body = null;
   try {

@@ -1,0 +1,93 @@
+"""Clients that never read cannot starve the others: 130 connections that each ask for an 8 MB answer
+(more than the socket buffers take, ~2 MB on loopback) and read nothing (a 4 KB receive window)
+leave `/healthz` and listings answering fresh clients within a second and the server's tree under
+1 GiB; a client that reads a few bytes now and then is cut off once its answer's time is up, not
+kept for as long as it trickles."""
+
+import socket
+import threading
+import time
+
+import pytest
+
+from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.watcher import Watcher
+from skycap_viewer.server import web
+from skycap_viewer.server.api import Api
+from skycap_viewer.server.connections import MAX_LONG_ANSWERS
+from tests.badrecords import write_text_record
+from tests.process_memory import GIB, PeakMemory
+from tests.server_process import ServerProcess
+
+STALLED = 130
+BIG = b"GET /v1/trajectories/tr_long/paths?run_id=long HTTP/1.1\r\nHost: localhost\r\n\r\n"  # 8 MB, no gzip
+LONG_TEXT = "a long prompt " * 600_000  # 8.4 MB of message text
+
+
+@pytest.fixture(scope="module")
+def chain_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("stalled")
+    (root / "long").mkdir()
+    write_text_record(root / "long", "tr_long", LONG_TEXT, "ok")
+    return root
+
+
+def stalled_connection(port: int) -> socket.socket:
+    connection = socket.socket()
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: the window stays small
+    connection.connect(("127.0.0.1", port))
+    connection.sendall(BIG)
+    return connection
+
+
+def probe_seconds(server, path: str) -> float:
+    started = time.monotonic()
+    status, _, _ = server.request(path)
+    assert status == 200, path
+    return time.monotonic() - started
+
+
+@pytest.mark.slow
+def test_stalled_downloads_leave_room_for_everyone_else(chain_run):
+    with ServerProcess([chain_run]) as server, PeakMemory(server.process.pid) as peak:
+        server.wait_indexed()
+        stalled = [stalled_connection(server.port) for _ in range(STALLED)]
+        try:
+            for connection in stalled:  # every one of them is answered (stalled in its send) or refused
+                connection.settimeout(30)
+                assert connection.recv(12, socket.MSG_PEEK)
+            slowest = max(probe_seconds(server, path) for path in ["/healthz", "/v1/runs",
+                                                                   "/v1/trajectories?run_id=long"] * 5)
+            refused = sum(connection.recv(64).startswith(b"HTTP/1.1 503") for connection in stalled)
+        finally:
+            for connection in stalled:
+                connection.close()
+        assert slowest < 1.0, f"a probe took {slowest:.2f} s beside {STALLED} stalled downloads"
+        assert refused >= STALLED - MAX_LONG_ANSWERS, refused  # past the long answers' slots: 503 at once
+        assert "Traceback" not in server.output()
+    assert peak.bytes < GIB
+
+
+def test_a_client_that_trickles_is_cut_off_when_its_answer_time_is_up(chain_run, monkeypatch):
+    monkeypatch.setattr(web, "SEND_SECONDS", 1.0)
+    catalog = Catalog([chain_run])
+    Watcher(catalog, verify=False).poll()
+    server = web.ViewerServer(("127.0.0.1", 0), Api(catalog), quiet=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        connection = stalled_connection(server.port)
+        connection.settimeout(10)
+        received = 0
+        for _ in range(20):  # 2 s of a few bytes now and then: each write could go on, but the answer may not
+            received += len(connection.recv(100))
+            time.sleep(0.1)
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        while chunk := connection.recv(1 << 20):  # then read all there is: what was sent before it was cut off
+            received += len(chunk)
+        connection.close()
+        assert received < len(LONG_TEXT), received  # the answer was cut short, not waited out
+    finally:
+        server.shutdown()
+        server.api.searches.close()
+        server.server_close()
