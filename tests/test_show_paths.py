@@ -174,7 +174,8 @@ def test_control_characters_stay_escaped_in_shared_and_later_paths(corpus, tmp_p
     text = show(tmp_path, "tr_bac9802dee51ae08")
     assert not RAW.search(text), RAW.findall(text)
     assert "leaves path 0 after n1" in text
-    assert "    5 \\x1b]0;owned\\x07\\x1b[2J\\x0dfine\\x9b31m\\u2028" in text.splitlines()  # the later path's own node
+    own_node = "    5 \\x1b]0;owned\\x07\\x1b[2J\\x0dfine\\x9b31m\\u2028 \\u202eexe.txt\\u2066\\u200f"
+    assert own_node in text.splitlines()  # the later path's own node
 
 
 def test_dir_and_id_is_the_record_file(corpus):

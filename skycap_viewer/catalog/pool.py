@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import stat
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -74,14 +75,23 @@ def small_here(directory, names) -> tuple[list[str], list[str]]:
     and goes to a worker, whose death or slowness costs the server nothing."""
     here, there = [], []
     for name in names:
-        try:
-            with open(os.path.join(directory, name), "rb") as handle:
-                small = (os.fstat(handle.fileno()).st_size <= IN_PROCESS_BYTES
-                         and (declared_size(handle.read(FRAME_HEADER_BYTES)) or IN_PROCESS_JSON + 1) <= IN_PROCESS_JSON)
-        except OSError:
-            small = True  # gone or unreadable: its row says so, at no cost
-        (here if small else there).append(name)
+        (here if light_enough(os.path.join(directory, name)) else there).append(name)
     return here, there
+
+
+def light_enough(path: str) -> bool:
+    """Whether the document at `path` may be read in the server's process (see `small_here`). It is
+    opened without blocking (a FIFO would wait for a writer) and only a regular file's header is read;
+    anything else, gone or unreadable, is refused by the reader at no cost, so it stays here."""
+    try:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+            status = os.fstat(handle.fileno())
+            if not stat.S_ISREG(status.st_mode):
+                return True
+            declared = declared_size(handle.read(FRAME_HEADER_BYTES))
+    except OSError:
+        return True
+    return status.st_size <= IN_PROCESS_BYTES and declared is not None and declared <= IN_PROCESS_JSON
 
 
 def killed_row(directory: str, name: str) -> dict:
