@@ -134,6 +134,20 @@ def test_a_damaged_or_foreign_database_is_ignored_and_rebuilt(runs, tmp_path, da
     assert modes == {"wal"}, "a file a reader still held is made anew, not written in rollback mode"
 
 
+def test_a_stored_row_whose_id_is_not_its_files_is_read_again(runs, tmp_path):
+    cache = tmp_path / "cache"
+    index_once(runs, cache)
+    catalog, again = index_once(runs, cache)  # a restart reads the unreadable records again, and only them
+    wanted = all_rows(catalog)[POISONED[0], POISONED[1].removesuffix(".json.zst")]
+    with sqlite3.connect(database(cache, runs / POISONED[0])) as db:
+        assert db.execute("UPDATE rows SET id = 'tr_edited' WHERE name = ?", (POISONED[1],)).rowcount == 1
+    catalog, computed = index_once(runs, cache)
+    assert sorted(computed) == sorted([*again, POISONED])  # and the edited one: listed by its own id again
+    rows = all_rows(catalog)
+    assert rows[POISONED[0], POISONED[1].removesuffix(".json.zst")] == wanted
+    assert (POISONED[0], "tr_edited") not in rows
+
+
 def test_an_unwritable_cache_directory_is_left_alone(runs, tmp_path, capsys):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory would go")

@@ -242,8 +242,10 @@ class RunStore:
     def versions(self):
         """(name, size, mtime_ns, stamp) of every stored readable row (read once, when a run is reopened):
         unreadable ones are read again, so a record whose permissions or bytes were repaired without
-        a new size or mtime shows at once."""
-        return self.db.execute("SELECT name, size, mtime_ns, stamp FROM rows WHERE NOT unreadable")
+        a new size or mtime shows at once, and so is one whose stored id is not its file's (a database
+        edited behind the viewer's back would list a record no one can open)."""
+        return self.db.execute("SELECT name, size, mtime_ns, stamp FROM rows WHERE NOT unreadable"
+                               " AND id || '.json.zst' = name")
 
     def build_listing_indexes(self):
         """Build the sort and filter indexes (once: a run's first indexing is done)."""
