@@ -207,6 +207,28 @@ def test_out_of_descriptors_the_accept_loop_backs_off_and_recovers(corpus):
         wait_for(lambda: server.request("/v1/runs")[0] == 200, "a request served after the descriptors free up")
 
 
+def test_out_of_descriptors_a_listing_is_answered_within_two_seconds(corpus):
+    """200 idle sockets held against a 64-descriptor limit: a listing asked behind them (the kernel
+    queues it after them) is answered within 2 s, while they are all still held."""
+    with ServerProcess([corpus / "spec"], descriptors=64) as server:
+        server.wait_indexed()
+        held = []
+        for _ in range(200):
+            connection = socket.socket()
+            connection.setblocking(False)
+            connection.connect_ex(("127.0.0.1", server.port))
+            held.append(connection)
+        try:
+            time.sleep(0.2)
+            started = time.monotonic()
+            status, _, body = server.request("/v1/trajectories?run_id=spec")
+            took = time.monotonic() - started
+        finally:
+            for connection in held:
+                connection.close()
+        assert status == 200 and took < 2.0, f"the listing took {took:.2f} s: {status} {body[:200]!r}"
+
+
 def test_an_http_09_request_line_gets_full_headers_and_no_reflection(server):
     reply = exchange(server.port, b"GET /v1/<script>alert(1)</script>\r\n")
     assert statuses(reply) == [400], reply[:300]

@@ -31,9 +31,13 @@ oversized client costs. The ceilings, and why each:
   a head costs tens of times its size, so a 64 KiB head keeps each connection's peak to a few MiB.
 - A request with a body (`Content-Length` other than 0, or any `Transfer-Encoding`) is answered
   and its connection closed: the body is never read, so it can never be taken as a next request.
+- `DESCRIPTOR_RESERVE` (32): under a low limit on open descriptors the connection cap is lowered to
+  leave this many for the server's own files, so idle clients are closed to make room before a
+  listing cannot open the index (`descriptor_room`).
 - `ACCEPT_BACKOFF_SECONDS` (0.1): when no descriptor is left (EMFILE, ENFILE: a hard limit below
-  `MAX_CONNECTIONS` and the server's own files) the accept loop closes the longest-waiting
-  connection and waits this long before accepting again, instead of spinning on a listening socket
+  `MAX_CONNECTIONS` and the server's own files) the accept loop closes the `EVICTED_AT_ONCE` (16)
+  longest-waiting connections (one at a time, a request queued behind 150 idle sockets waited 15 s)
+  and waits this long before accepting again, instead of spinning on a listening socket
   that stays readable; clients queued behind are accepted as descriptors free up.
 - `ViewerServer.request_queue_size` (512), the kernel's queue of connections not yet accepted: a
   burst of connects waits there (it costs no descriptor) instead of being dropped, which costs a
@@ -59,6 +63,9 @@ MAX_HEADER_LINE = 8 * 2**10
 MAX_HEADERS = 64
 MAX_HEAD_BYTES = 64 * 2**10
 ACCEPT_BACKOFF_SECONDS = 0.1
+DESCRIPTOR_RESERVE = 32  # descriptors no connection may take (see `descriptor_room`)
+MIN_CONNECTIONS = 8
+EVICTED_AT_ONCE = 16  # waiting connections closed when no descriptor is left: one a backoff took 15 s for 150
 OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 RECV_BYTES = 16 * 2**10
 HEAD_END = re.compile(rb"\r?\n\r?\n")
@@ -68,6 +75,20 @@ BUSY_REPLY = (
     b"X-Content-Type-Options: nosniff\r\nContent-Security-Policy: default-src 'none'\r\n"
     b"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(BUSY_BODY), BUSY_BODY)
 )
+
+
+def descriptor_room(wanted: int) -> int:
+    """How many connections fit beside `DESCRIPTOR_RESERVE` descriptors kept for the server's own
+    files (the index's databases, records being read, worker pipes): `wanted`, or fewer under a low
+    limit on open descriptors, so clients can never take the ones a listing needs to be answered."""
+    try:
+        import resource
+    except ImportError:  # not on this platform: no soft limit to fit under
+        return wanted
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(MIN_CONNECTIONS, min(wanted, soft - DESCRIPTOR_RESERVE))
 
 
 class Connections:
@@ -110,7 +131,9 @@ class Connections:
         stays readable, so trying again at once would spin a core."""
         if error.errno in OUT_OF_DESCRIPTORS:
             with self.lock:
-                self.close_longest_waiting()
+                for _ in range(EVICTED_AT_ONCE):
+                    if not self.close_longest_waiting():
+                        break
             time.sleep(ACCEPT_BACKOFF_SECONDS)
 
     def mark(self, connection: socket.socket, waiting: bool):

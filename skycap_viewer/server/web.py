@@ -34,6 +34,7 @@ from skycap_viewer.server.connections import (
     MAX_CONNECTIONS,
     SEND_SECONDS,
     Connections,
+    descriptor_room,
     has_body,
     read_head,
     refuse_busy,
@@ -228,7 +229,7 @@ class ViewerServer(ThreadingHTTPServer):
         self.access = access or Access()
         self.scheme = "https" if tls is not None else "http"
         self.answers = AnswerCache(LISTING_CACHE_BYTES)
-        self.connections = Connections(max_connections)
+        self.connections = Connections(descriptor_room(max_connections))
         self.quiet = quiet
         self.static = static_files()
         self.allowed_names = host_names(host, allowed_hosts)
