@@ -181,6 +181,17 @@ def test_a_header_flood_gets_431_and_bounded_memory_given_back(server):
 
 
 @pytest.mark.slow
+def idle_sockets(port: int, count: int) -> list[socket.socket]:
+    """`count` connections to `port` that never send a byte (connected without waiting for each)."""
+    sockets = []
+    for _ in range(count):
+        connection = socket.socket()
+        connection.setblocking(False)
+        connection.connect_ex(("127.0.0.1", port))
+        sockets.append(connection)
+    return sockets
+
+
 def test_out_of_descriptors_the_accept_loop_backs_off_and_recovers(corpus):
     """At a 64-descriptor limit, below the connection cap, idle connections exhaust the server's
     descriptors: its accept loop must not spin (CPU time over 2 s stays far below 2 s), and once
@@ -188,12 +199,7 @@ def test_out_of_descriptors_the_accept_loop_backs_off_and_recovers(corpus):
     with ServerProcess([corpus / "spec"], descriptors=64) as server:
         server.wait_indexed()
         pid = server.process.pid
-        attackers = []
-        for _ in range(100):
-            connection = socket.socket()
-            connection.setblocking(False)
-            connection.connect_ex(("127.0.0.1", server.port))
-            attackers.append(connection)
+        attackers = idle_sockets(server.port, 100)
         try:
             time.sleep(0.5)  # the accepted ones now hold every descriptor
             cpu_before = cpu_seconds(pid)
@@ -212,12 +218,7 @@ def test_out_of_descriptors_a_listing_is_answered_within_two_seconds(corpus):
     queues it after them) is answered within 2 s, while they are all still held."""
     with ServerProcess([corpus / "spec"], descriptors=64) as server:
         server.wait_indexed()
-        held = []
-        for _ in range(200):
-            connection = socket.socket()
-            connection.setblocking(False)
-            connection.connect_ex(("127.0.0.1", server.port))
-            held.append(connection)
+        held = idle_sockets(server.port, 200)
         try:
             time.sleep(0.2)
             started = time.monotonic()

@@ -14,8 +14,8 @@ oversized client costs. The ceilings, and why each:
   reads (each write waits for the time left, not per write): a client that reads a byte now and
   then holds its connection no longer than that.
 - `MAX_LONG_ANSWERS` (16) answers at once that grow with a record or a run (`/paths`, `/graph`, an
-  export...: from computing them to their last byte) or are longer than `LONG_ANSWER_BYTES` (256
-  KiB); past it such a request gets a 503 at once, before it is computed. Short answers land in the
+  export...: from computing them to their last byte); past it such a request gets a 503 at once,
+  before it is computed. Short answers land in the
   socket's buffers whether the client reads or not, so the other connections stay for `/healthz`,
   listings and the page (a full house of stalled downloads cannot refuse them), and the memory of
   answers no one reads is that of 16 at most.
@@ -55,7 +55,6 @@ from skycap_viewer.errors import ApiError
 MAX_CONNECTIONS = 128
 SEND_SECONDS = 60
 MAX_LONG_ANSWERS = 16
-LONG_ANSWER_BYTES = 256 * 2**10
 IDLE_SECONDS = 30
 HEAD_SECONDS = 10
 MAX_REQUEST_LINE = 16 * 2**10
@@ -169,10 +168,6 @@ class LongAnswers:
     def give_back(self):
         with self.lock:
             self.sending -= 1
-
-    def full(self) -> bool:
-        """Whether a request that may answer a long answer should be refused before it is computed."""
-        return self.sending >= self.cap
 
 
 def refuse_busy(connection: socket.socket):

@@ -30,7 +30,6 @@ from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, TOKEN_PARAM, Access, h
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
 from skycap_viewer.server.connections import (
-    LONG_ANSWER_BYTES,
     MAX_CONNECTIONS,
     SEND_SECONDS,
     Connections,
@@ -85,8 +84,9 @@ class Route:
 
     @property
     def record_sized(self) -> bool:
-        """Whether its answer grows with a record or a run (megabytes): refused before it is computed
-        while every long answer's slot is taken by clients that do not read theirs."""
+        """Whether its answer grows with a record or a run (megabytes, more than a socket's buffers take
+        at once, so it holds its connection until the client reads it): such answers take one of the
+        long answers' slots (`answer`). Every other answer is small, and lands in the buffers."""
         return self.answer in RECORD_SIZED
 
     def match(self, segments: list[str]) -> list[str] | None:
@@ -280,8 +280,6 @@ class ViewerHandler(BaseHTTPRequestHandler):
     timeout = SEND_SECONDS  # until a request is read: reading has its own limits, and each answer its deadline
     default_request_version = "HTTP/1.0"  # so an error before the version is known still has headers
 
-    holding_long_answer = False  # this request holds a long answer's slot (`answer`)
-
     def setup(self):
         self.shook = True
         if isinstance(self.request, ssl.SSLSocket):  # here, not in the accepting thread: a silent client stalls no one
@@ -432,11 +430,9 @@ class ViewerHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.reply_json(503, LONG_ANSWERS_BUSY, extra={"Retry-After": "1"}, send_body=send_body)
             return
-        self.holding_long_answer = True
         try:
             self.answer_route(route, args, target, params, send_body)
         finally:
-            self.holding_long_answer = False
             self.server.connections.long_answers.give_back()
 
     def answer_route(self, route: Route, args: list, target: str, params: dict, send_body: bool):
@@ -514,22 +510,6 @@ class ViewerHandler(BaseHTTPRequestHandler):
         self.reply(status, body, JSON_TYPE, headers, send_body)
 
     def reply(self, status: int, body: bytes, content_type, headers: dict, send_body: bool):
-        accepted = self.headers.get("Accept-Encoding", "") if getattr(self, "headers", None) else ""
-        encoded = len(body) > GZIP_MIN_BYTES and "gzip" in accepted
-        if encoded:
-            body = gzipped(body)
-        long_answer = send_body and len(body) > LONG_ANSWER_BYTES and not self.holding_long_answer
-        if long_answer and not self.server.connections.long_answers.take():
-            self.close_connection = True
-            self.reply_json(503, LONG_ANSWERS_BUSY, extra={"Retry-After": "1"}, send_body=send_body)
-            return
-        try:
-            self.send_answer(status, body, content_type, headers, send_body, encoded)
-        finally:
-            if long_answer:
-                self.server.connections.long_answers.give_back()
-
-    def send_answer(self, status: int, body: bytes, content_type, headers: dict, send_body: bool, encoded: bool):
         try:
             self.send_response(status)
             for name, value in SECURITY_HEADERS.items():
@@ -537,7 +517,9 @@ class ViewerHandler(BaseHTTPRequestHandler):
             if content_type:
                 self.send_header("Content-Type", content_type)
                 self.send_header("Vary", "Accept-Encoding")
-            if encoded:
+            accepted = self.headers.get("Accept-Encoding", "") if getattr(self, "headers", None) else ""
+            if len(body) > GZIP_MIN_BYTES and "gzip" in accepted:
+                body = gzipped(body)
                 self.send_header("Content-Encoding", "gzip")
             for name, value in headers.items():
                 self.send_header(name, value)
@@ -555,21 +537,6 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def reply_download(self, download: Download, send_body: bool):
         """Send an answer as it is made, never whole: in chunks, or to an HTTP/1.0 client until the connection
         closes. Cut short (no last chunk) if making it fails."""
-        if self.holding_long_answer:
-            self.send_download(download, send_body)
-            return
-        if send_body and not self.server.connections.long_answers.take():
-            download.close()
-            self.close_connection = True
-            self.reply_json(503, LONG_ANSWERS_BUSY, extra={"Retry-After": "1"})
-            return
-        try:
-            self.send_download(download, send_body)
-        finally:
-            if send_body:
-                self.server.connections.long_answers.give_back()
-
-    def send_download(self, download: Download, send_body: bool):
         status = 200
         chunked = self.request_version != "HTTP/1.0"
         self.close_connection = self.close_connection or not chunked
