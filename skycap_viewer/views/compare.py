@@ -23,7 +23,7 @@ from skycap_viewer.views.trajectory import (
     check_start,
     node_payload,
     part_of,
-    text_and_offsets,
+    token_offsets,
     window,
 )
 from skycap_viewer.wire import RawJson, encode_json
@@ -95,7 +95,7 @@ class Side:
             return 0
         slices = node["tokens"]
         starts = self.view.tokens[0].text_offsets[slices["offset"]:slices["offset"] + slices["length"]].tolist()
-        offsets = text_and_offsets(raw, starts)[1]
+        offsets = token_offsets(raw, starts)
         return offsets[-1 if units is None else units] - offsets[0]
 
     def text(self, position: int) -> dict:

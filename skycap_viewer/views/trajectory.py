@@ -58,28 +58,28 @@ def node_payload(node: dict, tokens: TokenData | None, support: NodeSupport | No
     raw = tokens.text_bytes(slices)
     if raw is not None:
         starts = tokens.text_offsets[slices["offset"] : slices["offset"] + slices["length"]].tolist()
-        entry["text"], entry["token_offsets"] = text_and_offsets(raw, starts)
+        entry["text"], entry["token_offsets"] = tokens.shown_text(slices), token_offsets(raw, starts)
     return entry
 
 
 UTF16_UNITS = bytes(0 if 0x80 <= b < 0xC0 else 2 if b >= 0xF0 else 1 for b in range(256))  # per UTF-8 byte
 
 
-def text_and_offsets(raw: bytes, starts: list[int]) -> tuple[str, list[int]]:
-    """A node's text (its tokens' pieces joined) and each token's UTF-16 offset into it, plus the end.
+def token_offsets(raw: bytes, starts: list[int]) -> list[int]:
+    """Each token's UTF-16 offset into the node's shown text (`TokenData.shown_text`, from its first
+    token's start), plus the end.
 
-    `read_tokens` has checked that every start is a character boundary, so the text decodes
-    once instead of per token; for ASCII text (most of it) UTF-16 offsets are the byte offsets, and
-    `starts` itself (the caller's own list) is returned as them when the text begins at its first."""
+    `read_tokens` has checked that every start is a character boundary; for ASCII text (most of it)
+    UTF-16 offsets are the byte offsets, and `starts` itself (the caller's own list) is returned as
+    them when the text begins at its first."""
     first = starts[0] if starts else len(raw)
-    text = raw[first:].decode("utf-8")
-    if text.isascii():
+    if raw.isascii():
         if not first:  # the node's text starts at its first token (nearly always): the starts as they are
             starts.append(len(raw))
-            return text, starts
-        return text, [start - first for start in starts] + [len(raw) - first]
+            return starts
+        return [start - first for start in starts] + [len(raw) - first]
     units = [0, *accumulate(raw.translate(UTF16_UNITS))]  # UTF-16 units before each byte offset
-    return text, [units[start] - units[first] for start in starts] + [units[len(raw)] - units[first]]
+    return [units[start] - units[first] for start in starts] + [units[len(raw)] - units[first]]
 
 
 def block_payload(block: Block, node_start: int, token_blocked: bool) -> dict:
