@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 import urllib.parse
 
@@ -20,6 +22,7 @@ from skycap_viewer.catalog import index as catalog_index
 from skycap_viewer.catalog import run_index, store
 from skycap_viewer.catalog.run_index import IndexProblem, read_index_file
 from tests.conftest import FIXTURES, PULLED, run_cli
+from tests.process_memory import GIB, PeakMemory
 from tests.server_process import ServerProcess
 from tests.test_web import InProcess
 
@@ -223,6 +226,71 @@ def test_a_big_index_file_is_refused_unread(tmp_path, monkeypatch):
     (tmp_path / "index" / "step-1.json").write_bytes(b" " * 1001)
     with pytest.raises(IndexProblem, match="larger than"):
         read_index_file(tmp_path, "index/step-1.json")
+
+
+def test_an_index_file_of_too_many_rows_or_containers_is_refused(tmp_path, monkeypatch):
+    """Each bound names what it counted; a file within both is read."""
+    monkeypatch.setattr(run_index, "MAX_FILE_ROWS", 3)
+    monkeypatch.setattr(run_index, "MAX_FILE_CONTAINERS", 12)
+    (tmp_path / "index").mkdir()
+    step = tmp_path / "index" / "step-1.json"
+
+    def read(rows, extra=()):
+        step.write_text(json.dumps({"format_version": 1, "rows": [{"id": f"r{i}"} for i in range(rows)],
+                                    "extra": list(extra)}))
+        return read_index_file(tmp_path, "index/step-1.json")
+
+    assert len(read(3).rows) == 3
+    with pytest.raises(IndexProblem, match="holds 4 rows, past the 3 a file may"):
+        read(4)
+    with pytest.raises(IndexProblem, match="holds 15 JSON objects and arrays .* past the 12 a file may"):
+        read(2, extra=[[]] * 10)
+
+
+def heavy_legal_index(step: int) -> bytes:
+    """A step file at the byte cap that passes every bound and costs the most to keep: the most rows
+    a file may hold, four containers each, then short strings (a new object each) to the cap."""
+    rows = ",".join(f'{{"id":"r{step}-{i:06d}","annotations":{{"a":[]}},"record":{{"files":[]}}}}'
+                    for i in range(run_index.MAX_FILE_ROWS))
+    head = f'{{"format_version":1,"step":{step},"rows":[{rows}],"extra":['
+    count = (run_index.MAX_FILE_BYTES - len(head) - 2) // 5
+    return (head + ",".join(['"ab"'] * count) + "]}").encode()
+
+
+def tiny_rows_index(step: int) -> bytes:
+    """A step file at the byte cap of the smallest rows: 840k of them, about 1 GB once read and kept."""
+    count = (run_index.MAX_FILE_BYTES - 64) // len('{"id":"r5-0000000"},')
+    rows = ",".join(f'{{"id":"r{step}-{i:07d}"}}' for i in range(count))
+    return f'{{"format_version":1,"step":{step},"rows":[{rows}]}}'.encode()
+
+
+@pytest.mark.slow
+def test_index_files_at_the_cap_cost_less_than_a_gib(pulled):
+    """Two files at the byte cap of the smallest rows are refused before they are parsed; two of the
+    heaviest a file may be are read: `summary` and the server, whole process trees, stay under 1 GiB."""
+    directory = record_dir(pulled, "new")
+    rows_before = sum(len(json.loads(path.read_text())["rows"]) for path in (directory / "index").iterdir())
+    for step in (5, 6):
+        (directory / "index" / f"step-{step}.json").write_bytes(tiny_rows_index(step))
+    for step in (7, 8):
+        (directory / "index" / f"step-{step}.json").write_bytes(heavy_legal_index(step))
+    assert all(len(path.read_bytes()) <= run_index.MAX_FILE_BYTES for path in (directory / "index").iterdir())
+    process = subprocess.Popen([sys.executable, "-m", "skycap_viewer", "summary", "--json", str(directory)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with PeakMemory(process.pid) as peak:
+        out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert peak.bytes < GIB, f"summary peaked at {peak.bytes / 2**20:.0f} MiB"
+    for step in (5, 6):
+        assert f"step-{step}.json: run index file ignored: holds 838,8" in err, err
+    facts = json.loads(out)[0]["run_index"]
+    assert facts["rows"] == rows_before + 2 * run_index.MAX_FILE_ROWS, facts
+    with ServerProcess([directory]) as server, PeakMemory(server.process.pid) as peak:
+        server.wait_indexed()
+        served = server.get("/v1/runs")["data"][0]["run_index"]
+        assert served["rows"] == facts["rows"] and len(served["damaged"]) == 2, served
+        assert "Traceback" not in server.output()
+    assert peak.bytes < GIB, f"the server peaked at {peak.bytes / 2**20:.0f} MiB"
 
 
 def damage_step_3(root):

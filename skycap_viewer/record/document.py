@@ -85,13 +85,21 @@ def container_problem(text: str) -> str | None:
     """Why `text` may not be parsed: more brackets than `json_container_limit` (counted in strings
     too: a bound, cheap to take, that no shorter text can pass), else None."""
     limit = json_container_limit()
-    if len(text) // 2 <= limit:  # every container takes two characters at least: this text cannot pass
-        return None
-    count = text.count("{") + text.count("[")
-    if count <= limit:
+    count = containers_past(text, limit)
+    if count is None:
         return None
     return (f"the document's JSON text holds {count:,} objects and arrays (brackets in its strings counted too), "
             f"past the {limit:,} a parse may build: one per {BYTES_PER_CONTAINER} bytes of the --max-file-mib limit")
+
+
+def containers_past(text: str | bytes, limit: int) -> int | None:
+    """How many objects and arrays the JSON `text` could build when that passes `limit`, else None: its
+    opening brackets, in strings too (a bound, taken without parsing, that no shorter text can pass)."""
+    if len(text) // 2 <= limit:  # every container takes two characters at least: this text cannot pass
+        return None
+    braces, brackets = ("{", "[") if isinstance(text, str) else (b"{", b"[")
+    count = text.count(braces) + text.count(brackets)
+    return count if count > limit else None
 
 
 def parse_document_text(text: str, path) -> dict:
