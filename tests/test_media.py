@@ -5,8 +5,11 @@ range past its node and a hash that is not a string, without its tokens sidecar 
 text), and written before media existed (no `media` key).
 """
 
+import json
+
 import pytest
 
+from skycap_viewer.views.trajectory import MEDIA_IN_NODE
 from tests.badrecords import copy_record
 from tests.conftest import FIXTURES, ORACLE, run_cli
 from tests.server_process import served
@@ -159,3 +162,70 @@ def test_show_without_tokens_names_the_items_without_a_range(root):
     assert "    media image · cat · 3 tokens  tokens 21–24 of the node (not shown: no tokens)" in lines
     assert "⟦" not in "\n".join(lines)
     assert "    [image_url]" in lines
+
+
+MANY = 100_000  # media items of one node
+IMAGE_BYTES = 11_000_000  # of one data URL
+
+
+def heavy(document):
+    """Node 0 with 100k media items (each a valid one-token range), node 2 with an image as an 11 MB data URL."""
+    nodes = document["nodes"]
+    item = nodes[0]["tokens"]["media"][0]
+    nodes[0]["tokens"]["media"] = [{**item, "offset": i % 20, "length": 1, "hash": f"h{i:06d}"} for i in range(MANY)]
+    nodes[2]["message"]["content"] = [{"type": "text", "text": "look"}, {
+        "type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * IMAGE_BYTES}}]
+
+
+@pytest.fixture(scope="module")
+def heavy_server(tmp_path_factory):
+    run = tmp_path_factory.mktemp("media-heavy") / "vision"
+    run.mkdir()
+    copy_record(SPEC, "tr_media", run, "tr_media_heavy", heavy)
+    yield from served([run])
+
+
+def raw(server, target):
+    status, _, body = server.request(f"/v1/trajectories/tr_media_heavy/{target}")
+    return status, body
+
+
+def test_a_node_of_many_media_items_sends_the_first_with_its_text_and_the_rest_in_parts(heavy_server):
+    status, body = raw(heavy_server, "paths")
+    assert status == 200 and len(body) < 4 * 2**20, len(body)
+    node = json.loads(body)["nodes"]["n0"]
+    assert node["media_count"] == MANY and len(node["media"]) == MEDIA_IN_NODE
+    hashes, start = [], 0
+    while start is not None:
+        status, body = raw(heavy_server, f"media?node=n0&from={start}")
+        assert status == 200 and len(body) <= 4 * 2**20, len(body)
+        part = json.loads(body)
+        assert part["node_id"] == "n0" and part["part"]["from"] == start and part["part"]["total"] == MANY
+        hashes += [item["hash"] for item in part["media"]]
+        start = part["part"].get("next")
+    assert hashes == [f"h{i:06d}" for i in range(MANY)]
+    assert [item["hash"] for item in node["media"]] == hashes[:MEDIA_IN_NODE]
+    assert raw(heavy_server, "media?node=n1")[1] == b'{"node_id":"n1","media":[],"part":{"from":0,"to":0,"total":0}}'
+    assert raw(heavy_server, "media?node=n9")[0] == 404
+    assert raw(heavy_server, "media?node=n0&from=100000")[0] == 400
+
+
+def test_a_message_bigger_than_a_part_is_a_placeholder_in_the_graph_and_whole_on_its_own(heavy_server):
+    sizes, nodes, start = [], [], 0
+    while start is not None:
+        status, body = raw(heavy_server, f"graph?from={start}")
+        assert status == 200
+        sizes.append(len(body))
+        part = json.loads(body)
+        nodes += part["nodes"]
+        start = part["part"].get("next")
+    assert max(sizes) < 4 * 2**20, sizes
+    image = nodes[2]["message"]
+    assert image["cut"] is True and image["type"] == "object" and image["json_bytes"] > IMAGE_BYTES, image
+    assert all("cut" not in (node["message"] or {}) for i, node in enumerate(nodes) if i != 2)
+    status, body = raw(heavy_server, "message?node=n2")
+    whole = json.loads(body)
+    assert status == 200 and whole["node_id"] == "n2"
+    assert whole["message"]["content"][1]["image_url"]["url"] == "data:image/png;base64," + "A" * IMAGE_BYTES
+    assert len(json.dumps(whole["message"], separators=(",", ":"), ensure_ascii=False)) == image["json_bytes"]
+    assert raw(heavy_server, "message?node=n4")[0] == 404

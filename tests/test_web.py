@@ -111,6 +111,8 @@ def route_targets(web):
         "notable": f"/v1/trajectories/{FORKED}/notable?path=1",
         "retokenized": f"/v1/trajectories/{FORKED}/retokenized?around=4",
         "experts": f"/v1/trajectories/{record}/experts?node=n1&layer=0",
+        "node_message": f"/v1/trajectories/{record}/message?node=n1",
+        "node_media": f"/v1/trajectories/{record}/media?node=n1",
         "snapshot": f"/v1/trajectories/{FORKED}/snapshot?path=1&tab=tree",
         "groups": "/v1/groups?run_id=groups",
         "group": f"/v1/groups/{group}?run_id=groups",

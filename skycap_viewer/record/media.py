@@ -54,14 +54,21 @@ def media_problems(node: dict) -> list[str]:
     return [f"node {node['id']} media item {first}: {problem}{more}"]
 
 
-def node_media(node: dict) -> list[dict]:
-    """The node's media items as the page and `show` draw them: `modality`, `hash`, `offset` and `length`
-    (the range clipped to the node's tokens; null when the record gives none), `label` ("image · cat ·
-    3 tokens", as recorded) and `problem` (null, or what is wrong with the item)."""
+def node_media(node: dict, start: int = 0, stop: int | None = None) -> list[dict]:
+    """The node's media items (those recorded at `start` to `stop`) as the page and `show` draw them:
+    `modality`, `hash`, `offset` and `length` (the range clipped to the node's tokens; null when the
+    record gives none), `label` ("image · cat · 3 tokens", as recorded) and `problem` (null, or what
+    is wrong with the item). An item that is not an object is left out (`media_problems` names it)."""
     items, length = _recorded(node)
     if not isinstance(items, list):
         return []
-    return [_shown_item(item, length) for item in items if isinstance(item, dict)]
+    return [_shown_item(item, length) for item in items[start:stop] if isinstance(item, dict)]
+
+
+def media_count(node: dict) -> int:
+    """How many media items the node records (what `node_media` lists from)."""
+    items = _recorded(node)[0]
+    return len(items) if isinstance(items, list) else 0
 
 
 def _shown_item(item: dict, length: int) -> dict:

@@ -263,9 +263,7 @@ class Api:
         node, layer, start = node_param(params), layer_param(params), part_start(params)
 
         def answer(snapshot, row, view):
-            nodes = view.document["nodes"]
-            if node >= len(nodes):
-                raise ApiError(404, f"no node {wire_id(node)}: the trajectory has {len(nodes)} nodes")
+            node_there(view.document, node)
             payload = answer_part(experts_part, view.directory, view.document, view.present, node, layer, start)
             if payload["unavailable"] == "damaged" and "malformed-record" not in row["flags"]:
                 self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
@@ -337,6 +335,19 @@ class Api:
         start = part_start(params)
         view = self.view(record_id, params)[3]
         return 200, answer_part(view.graph_part, start, self.part_limit)
+
+    def node_message(self, record_id: str, params):
+        """One node's message whole (`node`): what a `/graph` part sends as a placeholder when it is
+        bigger than a part (an image as a data URL)."""
+        node = node_param(params)
+        view = self.view(record_id, params)[3]
+        return 200, view.node_message(node_there(view.document, node))
+
+    def node_media(self, record_id: str, params):
+        """One node's media items in parts (`node`, `from`): a `/paths` node carries its first thousand."""
+        node, start = node_param(params), part_start(params)
+        view = self.view(record_id, params)[3]
+        return 200, answer_part(view.media_part, node_there(view.document, node), start, self.part_limit)
 
     def exchanges(self, record_id: str, params):
         start = part_start(params)
@@ -501,6 +512,14 @@ class Api:
 def context(snapshot: Snapshot, row: dict) -> dict:
     """The run fields a record's header carries."""
     return {"run_id": snapshot.id, "project": snapshot.location.project, "revision": row["revision"]}
+
+
+def node_there(document: dict, node: int) -> int:
+    """`node`, when the document has that node; else the request's 404."""
+    count = len(document["nodes"])
+    if node >= count:
+        raise ApiError(404, f"no node {wire_id(node)}: the trajectory has {count} nodes")
+    return node
 
 
 def answer_part(make, *args) -> dict:

@@ -105,7 +105,7 @@ class Route:
 
 
 RECORD_SIZED = {"export", "paths", "path_row", "path_messages", "graph", "exchanges", "timeline", "forks",
-                "notable", "retokenized", "experts", "snapshot", "lineup", "compare"}
+                "notable", "retokenized", "experts", "snapshot", "lineup", "compare", "node_message", "node_media"}
 ROUTES = (
     Route(("healthz",), "healthz"),
     Route(("__viewer",), "viewer"),
@@ -123,6 +123,8 @@ ROUTES = (
     Route(("v1", "trajectories", CAPTURE, "notable"), "notable"),
     Route(("v1", "trajectories", CAPTURE, "retokenized"), "retokenized"),
     Route(("v1", "trajectories", CAPTURE, "experts"), "experts"),
+    Route(("v1", "trajectories", CAPTURE, "message"), "node_message"),
+    Route(("v1", "trajectories", CAPTURE, "media"), "node_media"),
     Route(("v1", "trajectories", CAPTURE, "snapshot"), "snapshot"),
     Route(("v1", "values"), "values", per_generation=True),
     Route(("v1", "search"), "search"),

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
 
+from skycap_viewer.catalog.rows import cut_marker
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.blocks import Block, message_text, sampled_tokens, utf16_length
 from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
 from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.header import trajectory_header
-from skycap_viewer.record.media import node_media
+from skycap_viewer.record.media import media_count, node_media
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData, read_tokens
 from skycap_viewer.record.support import NodeSupport, read_mask, support_by_node
@@ -29,10 +30,15 @@ from skycap_viewer.wire import RawJson, encode_json
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
 
 
+MEDIA_IN_NODE = 1000  # media items a node's payload carries (~110 KB); the rest come in parts of their own
+
+
 def node_payload(node: dict, tokens: TokenData | None, support: NodeSupport | None = None) -> dict:
     """One node's text, and its token ids/logprobs/offsets when the tokens sidecar is read, with what
-    its sampling mask says of its sampled tokens (`support`; null when it records none); its media
-    items (`record.media.node_media`) either way, from the document."""
+    its sampling mask says of its sampled tokens (`support`; null when it records none); its first
+    `MEDIA_IN_NODE` media items (`record.media.node_media`), and how many it records when that is more,
+    either way, from the document: a node of 100k images would make an 11 MB part
+    (`RecordView.media_part` has them all)."""
     slices = node.get("tokens")
     entry = {
         "node_id": wire_id(node["id"]),
@@ -44,10 +50,13 @@ def node_payload(node: dict, tokens: TokenData | None, support: NodeSupport | No
         "token_ids": None,
         "logprobs": None,
         "token_offsets": None,
-        "media": node_media(node),
+        "media": node_media(node, 0, MEDIA_IN_NODE),
         "support_sizes": None,
         "outside_support": None,
     }
+    count = media_count(node)
+    if count > MEDIA_IN_NODE:  # only then: a 20k-node snapshot would carry 0.3 MB of zeros
+        entry["media_count"] = count
     if tokens is None or slices is None:
         entry["text"] = message_text(node.get("message"))
         return entry
@@ -227,6 +236,12 @@ def graph_node(rollout: Rollout, node: dict, signs: dict) -> dict:
     }
 
 
+def without_message(node: dict) -> dict:
+    """A graph node too big for a part, its message replaced by a placeholder: that it was cut, its
+    size and type (`cut_marker`); `RecordView.node_message` gives it whole."""
+    return {**node, "message": cut_marker(node["message"], encoded_size(node["message"]))}
+
+
 def fork_payload(fork: Fork) -> dict:
     """One fork as the wire has it: node ids as `"n<id>"`, `parent_id` null for a new root."""
     return {"node_id": wire_id(fork.node_id), "parent_id": wire_id(fork.parent_id),
@@ -256,22 +271,24 @@ PART_ITEMS = 5000  # items in a part at most: the page draws a few thousand rows
 @dataclass(frozen=True)
 class PartLimit:
     """How much one part holds: at most `items` items, and no further item once their encoded size
-    passes `bytes` (None: not measured). A part holds at least one item, however big, so it moves on."""
+    passes `bytes` (None: not measured). A part holds at least one item, however big, so it moves on;
+    an item bigger than `item_bytes` is sent as its placeholder, where its kind has one (`window`)."""
 
     items: int = PART_ITEMS
     bytes: int | None = PART_BYTES
+    item_bytes: int | None = PART_BYTES
 
     def within(self, size: int) -> "PartLimit":
         """This limit with at most `size` bytes a part."""
-        return PartLimit(self.items, size if self.bytes is None else min(self.bytes, size))
+        return PartLimit(self.items, size if self.bytes is None else min(self.bytes, size), self.item_bytes)
 
     def less(self, items: int, size: int) -> "PartLimit":
         """What is left of this limit after `items` items of `size` bytes (a first part's later paths)."""
-        return PartLimit(self.items - items, None if self.bytes is None else self.bytes - size)
+        return PartLimit(self.items - items, None if self.bytes is None else self.bytes - size, self.item_bytes)
 
 
 SERVED_PARTS = PartLimit()  # what the server sends per part
-WHOLE = PartLimit(items=sys.maxsize, bytes=None)  # one part, nothing measured: the whole answer
+WHOLE = PartLimit(items=sys.maxsize, bytes=None, item_bytes=None)  # one part, nothing measured: the whole answer
 
 
 def encoded_size(item) -> int:
@@ -279,16 +296,21 @@ def encoded_size(item) -> int:
 
 
 def window(make, start: int, total: int, limit: PartLimit, least: int = 1,
-           size_of=encoded_size) -> tuple[list, int, int]:
+           size_of=encoded_size, placeholder=None) -> tuple[list, int, int]:
     """(items `make(i)` for i from `start`, the position after the last, their encoded size): as many
     as one part under `limit` holds. Each item is made and measured once, so a part costs what its
     items cost, wherever in the record it starts. `size_of` measures an item (one made encoded
-    is measured by its length, not encoded again)."""
+    is measured by its length, not encoded again); an item past `limit.item_bytes` is replaced by
+    `placeholder(item)`, when given (a graph node of an 11 MB image: its message left for its route)."""
     items, size, end = [], 0, start
     while end < total and len(items) < limit.items:
         item = make(end)
         if limit.bytes is not None:
-            grown = size + size_of(item)
+            item_size = size_of(item)
+            if placeholder is not None and limit.item_bytes is not None and item_size > limit.item_bytes:
+                item = placeholder(item)
+                item_size = size_of(item)
+            grown = size + item_size
             if grown > limit.bytes and len(items) >= least:
                 break
             size = grown
@@ -505,13 +527,28 @@ class RecordView:
         payload["paths"] = summaries
         return RawJson(encode_json(payload))
 
+    def node_message(self, node_id: int) -> dict:
+        """One node's message whole, as the document holds it: what a part left as a placeholder."""
+        return {"node_id": wire_id(node_id), "message": self.rollout.nodes[node_id].get("message")}
+
+    def media_part(self, node_id: int, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
+        """A part of one node's media items, from the `start`-th it records (a node's payload holds the
+        first `MEDIA_IN_NODE`)."""
+        node = self.rollout.nodes[node_id]
+        total = media_count(node)
+        check_start(start, total)
+        items, end, _ = window(lambda i: node_media(node, i, i + 1), start, total, limit)
+        return {"node_id": wire_id(node_id), "media": [item for shown in items for item in shown],
+                "part": part_of(start, end, total)}
+
     def graph_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
         """A part of the `/graph` answer: the nodes from `start` in document order; the first part
         also the header, roots, leaves, branch points, forks and the train-once check."""
         rollout = self.rollout
         nodes = rollout.nodes
         check_start(start, len(nodes))
-        items, end, _ = window(lambda i: graph_node(rollout, nodes[i], self.signs), start, len(nodes), limit)
+        items, end, _ = window(lambda i: graph_node(rollout, nodes[i], self.signs), start, len(nodes), limit,
+                               placeholder=without_message)
         part = part_of(start, end, len(nodes))
         if start:
             return {"nodes": items, "part": part}

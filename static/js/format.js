@@ -5,15 +5,15 @@ import {num} from "./facts.js";
 
 export {num, plural, unitShort} from "./facts.js";  // the tables' and the drawer's numbers are the snapshot's
 
-/** The text of a `meta` or `annotations` value a listing row kept cut (the server's marker
- *  `{cut: true, json_bytes, type}`: too long for a row; the rollout's own answer has it whole),
- *  or null for any other value. */
-export function cutText(value) {
+/** The text of a value the server sent cut (its marker `{cut: true, json_bytes, type}`): a `meta` or
+ *  `annotations` value too long for a listing row (the rollout's own answer has it whole), or a
+ *  message too big for a part of /graph (`where` says where it is whole); null for any other value. */
+export function cutText(value, where = "open the rollout for it whole") {
   if (value === null || typeof value !== "object" || value.cut !== true || typeof value.json_bytes !== "number") {
     return null;
   }
   const what = `${value.type === "object" ? "an" : "a"} ${value.type}`;
-  return `(cut: ${what} of ${num(value.json_bytes)} bytes of JSON; open the rollout for it whole)`;
+  return `(cut: ${what} of ${num(value.json_bytes)} bytes of JSON; ${where})`;
 }
 
 export function pct(part, whole) {

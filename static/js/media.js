@@ -3,6 +3,7 @@
 // nodes, ranges already fitted to the node); modality, hash and label are record text.
 
 import {el} from "./dom.js";
+import {num} from "./facts.js";
 import {markTokens} from "./tokens.js";
 
 /** Mark the media items of `node` that lie in `section` (drawn by `blockElement` for `block`), and
@@ -20,9 +21,13 @@ export function drawMedia(section, block, node, unit) {
     markTokens(section, to - 1, to, "media-last");
   }
   if (!items.length || block.node_start !== 0) return;
+  const more = (node.media_count ?? items.length) - items.length;  // past the ones a /paths node carries
   section.querySelector(".gutter").append(el("div", {className: "media-items"},
     items.map((item) => el("span", {className: `media-item${item.problem ? " bad" : ""}`,
-      title: mediaTitle(item, block, byTokens)}, item.label))));
+      title: mediaTitle(item, block, byTokens)}, item.label)),
+    more > 0 ? el("span", {className: "media-more muted small",
+      title: "a node's first items come with its text; the rest are in /v1/trajectories/{id}/media?node="},
+    `and ${num(more)} more, not drawn`) : null));
 }
 
 function mediaTitle(item, block, byTokens) {

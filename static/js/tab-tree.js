@@ -8,7 +8,7 @@
 // branch points), the path that trains each node and call durations are the server's /graph.
 
 import {append, el} from "./dom.js";
-import {num, plural, sizeIn, unitShort} from "./format.js";
+import {cutText, num, plural, sizeIn, unitShort} from "./format.js";
 import {moreRow} from "./parts.js";
 import {copyBadge} from "./retok-badge.js";
 import {visible} from "./facts.js";
@@ -22,6 +22,8 @@ export function nodeText(bundle, nodeId) {
   if (node && node.text !== null && node.text !== undefined) return node.text;
   if (node?.token_ids) return `⟨ids ${node.token_ids.join(" ")}⟩`;
   const message = bundle.graph.nodes.find((n) => n.node_id === nodeId)?.message;
+  const cut = cutText(message, "too big to send with the tree: the Path tab shows its text");
+  if (cut) return cut;
   if (typeof message?.content === "string") return message.content;
   return message ? JSON.stringify(message) : "";
 }

@@ -3,8 +3,10 @@ hash · tokens) on its node's block; shown as text, and still listed when the to
 
 from playwright.sync_api import expect
 
+from skycap_viewer.views.trajectory import MEDIA_IN_NODE
 from tests.badrecords import copy_record
 from tests.conftest import FIXTURES
+from tests.test_media import MANY, heavy
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 
@@ -74,3 +76,20 @@ def test_a_hash_is_text_a_bad_range_is_marked_and_text_only_still_lists_the_imag
     expect(first.locator(".media-item")).to_have_attribute(
         "title", "its placeholder tokens are 21–24 of the node (not shown: no tokens)")
     expect(tab.locator("span.t.media")).to_have_count(0)
+
+
+def test_a_node_of_many_images_lists_its_first_and_says_how_many_more(page_over, tmp_path):
+    """A node's first thousand media items come with its text; the rest are counted, not drawn; the
+    11 MB image of another node is not in the page."""
+    run = tmp_path / "vision"
+    run.mkdir()
+    copy_record(FIXTURES / "spec", "tr_media", run, "tr_heavy", heavy)
+    page = page_over(run)
+    tab = open_from_table(page, "vision", "tr_heavy")
+    first = tab.locator('.block[data-node="n0"]')
+    expect(first.locator(".media-item")).to_have_count(MEDIA_IN_NODE)
+    expect(first.locator(".media-item").first).to_have_text("image · h000000 · 1 token")
+    expect(first.locator(".media-more")).to_have_text(f"and {MANY - MEDIA_IN_NODE:,} more, not drawn")
+    expect(tab.locator('.block[data-node="n2"] .media-more')).to_have_count(0)
+    expect(tab.locator('.block[data-node="n2"] .media-item')).to_have_count(2)
+    assert "AAAA" not in tab.locator("#drawer").inner_text()
