@@ -6,14 +6,17 @@ with one line on stderr, never a traceback.
 """
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
+from skycap_viewer.catalog.object_store import ObjectStore, is_url
+from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, RemoteCopy
 from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
-from skycap_viewer.record.document import is_document_name
+from skycap_viewer.record.document import is_document_name, record_id_of
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, WITHIN, Query
 
@@ -123,6 +126,57 @@ def add_file_limit(parser: argparse.ArgumentParser) -> None:
                         "a larger one is reported, not read")
 
 
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """Every command takes a store URL where it takes a directory, and how to reach the store."""
+    parser.add_argument("--storage-options", type=storage_options, default={}, metavar="JSON",
+                        help="options for the object store of an s3://, gs://, az://... URL, as fsspec takes "
+                             "them (e.g. '{\"endpoint_url\": \"http://127.0.0.1:9000\"}'); credentials are the "
+                             "protocol's usual ones")
+    parser.add_argument("--remote-cache-mib", type=file_limit_mib, default=DEFAULT_CACHE_BYTES // MIB,
+                        metavar="N", help="the most the sidecars fetched from a store may take in the cache "
+                             f"(default {DEFAULT_CACHE_BYTES // MIB}); the least recently fetched go first")
+
+
+def storage_options(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("a JSON object of option names and values")
+    return value
+
+
+def local_copies(args, values: list[str], copies: list) -> list[str]:
+    """`values` with each store URL replaced by the directory (or document) of its local copy, synced now
+    (`catalog/remote_copy.py`); the copies are added to `copies`. A store that cannot be listed and has
+    no earlier copy is a usage error."""
+    if not any(is_url(value) for value in values):
+        return values
+    from skycap_viewer.catalog.persisted import cache_directory
+
+    local = []
+    for value in values:
+        if not is_url(value):
+            local.append(value)
+            continue
+        url, record_id = value.rstrip("/"), None
+        if is_document_name(url.rsplit("/", 1)[-1]):  # one record: its folder's copy, that record's files only
+            url, _, name = url.rpartition("/")
+            record_id = record_id_of(name)
+        copy = RemoteCopy(ObjectStore(url, args.storage_options), cache_directory(), args.remote_cache_mib * MIB,
+                          record_id)
+        if not copy.sync():
+            if not copy.directory.is_dir():
+                raise UsageError(copy.problem)
+            print(f"skycap-viewer: {safe(copy.problem)}; reading the copy made before", file=sys.stderr, flush=True)
+        elif copy.problem:  # listed, but some objects could not be fetched
+            print(f"skycap-viewer: {safe(copy.problem)}", file=sys.stderr, flush=True)
+        copies.append(copy)
+        local.append(str(copy.directory / name) if record_id is not None else str(copy.directory))
+    return local
+
+
 def directories_command(name: str, description: str) -> argparse.ArgumentParser:
     """A terminal command over record directories (or the demo run), printing text or `--json`."""
     parser = argparse.ArgumentParser(prog=f"skycap-viewer {name}", description=description)
@@ -214,13 +268,26 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     for name in ("annotation", "flag", "exclude-flag"):
         export.add_argument(f"--{name}", action="append", metavar="VALUE", help="repeatable")
     export.add_argument("--format", choices=("rollouts", "rows"), help="rows: each record's trainer rows too")
-    add_file_limit(export)
-    add_file_limit(serve)
-    add_file_limit(show)
-    add_file_limit(grep)
-    add_file_limit(diff)
+    for parser in (export, serve, show, grep, diff):
+        add_file_limit(parser)
+    for parser in (serve, summary, check, show, diff, grep, export):
+        add_store_options(parser)
     return {"serve": serve, "summary": summary, "check": check, "show": show, "diff": diff, "grep": grep,
             "export": export}
+
+
+def localise(command: str, args, copies: list) -> None:
+    """Replace each store URL among the command's record arguments with its local copy's path."""
+    if command in ("serve", "summary", "check"):
+        args.dirs = local_copies(args, args.dirs, copies)
+    elif command == "show":
+        args.record = local_copies(args, args.record[:1], copies) + args.record[1:]
+    elif command == "diff":
+        args.records = local_copies(args, args.records, copies)
+    elif command == "grep":
+        args.args = local_copies(args, args.args[:-1], copies) + args.args[-1:]
+    elif command == "export":
+        args.dir = local_copies(args, [args.dir], copies)[0]
 
 
 def main(argv=None) -> int:
@@ -228,7 +295,9 @@ def main(argv=None) -> int:
     command = argv.pop(0) if argv and argv[0] in COMMANDS else "serve"
     args = build_parsers()[command].parse_args(argv)
     set_file_limit(args.max_file_mib * MIB)
+    copies: list = []
     try:
+        localise(command, args, copies)
         if command == "summary":
             from skycap_viewer.commands.summary import run_summary
 
@@ -259,6 +328,8 @@ def main(argv=None) -> int:
             return run_export(existing_directories([args.dir])[0], export_params(args))
         from skycap_viewer.server.serve import run_serve
 
+        for copy in copies:
+            copy.poll()  # new, rewritten and deleted records of the store appear as the server runs
         return run_serve(given_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),
                          quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache,
                          verify=not args.no_verify, allowed_hosts=args.allowed_host, token=args.token,

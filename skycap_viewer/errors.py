@@ -17,7 +17,16 @@ class RecordError(Exception):
     def __init__(self, path, problem: str):
         self.path = str(path)
         self.problem = " ".join(str(problem).split())
-        super().__init__(f"{self.path}: {self.problem}")
+        super().__init__(f"{shown_path(self.path)}: {self.problem}")
+
+
+def shown_path(path: str) -> str:
+    """How a file is named to the user: as it is, or where it is a store's copy the object's URL
+    (`record/copies.py` puts its own namer here when it is imported, as every reader imports it)."""
+    return path_namer(path)
+
+
+path_namer = str
 
 
 class UsageError(Exception):

@@ -23,6 +23,7 @@ from skycap_viewer.catalog.run_index import (
     say_left_out,
 )
 from skycap_viewer.catalog.store import NEWEST_FIRST, READERS, RETOKENIZED, RunStore, flag_bits, member_row
+from skycap_viewer.record.copies import copy_listing
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.fields import iso_time, scalar_text
 
@@ -275,9 +276,12 @@ class IndexedRun:
         self.store.put_many(stored)
 
     def unverified(self, limit: int) -> list[str]:
-        """Up to `limit` documents whose sidecars are still to be checked, those a request reported first."""
+        """Up to `limit` documents whose sidecars are still to be checked, those a request reported first;
+        of a store's copy only those (opened, so fetched): the others' sidecars are not fetched to verify."""
         first = [name for name in self.verify_first if name in self.versions]
         self.verify_first.difference_update(first)
+        if copy_listing(self.location.path) is not None:
+            return first
         rest = [name for (name,) in self.store.db.execute(
             "SELECT name FROM rows WHERE NOT verified LIMIT ?", (max(limit, 0) + len(first),)) if name not in first]
         return first + rest[:max(limit - len(first), 0)]

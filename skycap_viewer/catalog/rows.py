@@ -27,6 +27,7 @@ from skycap_viewer.catalog.blobs import squeezed, unsqueezed
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
+from skycap_viewer.record.copies import listed_in_copy
 from skycap_viewer.record.document import link_leaving, read_document, record_id_of
 from skycap_viewer.record.fields import created_ts
 from skycap_viewer.record.header import trajectory_header
@@ -46,9 +47,11 @@ SORTED_JSON = json.JSONEncoder(sort_keys=True)  # the `q` text's encoding, made 
 
 
 def present_sidecars(directory, document: dict) -> set[str]:
-    """The listed sidecar files that are in the directory (one stat each, never opened)."""
+    """The listed sidecar files that are in the directory (one stat each, never opened), or for a
+    store's copy in the store (`record/copies.py`: fetched when they are read)."""
     names = [m.get("file") for m in (document.get("sidecars") or {}).values() if isinstance(m, dict)]
-    return {n for n in names if is_plain_file_name(n) and os.path.isfile(os.path.join(directory, n))}
+    return {n for n in names if is_plain_file_name(n) and (os.path.isfile(os.path.join(directory, n))
+                                                            or listed_in_copy(directory, n))}
 
 
 def strip_json(blocks: list, token_blocked: bool) -> RawJson:

@@ -20,6 +20,7 @@ from skycap_viewer.catalog.discovery import record_directories, say_skipped
 from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME
+from skycap_viewer.record.copies import copy_url_of, names_in
 from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document, record_id_of
 from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.graph import Graph
@@ -39,7 +40,7 @@ class RecordReport:
 
 @dataclass
 class DirectoryReport:
-    path: Path
+    path: str  # as the user named it (a store's copy by its URL)
     documents: int = 0
     bad: list[RecordReport] = field(default_factory=list)
     absent: dict[str, int] = field(default_factory=dict)
@@ -81,9 +82,9 @@ def check_record(directory: Path, record_id: str, present: set[str], forks: bool
 def check_directory(directory: Path, forks: bool = False, symlink_to: str | None = None,
                     only: list[str] | None = None) -> DirectoryReport:
     """Every record of `directory`, or those `only` names."""
-    report = DirectoryReport(directory, symlink_to=symlink_to)
+    report = DirectoryReport(copy_url_of(directory), symlink_to=symlink_to)  # a store's copy: named by its URL
     try:
-        present = set(os.listdir(directory))
+        present = names_in(directory)
         ids = list_record_ids(directory) if only is None else only
     except OSError as error:
         raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None

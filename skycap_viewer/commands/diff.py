@@ -5,13 +5,13 @@ units marked. It prints `views.compare`'s answer (`--json` prints it as is), so 
 the page cannot disagree. Record text is escaped as `show` escapes it.
 """
 
-import os
 import sys
 from pathlib import Path
 
 from skycap_viewer.commands.show import block_text, document_file, document_in
 from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
+from skycap_viewer.record.copies import names_in
 from skycap_viewer.record.document import read_document, record_id_of
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.trajectory import WHOLE, RecordView
@@ -33,7 +33,7 @@ def record_files(args: list[str]) -> tuple[Path, Path]:
 def record_view(file: Path) -> RecordView:
     try:
         document = read_document(file)
-        present = set(os.listdir(file.parent))
+        present = names_in(file.parent)
     except RecordError as error:
         raise UsageError(str(error)) from None
     except OSError as error:

@@ -14,6 +14,7 @@ from skycap_viewer.catalog.searcher import SearchPool
 from skycap_viewer.commands.check import resolve_directories
 from skycap_viewer.commands.terminal import Painter, Progress, json_text, print_out, safe, wants_colour
 from skycap_viewer.errors import UsageError
+from skycap_viewer.record.copies import copy_url_of
 from skycap_viewer.record.document import list_record_ids
 from skycap_viewer.record.search import Query, query_problem
 
@@ -52,17 +53,17 @@ def run_grep(dirs, query: Query, as_json: bool = False, pool: SearchPool | None 
                 raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
             progress = Progress(f"searching {directory}", len(record_ids))
             found = pool.search(directory, record_ids, query)
+            shown = copy_url_of(directory)  # a store's copy: named by its URL
             for done, result in enumerate(in_id_order(found, record_ids), 1):
                 progress.update(done)
                 if result.skipped:
-                    print(safe(f"skycap-viewer grep: {directory}/{result.record_id}: skipped: {result.skipped}"),
+                    print(safe(f"skycap-viewer grep: {shown}/{result.record_id}: skipped: {result.skipped}"),
                           file=sys.stderr)
                 for hit in result.hits:
                     found_any = True
-                    print_out(json_text({**hit, "run": str(directory)}, indent=None) if as_json
-                              else hit_line(str(directory), hit, paint))
+                    print_out(json_text({**hit, "run": shown}, indent=None) if as_json else hit_line(shown, hit, paint))
                 if result.capped:
-                    print(safe(f"skycap-viewer grep: {directory}/{result.record_id}: only the first "
+                    print(safe(f"skycap-viewer grep: {shown}/{result.record_id}: only the first "
                                f"{len(result.hits)} hits are shown"), file=sys.stderr)
             progress.close()
         finished = True

@@ -9,7 +9,6 @@ other than newline and tab are printed escaped, never sent to the terminal raw.
 """
 
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from skycap_viewer.commands.snapshot import print_snapshot
 from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
 from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
+from skycap_viewer.record.copies import names_in
 from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
 from skycap_viewer.record.forks import trajectory_forks
 from skycap_viewer.views.row import path_messages, trainer_row
@@ -312,7 +312,7 @@ def opened_record(record: Path) -> tuple[Path, dict, set[str], str]:
         raise UsageError(str(error)) from None
     directory = file.parent
     try:
-        present = set(os.listdir(directory))
+        present = names_in(directory)
     except OSError as error:
         raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
     return directory, document, present, record_id_of(file.name)

@@ -7,7 +7,6 @@ run index the trainer wrote (`index/`) is read as the server reads it: what it s
 here (the `not-trained` flag counted with the others), and its rows whose record is not here.
 """
 
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from skycap_viewer.commands.counts import BRIDGED_KEYS, RunStats
 from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import GROUP_FLAGS
+from skycap_viewer.record.copies import copy_url_of, names_in
 from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document
 from skycap_viewer.record.verify import verified_rollout
 
@@ -43,7 +43,7 @@ def run_stats(run: RunLocation) -> tuple[RunStats, dict | None]:
     """The run's counts, and what its run index says (None without one)."""
     stats = RunStats()
     try:
-        present = set(os.listdir(run.path))
+        present = names_in(run.path)
         ids = list_record_ids(run.path)
     except OSError as error:
         stats.add_unreadable("(directory)", f"cannot list {run.path}: {error.strerror or error}")
@@ -141,7 +141,7 @@ def text_lines(run: RunLocation, summary: dict) -> list[str]:
         rows += run_index_rows(summary["run_index"])
     if summary["symlinks"]:
         rows.append(("symlinks", links_text(summary["symlinks"])))
-    lines = [f"{run.id}  ({run.path}{symlink_note(run.symlink_to)})"]
+    lines = [f"{run.id}  ({copy_url_of(run.path)}{symlink_note(run.symlink_to)})"]
     lines += [f"  {label:<{LABEL_WIDTH}}{value}" for label, value in rows]
     lines += [f"  unreadable: {e['id']}: {e['error']}" for e in summary["errors"]]
     return lines
@@ -181,7 +181,7 @@ def run_summary(dirs, as_json: bool = False, group_by: tuple[str, ...] = DEFAULT
         summaries.append((run, summary))
     if as_json:
         payload = [
-            {"run": run.id, "project": run.project, "path": str(run.path),
+            {"run": run.id, "project": run.project, "path": copy_url_of(run.path),
              "symlink_to": str(run.symlink_to) if run.symlink_to else None, **summary}
             for run, summary in summaries
         ]

@@ -9,4 +9,5 @@
 - `fields`: values read out of `meta`, `annotations` and times; `header`: what a listing row starts with.
 - `search`: text found in one document's nodes; `verify`: every problem of a record, sidecars opened.
 - `lazy`: a property computed on first use, without `cached_property`'s lock.
+- `copies`: record directories that are a store's local copy (which sidecars the store holds, fetched when read).
 """

@@ -14,6 +14,7 @@ from json.decoder import scanstring
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
+from skycap_viewer.record.copies import ensure_local
 from skycap_viewer.record.frames import FrameError, decompress_one_frame, file_limit, stored_size_problem
 from skycap_viewer.record.schema import check_structure
 
@@ -129,8 +130,11 @@ def read_regular_file(path, what: str = "document", limit: int | None = None) ->
     most `limit` bytes (the file limit by default): a larger file is refused before it is read.
 
     Opened without blocking and checked to be a regular file first: reading a FIFO named like
-    a record file would otherwise wait forever for a writer.
+    a record file would otherwise wait forever for a writer. A sidecar of a store's copy is fetched
+    first if it is not yet (`record/copies.py`).
     """
+    if what == "sidecar":
+        ensure_local(path)
     try:
         with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
             status = os.fstat(handle.fileno())

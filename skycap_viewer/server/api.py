@@ -18,6 +18,7 @@ from skycap_viewer.catalog.rows import present_sidecars
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
+from skycap_viewer.record.copies import copy_source, fetch_missing
 from skycap_viewer.record.document import document_path
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.search import Query, query_problem
@@ -130,6 +131,7 @@ class Api:
             "project": location.project,
             "path": str(location.path),
             "symlink_to": str(location.symlink_to) if location.symlink_to else None,  # followed out of its root
+            **copy_source(location.path),
             "indexing": snapshot.indexing,
             "indexed": snapshot.row_count,
             "updated_at": snapshot.updated_at,
@@ -220,6 +222,7 @@ class Api:
         big record's parts share one rollout; a record whose files cannot be versioned gets its own."""
         snapshot, row, directory, document = self.load(record_id, params)
         present = present_sidecars(directory, document)
+        fetch_missing(directory, present)  # a store's copy: the rollout's sidecars, fetched as it is opened
         version = files_version(directory, record_id, present)
         fields = context(snapshot, row)
 
@@ -324,7 +327,10 @@ class Api:
                 return False
             written = version[3]
             for name in present_sidecars(directory, document):
-                changed = os.stat(Path(directory) / name).st_mtime_ns
+                try:
+                    changed = os.stat(Path(directory) / name).st_mtime_ns
+                except FileNotFoundError:  # gone, or a store's that could not be fetched: absent, not a rewrite
+                    continue
                 if changed > written and time.time_ns() - changed < SETTLE_WINDOW_NS:
                     return False
         except (RecordError, OSError):

@@ -1,0 +1,322 @@
+"""A store prefix kept as a local copy in the viewer's cache: what lets every reader read a mirror.
+
+`RemoteCopy.sync()` lists the prefix (one listing by pages) and fetches what a listing needs, in
+parallel: record documents, run index files and a skyrl-capture manifest, each again only when the
+store's version of it (ETag, generation) changes. Sidecars are not fetched to list: each copied
+directory's `record/copies.py` file says which ones the store holds, and a rollout's are fetched
+when it is opened (`fetch_sidecar`), kept within `cache_bytes` (the least recently fetched go first).
+Objects gone from the store go from the copy. The copy is laid out as the prefix is, under
+`<cache>/remote/<hash of the URL>/<bucket>/<path>`, so discovery, run names and the persisted
+index work as for a directory.
+
+`poll()` syncs every few seconds in a thread of its own, less often for a prefix that takes long to
+list, and backs off when the store cannot be reached; what went wrong is said once on stderr and kept
+on the copy (each run's `/v1/runs` entry says it), and the rows already indexed stay listed.
+"""
+
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from skycap_viewer.catalog.discovery import SKYRL_MANIFEST, SKYRL_SHARDS
+from skycap_viewer.catalog.object_store import ObjectStore, describe
+from skycap_viewer.catalog.run_index import INDEX_DIRECTORY, MAX_FILE_BYTES, STEP_FILE
+from skycap_viewer.errors import RecordError
+from skycap_viewer.record.copies import COPY_FILE, copy_listing, register_fetcher
+from skycap_viewer.record.document import is_document_name
+from skycap_viewer.record.frames import file_limit
+
+DEPTH = 3  # path segments of a record file under the prefix: the prefix, a child, a grandchild (as discovery)
+SIDECAR_SUFFIX = ".zst"
+MANIFEST_BYTES = 1 * 2**20  # a skyrl-capture manifest fetched at most this big (discovery reads its first 64 KiB)
+POLL_SECONDS = 5.0  # between listings, at least
+POLL_SHARE = 10  # ... and at least this many times what the last listing took: a huge prefix is listed less often
+MOST_SECONDS = 120.0  # between listings, at most, however slow, and between tries when the store fails
+DEFAULT_CACHE_BYTES = 4 * 2**30  # of fetched sidecars
+
+
+def copy_directory(cache: Path, url: str) -> Path:
+    """Where the copy of `url` lives: named by a hash of the URL, then the URL's own path."""
+    digest = hashlib.blake2b(url.rstrip("/").encode(), digest_size=8).hexdigest()
+    path = url.rstrip("/").split("://", 1)[1]
+    parts = [part for part in path.split("/") if part not in ("", ".", "..")]
+    return cache / "remote" / digest / Path(*parts)
+
+
+def kind_of(name: str) -> str | None:
+    """What the copy does with the object `name` (relative to the prefix): `fetch` it (a document, a run
+    index file, a skyrl-capture manifest), `list` it (a sidecar: fetched when its rollout is opened), or
+    None (anything else, or deeper than discovery looks)."""
+    parts = name.split("/")
+    if any(part in ("", ".", "..") or part.startswith(".") for part in parts):
+        return None
+    last = parts[-1]
+    if len(parts) <= DEPTH and is_document_name(last):
+        return "fetch"
+    if len(parts) <= DEPTH and last.endswith(SIDECAR_SUFFIX):
+        return "list"
+    if STEP_FILE.fullmatch(last) and INDEX_DIRECTORY in parts[-3:-1] and len(parts) <= DEPTH + 2:
+        return "fetch"
+    if last == SKYRL_MANIFEST and len(parts) <= DEPTH:
+        return "fetch"
+    if len(parts) >= 2 and parts[-2] == SKYRL_SHARDS and len(parts) <= DEPTH + 1:
+        return "shard"  # a skyrl-capture directory: its `committed/` folder is made, nothing fetched
+    return None
+
+
+def too_big_to_fetch(name: str, size: int) -> bool:
+    """A document past the file limit is not fetched: a sparse file of its size stands for it, and the
+    reader refuses it by its size on disk, naming the limit (as it would refuse the real file)."""
+    last = name.rsplit("/", 1)[-1]
+    if is_document_name(last):
+        return size > file_limit()
+    if last == SKYRL_MANIFEST:
+        return size > MANIFEST_BYTES
+    return size > MAX_FILE_BYTES  # a run index file: refused unread above this anyway
+
+
+class RemoteCopy:
+    """The local copy of one store prefix, synced on demand (`sync`) or in the background (`poll`)."""
+
+    def __init__(self, store: ObjectStore, cache: Path, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 record_id: str | None = None):
+        self.store = store
+        self.url = store.url
+        self.record_id = record_id  # only this record's files (`show` of one record's URL), the rest kept as they are
+        self.directory = copy_directory(cache, self.url)
+        self.cache_bytes = cache_bytes
+        self.problem: str | None = None
+        self.listed_in = 0.0  # seconds the last listing took
+        self.lock = threading.Lock()  # one sync at a time
+        self.guard = threading.Lock()  # over `fetching` and `fetched_bytes`
+        self.fetching: dict[Path, threading.Lock] = {}  # one fetch of a sidecar at a time, others in parallel
+        self.fetched_bytes: int | None = None  # of the sidecars on disk, counted at the first fetch
+        self.stopped = threading.Event()
+        self.polling = False
+        self.registered: set[Path] = set()
+        for marker in self.directory.rglob(COPY_FILE) if self.directory.is_dir() else ():
+            self.register(marker.parent)  # a copy from an earlier session: its sidecars can be fetched at once
+
+    def register(self, local: Path):
+        """Let readers in this process fetch the sidecars of the copied folder `local`."""
+        if local not in self.registered:
+            folder = local.relative_to(self.directory).as_posix()
+            folder = "" if folder == "." else folder
+            register_fetcher(local, lambda base: self.fetch_sidecar(local, folder, base))
+            self.registered.add(local)
+
+    # -- syncing ----------------------------------------------------------------------------------
+
+    def sync(self) -> bool:
+        """List the prefix and bring the copy to match it; whether the listing worked (when not, what
+        went wrong is `problem`, said on stderr when it is new, and the copy stays as it was)."""
+        with self.lock:
+            started = time.monotonic()
+            try:
+                listing = self.store.list(self.record_id)
+            except Exception as error:  # noqa: BLE001 - a store's client raises its own kinds
+                self.say_problem(f"cannot list {self.url}: {describe(error)}")
+                return False
+            self.listed_in = time.monotonic() - started
+            kept = {name: entry for name, entry in listing.items() if kind_of(name) is not None}
+            by_directory: dict[str, dict] = {}
+            for name, entry in kept.items():
+                folder, _, base = name.rpartition("/")
+                if kind_of(name) == "shard":
+                    (self.directory / folder).mkdir(parents=True, exist_ok=True)
+                    continue
+                by_directory.setdefault(folder, {})[base] = entry
+            failures = []
+            for folder, objects in sorted(by_directory.items()):
+                failures += self.sync_directory(folder, objects)
+            if self.record_id is None:
+                self.remove_gone(by_directory)
+            if failures:
+                self.say_problem(f"cannot fetch {len(failures)} object(s) of {self.url}, first "
+                                 f"{self.store.child_url(failures[0][0])}: {describe(failures[0][1])}")
+            elif self.problem is not None:
+                if self.polling:
+                    print(f"skycap-viewer: {self.url}: listed again", file=sys.stderr, flush=True)
+                self.problem = None
+                self.write_problems()
+            return True
+
+    def sync_directory(self, folder: str, objects: dict[str, tuple[int, str]]) -> list:
+        """Fetch the changed documents (and index files) of one listed folder, drop the sidecars whose
+        version changed, then write what the store holds there; the objects that failed, with why."""
+        local = self.directory / folder if folder else self.directory
+        local.mkdir(parents=True, exist_ok=True)
+        before = (copy_listing(local) or {}).get("objects", {})
+        if self.record_id is not None:  # the folder's other records stay as an earlier sync left them
+            objects = {**{base: (*entry[:2], entry[2] if len(entry) > 2 else None) for base, entry in before.items()
+                          if not base.startswith(f"{self.record_id}.")}, **objects}
+        wanted, failures, done = [], [], {}
+        for base, (size, version, written) in objects.items():
+            name = f"{folder}/{base}" if folder else base
+            kind = kind_of(name)
+            target = local / base
+            current = before.get(base, [])[:2] == [size, version] and os.path.lexists(target)
+            if kind == "list":
+                if not current and os.path.lexists(target):
+                    target.unlink()  # a rewrite's sidecar: fetched again when its rollout is opened
+                done[base] = [size, version, written]
+            elif current:
+                done[base] = [size, version, written]
+            elif too_big_to_fetch(name, size):
+                self.write_file(target, None, size, written)
+                done[base] = [size, version, written]
+            else:
+                wanted.append(name)
+        lock = threading.Lock()
+
+        def landed(name, data):
+            base = name.rpartition("/")[2]
+            if isinstance(data, Exception):
+                with lock:
+                    failures.append((name, data))
+                return
+            self.write_file(local / base, data, written=objects[base][2])
+            with lock:
+                done[base] = list(objects[base])
+
+        self.store.get_many(wanted, landed)
+        for base in before.keys() - objects.keys():  # gone from the store: gone from the copy
+            if os.path.lexists(local / base):
+                (local / base).unlink()
+        for name, _ in failures:  # not fetched: an older copy of it stays, under its old version
+            base = name.rpartition("/")[2]
+            if base in before and os.path.lexists(local / base):
+                done[base] = before[base]
+        self.write_listing(local, self.store.child_url(folder), done)
+        self.register(local)
+        return failures
+
+    def remove_gone(self, listed: dict[str, dict]):
+        """Copied folders whose objects are all gone from the store lose their record files."""
+        for marker in self.directory.rglob(COPY_FILE):
+            folder = marker.parent.relative_to(self.directory).as_posix()
+            folder = "" if folder == "." else folder
+            if folder in listed:
+                continue
+            for base in (copy_listing(marker.parent) or {}).get("objects", {}):
+                if os.path.lexists(marker.parent / base):
+                    (marker.parent / base).unlink()
+            marker.unlink()
+
+    def write_file(self, target: Path, data: bytes | None, size: int = 0, written: int | None = None):
+        """`data` at `target`, replaced whole (a reader sees the old file or the new one), dated as the
+        store dates the object (`written`, in ns: a mirror's sidecars are older than their document, as
+        skycap writes them, so a sidecar fetched after its document is not taken for a rewrite's);
+        None: a sparse file of `size` bytes that stands for an object too big to fetch."""
+        temporary = target.with_name(f".fetching-{target.name}")
+        with open(temporary, "wb") as file:
+            if data is None:
+                file.truncate(size)
+            else:
+                file.write(data)
+        if written is not None:
+            os.utime(temporary, ns=(written, written))
+        os.replace(temporary, target)
+
+    def write_listing(self, local: Path, url: str, objects: dict):
+        payload = {"url": url, "objects": dict(sorted(objects.items())), "problem": self.problem}
+        temporary = local / f".fetching-{COPY_FILE}"
+        temporary.write_text(json.dumps(payload, separators=(",", ":")))
+        os.replace(temporary, local / COPY_FILE)
+
+    def write_problems(self):
+        """Say (or clear) `problem` on every copied folder, so each run's entry shows it."""
+        for marker in self.directory.rglob(COPY_FILE):
+            listing = copy_listing(marker.parent)
+            if listing is not None and listing.get("problem") != self.problem:
+                self.write_listing(marker.parent, listing["url"], listing["objects"])
+
+    def say_problem(self, problem: str):
+        """Keep `problem` on the copy; while polling, also say it on stderr when it is new."""
+        if problem != self.problem:
+            if self.polling:
+                print(f"skycap-viewer: {problem}; trying again", file=sys.stderr, flush=True)
+            self.problem = problem
+            self.write_problems()
+
+    # -- sidecars ---------------------------------------------------------------------------------
+
+    def fetch_sidecar(self, local: Path, folder: str, base: str):
+        """Fetch one sidecar a rollout being opened needs, then keep the fetched sidecars within
+        `cache_bytes`; a store error is the record's (`RecordError`), the rollout shown without it."""
+        name = f"{folder}/{base}" if folder else base
+        listed = (copy_listing(local) or {}).get("objects", {}).get(base)
+        written = listed[2] if listed is not None and len(listed) > 2 else None
+        if listed is not None and listed[0] > file_limit():
+            self.write_file(local / base, None, listed[0], written)  # refused by its size, as a local one is
+            return
+        with self.guard:
+            lock = self.fetching.setdefault(local / base, threading.Lock())
+        with lock:
+            if os.path.lexists(local / base):
+                return
+            try:
+                data = self.store.get(name)
+            except Exception as error:  # noqa: BLE001 - a store's client raises its own kinds
+                raise RecordError(local / base, f"cannot fetch {self.store.child_url(name)}: {describe(error)}") \
+                    from None
+            self.write_file(local / base, data, written=written)
+        with self.guard:
+            self.fetching.pop(local / base, None)
+            if self.fetched_bytes is None:
+                self.fetched_bytes = sum(size for _, size, _ in self.fetched_sidecars())
+            else:
+                self.fetched_bytes += len(data)
+            if self.fetched_bytes > self.cache_bytes:
+                self.keep_within_bound(local / base)
+
+    def fetched_sidecars(self) -> list[tuple[int, int, Path]]:
+        """(fetched at, bytes on disk, path) of every sidecar in the copy."""
+        fetched = []
+        for path in self.directory.rglob(f"*{SIDECAR_SUFFIX}"):
+            if path.name.startswith(".") or is_document_name(path.name):
+                continue
+            try:
+                status = path.stat()
+            except OSError:
+                continue
+            fetched.append((status.st_mtime_ns, status.st_blocks * 512, path))
+        return fetched
+
+    def keep_within_bound(self, newest: Path):
+        """Delete the least recently fetched sidecars until those left take at most `cache_bytes`."""
+        fetched = self.fetched_sidecars()
+        total = sum(size for _, size, _ in fetched)
+        for _, size, path in sorted(fetched):
+            if total <= self.cache_bytes:
+                break
+            if path != newest:
+                path.unlink(missing_ok=True)
+                total -= size
+        self.fetched_bytes = total
+
+    # -- polling ----------------------------------------------------------------------------------
+
+    def poll(self):
+        """Sync in the background until `stop`: every `POLL_SECONDS` or `POLL_SHARE` times the last
+        listing, whichever is longer; after a failure, twice as long each time, up to `MOST_SECONDS`."""
+        self.polling = True
+
+        def loop():
+            pause = POLL_SECONDS
+            while not self.stopped.wait(pause):
+                if self.sync():
+                    pause = min(max(POLL_SECONDS, POLL_SHARE * self.listed_in), MOST_SECONDS)
+                else:
+                    pause = min(pause * 2, MOST_SECONDS)
+
+        thread = threading.Thread(target=loop, name=f"sync {self.url}", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self):
+        self.stopped.set()

@@ -1,0 +1,126 @@
+"""Record directories that are local copies of an object store's prefix (skycap's mirror).
+
+A copy lives in the viewer's cache directory, never beside the records: its documents and run index
+files are fetched when it is synced; a sidecar is fetched only when a rollout is opened. Each copied
+directory holds `COPY_FILE`, what the store listed there (`{"url", "objects": {name: [size, version]}}`),
+so that any process (an indexing worker too) sees a sidecar the store holds as present before it is
+fetched, and one the store does not hold (a mirror that left a kind out) as absent, as the format says.
+
+The fetching itself is the catalog's (`catalog/remote_copy.py`): it registers a fetcher here for the
+process it runs in. In a process without one, a sidecar not yet fetched cannot be read (a worker
+never fetches: background verification leaves such records for the server).
+"""
+
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
+from skycap_viewer import errors
+from skycap_viewer.errors import RecordError
+
+COPY_FILE = ".skycap-viewer-copy.json"  # a dotfile: no listing takes it for a record file
+
+_fetchers: dict[str, object] = {}  # copied directory (real path) -> fetch(name) for this process
+_lock = threading.Lock()
+
+
+def register_fetcher(directory, fetch) -> None:
+    """Let this process fetch the sidecars of the copied `directory` (`fetch(name)` writes the file)."""
+    with _lock:
+        _fetchers[os.path.realpath(directory)] = fetch
+
+
+def copy_listing(directory) -> dict | None:
+    """What the store listed in the copied `directory` (`{"url", "objects"}`), or None for a directory
+    that is no copy; read again only when the file changes."""
+    try:
+        status = os.stat(os.path.join(directory, COPY_FILE))
+    except OSError:
+        return None
+    return _read_listing(os.path.realpath(directory), status.st_mtime_ns, status.st_size)
+
+
+@lru_cache(maxsize=64)
+def _read_listing(directory: str, mtime_ns: int, size: int) -> dict | None:
+    try:
+        with open(os.path.join(directory, COPY_FILE), "rb") as file:
+            listing = json.loads(file.read())
+    except (OSError, ValueError):
+        return None
+    return listing if isinstance(listing, dict) and isinstance(listing.get("objects"), dict) else None
+
+
+def listed_in_copy(directory, name: str) -> bool | None:
+    """Whether the store holds `name` in the copied `directory`; None for a directory that is no copy."""
+    listing = copy_listing(directory)
+    return None if listing is None else name in listing["objects"]
+
+
+def source_url(directory) -> str | None:
+    """The store URL a copied directory is the copy of, or None."""
+    listing = copy_listing(directory)
+    url = listing.get("url") if listing else None
+    return url if isinstance(url, str) else None
+
+
+def copy_url_of(path) -> str:
+    """`path` named as the user knows it: the store URL of a copied file (or folder), else the path."""
+    path = os.fspath(path)
+    for directory, rest in ((path, ""), os.path.split(path)):
+        url = source_url(directory) if os.path.isdir(directory) else None
+        if url is not None:
+            return f"{url}/{rest}" if rest else url
+    return path
+
+
+errors.path_namer = copy_url_of
+
+
+def names_in(directory) -> set[str]:
+    """The file names of a record directory: what is on disk, and for a copy what its store holds."""
+    names = set(os.listdir(directory))
+    listing = copy_listing(directory)
+    if listing is not None:
+        names |= set(listing["objects"])
+    return names
+
+
+def ensure_local(path) -> None:
+    """Fetch the file at `path` when it is a sidecar of a copy that is not fetched yet, and this process
+    can fetch; otherwise nothing (the read that follows says what is wrong)."""
+    if os.path.lexists(path):
+        return
+    directory, name = os.path.split(os.fspath(path))
+    fetch = _fetchers.get(os.path.realpath(directory))
+    if fetch is not None and listed_in_copy(directory, name):
+        fetch(name)
+
+
+def fetch_missing(directory, names) -> None:
+    """Fetch at once those of the sidecars `names` a copy holds that are not on disk yet (a rollout being
+    opened); one that cannot be fetched is left for its read to name."""
+    if _fetchers.get(os.path.realpath(directory)) is None:
+        return
+    missing = [os.path.join(directory, name) for name in names if not os.path.lexists(os.path.join(directory, name))]
+
+    def fetch(path):
+        try:
+            ensure_local(path)
+        except RecordError:
+            pass
+
+    if missing:
+        with ThreadPoolExecutor(len(missing)) as pool:
+            list(pool.map(fetch, missing))
+
+
+def copy_source(directory) -> dict:
+    """`{"source": {"url", "problem"}}` for a store's copy (what a run's entry says of where it is read
+    from, and what went wrong the last time it was listed), else `{}`."""
+    listing = copy_listing(directory)
+    if listing is None:
+        return {}
+    problem = listing.get("problem")
+    return {"source": {"url": source_url(directory), "problem": problem if isinstance(problem, str) else None}}

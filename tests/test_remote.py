@@ -1,0 +1,208 @@
+"""Records in object storage: the corpus uploaded to a real S3 server on loopback, read where it is.
+
+Every answer of the server over the store's URL must be the local directory's (the files' paths
+aside: a store's are named by their URL), and so must every command's. Sidecars are fetched only
+when a rollout is opened; a second start downloads nothing; the prefix is polled, so records added,
+rewritten and deleted in the store are seen; a missing credential and an unreachable endpoint are
+named in one line. `tests/s3_store.py` runs the store (moto's server mode).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from skycap_viewer.catalog.remote_copy import copy_directory
+from tests.badrecords import copy_record, encode_document, load_document
+from tests.conftest import FIXTURES, PULLED, copy_corpus, run_cli
+from tests.s3_store import S3Store
+from tests.server_process import ServerProcess, wait_for
+
+ROUTES = ("paths", "graph", "exchanges", "timeline", "paths/0/messages", "paths/0/row", "retokenized", "notable")
+CHANGING = ("revision", "updated_at", "path", "source")  # what the copy says differently: when and where it was read
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    store = S3Store(tmp_path_factory.mktemp("s3-cache"))
+    yield store
+    store.stop()
+
+
+@pytest.fixture(scope="module")
+def corpus_url(store, tmp_path_factory):
+    """The corpus at `s3://records/skycap-v1` (its project named as the local copy's)."""
+    local = copy_corpus(tmp_path_factory.mktemp("s3-corpus") / "skycap-v1")
+    return store.upload(local, "skycap-v1"), local
+
+
+@pytest.fixture(scope="module")
+def servers(store, corpus_url):
+    url, local = corpus_url
+    # a store's sidecars are not fetched to verify them: the directory is served as with --no-verify
+    with ServerProcess([url], env=store.env) as remote, ServerProcess([local], "--no-verify") as here:
+        remote.wait_indexed()
+        here.wait_indexed()
+        yield remote, here, url, local
+        assert "Traceback" not in remote.output(), remote.output()[-3000:]
+
+
+def same(body: bytes, root: str):
+    """An answer with its local root named ROOT, and the fields that say when and where it was read left out."""
+    value = json.loads(body.decode().replace(root, "ROOT"))
+
+    def strip(item):
+        if isinstance(item, dict):
+            return {key: strip(v) for key, v in item.items() if key not in CHANGING}
+        if isinstance(item, list):
+            return [strip(v) for v in item]
+        return item
+
+    return strip(value)
+
+
+@pytest.mark.slow
+def test_every_answer_over_the_store_is_the_directorys(servers):
+    remote, here, url, local = servers
+    assert same(remote.request("/v1/runs")[2], url) == same(here.request("/v1/runs")[2], str(local))
+    sources = {run["id"]: run["source"] for run in remote.get("/v1/runs")["data"]}
+    assert sources["groups"] == {"url": f"{url}/groups", "problem": None}
+    assert all("source" not in run for run in here.get("/v1/runs")["data"])
+    compared = 0
+    for run in [entry["id"] for entry in here.get("/v1/runs")["data"]]:
+        listing = f"/v1/trajectories?run_id={run}&limit=1000"
+        assert same(remote.request(listing)[2], url) == same(here.request(listing)[2], str(local)), run
+        for row in here.get(listing)["data"]:
+            for route in ROUTES:
+                target = f"/v1/trajectories/{row['id']}/{route}?run_id={run}"
+                (status_a, _, a), (status_b, _, b) = remote.request(target), here.request(target)
+                assert status_a == status_b, target
+                assert same(a, url) == same(b, str(local)), target
+                compared += 1
+    assert compared > 500
+
+
+def test_sidecars_are_fetched_when_a_rollout_is_opened(store, tmp_path):
+    local = tmp_path / "run"
+    local.mkdir()
+    for record_id in ("tr_a", "tr_b"):
+        copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", local, record_id)
+    url = store.upload(local, "opened/run")
+    copy = copy_directory(tmp_path / "cache" / "skycap-viewer", url)
+    env = {**store.env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    with ServerProcess([url], env=env, cache_home=tmp_path / "cache") as server:
+        server.wait_indexed()
+        assert sorted(p.name for p in copy.iterdir() if not p.name.startswith(".")) == ["tr_a.json.zst",
+                                                                                        "tr_b.json.zst"]
+        paths = server.get("/v1/trajectories/tr_a/paths")
+        assert paths["text_only"] is None and paths["nodes"]["n0"]["token_ids"], "tokens read from the store"
+        fetched = sorted(p.name for p in copy.iterdir() if not p.name.startswith("."))
+        assert fetched == ["tr_a.experts.zst", "tr_a.json.zst", "tr_a.sampling_mask.zst", "tr_a.tokens.zst",
+                           "tr_b.json.zst"]
+    documents = {p.name: p.stat().st_ino for p in copy.glob("*.json.zst")}
+    with ServerProcess([url], env=env, cache_home=tmp_path / "cache") as server:  # a reopen: nothing downloaded
+        rows = server.wait_indexed()
+        assert rows[0]["indexed"] == 2
+        assert {p.name: p.stat().st_ino for p in copy.glob("*.json.zst")} == documents
+        tokens = server.get("/v1/trajectories/tr_a/paths")["nodes"]["n0"]["token_ids"]
+        assert tokens == paths["nodes"]["n0"]["token_ids"]
+
+
+@pytest.mark.slow
+def test_records_added_rewritten_and_deleted_in_the_store_are_seen(store, tmp_path):
+    local = tmp_path / "run"
+    local.mkdir()
+    for record_id in ("tr_a", "tr_b"):
+        copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", local, record_id)
+    url = store.upload(local, "live/run")
+    with ServerProcess([url], env={**store.env, "XDG_CACHE_HOME": str(tmp_path / "cache")}) as server:
+        server.wait_indexed()
+        copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", tmp_path, "tr_c")
+        for name in ("tr_c.tokens.zst", "tr_c.experts.zst", "tr_c.sampling_mask.zst", "tr_c.json.zst"):
+            store.put(f"live/run/{name}", (tmp_path / name).read_bytes())  # sidecars first, as a mirror copies
+        document = load_document(local / "tr_a.json.zst")
+        document["annotations"]["reward"] = 0.25
+        store.put("live/run/tr_a.json.zst", encode_document(document))
+        store.delete("live/run/tr_b.json.zst")
+
+        def seen():
+            rows = {row["id"]: row for row in server.get("/v1/trajectories?limit=10")["data"]}
+            return rows if set(rows) == {"tr_a", "tr_c"} and rows["tr_a"]["reward_value"] == 0.25 else None
+
+        wait_for(seen, "the store's changes in the listing", timeout=30)
+        assert server.get("/v1/trajectories/tr_c/paths")["nodes"]["n0"]["token_ids"]
+
+
+@pytest.mark.slow
+def test_the_commands_over_the_store_say_what_they_say_over_the_directory(store, corpus_url):
+    url, local = corpus_url
+    env = {**os.environ, **store.env}
+    for args in (("summary", "--json"), ("check",), ("check", "--json"), ("grep", "--json"), ("export",)):
+        for run in ("groups", "broken", "spec", "mirror-text"):
+            tail = ("the",) if args[0] == "grep" else ()
+            remote = run_cli(*args, f"{url}/{run}", *tail, env=env)
+            here = run_cli(*args, local / run, *tail)
+            assert remote.returncode == here.returncode, (args, run, remote.stderr)
+            assert remote.stderr.replace(url, "ROOT") == here.stderr.replace(str(local), "ROOT"), (args, run)
+            if args[0] == "summary":
+                assert same(remote.stdout.encode(), url) == same(here.stdout.encode(), str(local)), run
+            elif args[0] == "export":
+                lines = [same(line.encode(), url) for line in remote.stdout.splitlines()]
+                assert lines == [same(line.encode(), str(local)) for line in here.stdout.splitlines()], run
+            else:
+                assert remote.stdout.replace(url, "ROOT") == here.stdout.replace(str(local), "ROOT"), (args, run)
+    record = f"{url}/spec/tr_media.json.zst"
+    for args in ((), ("--json",), ("--row", "--path", "0"), ("--messages", "--path", "0")):
+        remote, here = run_cli("show", record, *args, env=env), run_cli("show", local / "spec/tr_media.json.zst", *args)
+        assert (remote.returncode, remote.stdout) == (here.returncode, here.stdout), args
+    remote = run_cli("diff", f"{url}/groups/tr_0e32dadf1ca07c39.json.zst", f"{url}/groups/tr_65eb484a7fe5e02f.json.zst",
+                     env=env)
+    here = run_cli("diff", local / "groups/tr_0e32dadf1ca07c39.json.zst", local / "groups/tr_65eb484a7fe5e02f.json.zst")
+    assert (remote.returncode, remote.stdout) == (here.returncode, here.stdout)
+
+
+def test_a_run_index_in_the_store_marks_its_rows(store, tmp_path):
+    url = store.upload(PULLED, "pulled")
+    env = {**os.environ, **store.env}
+    remote = json.loads(run_cli("summary", "--json", url, env=env).stdout)
+    here = json.loads(run_cli("summary", "--json", PULLED).stdout)
+    assert [run["run_index"] for run in remote] == [run["run_index"] for run in here]
+    assert all(run["run_index"]["files"] for run in remote)
+
+
+@pytest.mark.slow
+def test_a_missing_credential_and_an_unreachable_endpoint_are_named(store, corpus_url, tmp_path):
+    url = corpus_url[0] + "/groups"
+    bare = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
+    no_keys = {**bare, "AWS_ENDPOINT_URL": store.endpoint, "AWS_CONFIG_FILE": os.devnull, "XDG_CACHE_HOME":
+               str(tmp_path / "a"), "AWS_SHARED_CREDENTIALS_FILE": os.devnull, "AWS_EC2_METADATA_DISABLED": "true"}
+    done = run_cli("summary", url, env=no_keys)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"skycap-viewer: cannot list {url}: no credentials for the store"), done.stderr
+    closed = {**os.environ, **store.env, "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+              "XDG_CACHE_HOME": str(tmp_path / "b")}
+    options = json.dumps({"config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 1}})
+    done = run_cli("check", url, "--storage-options", options, env=closed)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"skycap-viewer: cannot list {url}: cannot reach the store"), done.stderr
+    cached = {**os.environ, **store.env, "XDG_CACHE_HOME": str(tmp_path / "c")}
+    assert run_cli("summary", url, env=cached).returncode == 0
+    with ServerProcess([url, "--storage-options", options], env={**cached, "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}) \
+            as server:  # unreachable now: the copy made before is served, and the run says why it may be old
+        run = server.wait_indexed()[0]
+        assert run["indexed"] == 28 and run["source"]["url"] == url
+        assert run["source"]["problem"].startswith(f"cannot list {url}: cannot reach the store"), run
+        assert "reading the copy made before" in server.output()
+
+
+def test_a_url_without_its_package_names_the_extra(tmp_path):
+    done = run_cli("summary", "gs://bucket/run")
+    assert (done.returncode, done.stderr) == (2, "skycap-viewer: gs://bucket/run: the gs:// protocol needs gcsfs: "
+                                                 "pip install 'skycap-viewer[gcs]'\n"), done.stderr
+    without_fsspec = "import sys; sys.modules['fsspec'] = None; from skycap_viewer.cli import main; sys.exit(main())"
+    done = subprocess.run([sys.executable, "-c", without_fsspec, "summary", "s3://bucket/run"], capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (2, "skycap-viewer: s3://bucket/run: reading an object store needs "
+                                                 "fsspec: pip install 'skycap-viewer[s3]'\n"), done.stderr
