@@ -14,7 +14,9 @@ import sys
 
 import pytest
 
-from skycap_viewer.catalog.remote_copy import copy_directory
+from skycap_viewer.catalog.object_store import ObjectStore
+from skycap_viewer.catalog.remote_copy import RemoteCopy, copy_directory
+from skycap_viewer.record.copies import ensure_local
 from tests.badrecords import copy_record, encode_document, load_document
 from tests.conftest import FIXTURES, PULLED, copy_corpus, run_cli
 from tests.s3_store import S3Store
@@ -206,3 +208,25 @@ def test_a_url_without_its_package_names_the_extra(tmp_path):
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (2, "skycap-viewer: s3://bucket/run: reading an object store needs "
                                                  "fsspec: pip install 'skycap-viewer[s3]'\n"), done.stderr
+
+
+def test_fetched_sidecars_are_kept_within_the_cache_bound(store, tmp_path):
+    """The least recently fetched go first; a reopened rollout fetches its own again."""
+    local = tmp_path / "run"
+    local.mkdir()
+    for record_id in ("tr_a", "tr_b"):
+        copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", local, record_id)
+    url = store.upload(local, "bounded/run")
+    sidecars = {record_id: sorted(p.name for p in local.glob(f"{record_id}.*.zst") if ".json." not in p.name)
+                for record_id in ("tr_a", "tr_b")}
+    blocks = sum(-(-(local / name).stat().st_size // 4096) * 4096 for name in sidecars["tr_a"])  # bytes on disk
+    copy = RemoteCopy(ObjectStore(url, {"endpoint_url": store.endpoint}), tmp_path / "cache", cache_bytes=blocks)
+    assert copy.sync()
+    for name in sidecars["tr_a"]:
+        ensure_local(copy.directory / name)
+    assert all((copy.directory / name).exists() for name in sidecars["tr_a"])
+    for name in sidecars["tr_b"]:
+        ensure_local(copy.directory / name)
+    assert all((copy.directory / name).exists() for name in sidecars["tr_b"])
+    assert not any((copy.directory / name).exists() for name in sidecars["tr_a"]), "the older ones went"
+    assert (copy.directory / "tr_a.json.zst").exists(), "documents stay: they are the listing"

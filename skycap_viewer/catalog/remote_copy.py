@@ -79,6 +79,11 @@ def too_big_to_fetch(name: str, size: int) -> bool:
     return size > MAX_FILE_BYTES  # a run index file: refused unread above this anyway
 
 
+def disk_bytes(status: os.stat_result) -> int:
+    """What a file takes on disk (a sparse one, what is written of it)."""
+    return status.st_blocks * 512
+
+
 class RemoteCopy:
     """The local copy of one store prefix, synced on demand (`sync`) or in the background (`poll`)."""
 
@@ -270,12 +275,13 @@ class RemoteCopy:
             if self.fetched_bytes is None:
                 self.fetched_bytes = sum(size for _, size, _ in self.fetched_sidecars())
             else:
-                self.fetched_bytes += len(data)
+                self.fetched_bytes += disk_bytes(os.stat(local / base))
             if self.fetched_bytes > self.cache_bytes:
                 self.keep_within_bound(local / base)
 
     def fetched_sidecars(self) -> list[tuple[int, int, Path]]:
-        """(fetched at, bytes on disk, path) of every sidecar in the copy."""
+        """(fetched at, bytes on disk, path) of every sidecar in the copy: fetched when its inode last
+        changed (its modification time is the store's)."""
         fetched = []
         for path in self.directory.rglob(f"*{SIDECAR_SUFFIX}"):
             if path.name.startswith(".") or is_document_name(path.name):
@@ -284,7 +290,7 @@ class RemoteCopy:
                 status = path.stat()
             except OSError:
                 continue
-            fetched.append((status.st_mtime_ns, status.st_blocks * 512, path))
+            fetched.append((status.st_ctime_ns, disk_bytes(status), path))
         return fetched
 
     def keep_within_bound(self, newest: Path):

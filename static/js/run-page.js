@@ -144,7 +144,12 @@ export class RunPage {
     replace(this.headBox,
       el("h1", {}, run.id, run.project ? el("span", {className: "project muted"}, ` · ${run.project}`) : null),
       el("p", {className: "facts"}, facts.join(" · "), copiesChip(run, this.state.flag, this.go)),
-      run.path ? el("p", {className: "path muted small", title: "record directory"}, run.path) : null);
+      run.source ? el("p", {className: "path muted small", title: `a local copy of the store, at ${run.path}`},
+        `read from ${run.source.url}`) : run.path ? el("p", {className: "path muted small", title: "record directory"},
+        run.path) : null,
+      run.source?.problem ? el("p", {className: "notice warn source-problem"},
+        `The store could not be read the last time: ${run.source.problem}. The rows shown are the copy fetched `
+        + "before; the viewer keeps trying.") : null);
     if (!this.run) this.headBox.append(el("p", {className: "notice warn"}, `No run named ${this.state.run} (yet).`));
     this.headBox.prepend(select(this.runs().map((r) => [r.id, `${r.project ? `${r.project} / ` : ""}${r.id}`]), run.id,
       (id) => this.go({...emptyState(), run: id}), {className: "run-switch", "aria-label": "run"}));
