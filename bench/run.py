@@ -1173,6 +1173,9 @@ def main(argv=None) -> int:
     parser.add_argument("--run-index", action="store_true",
                         help="then write the trainer's run index beside the records (bench/run_index.py) and "
                              "measure what it costs: a cold start with it, its listings, a step file rewritten")
+    parser.add_argument("--s3", action="store_true",
+                        help="instead, serve the run from an S3 server on loopback, with 0 and 20 ms added to each "
+                             "request, against its fetch floor (bench/s3.py; needs the test extra)")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated bench still stops its servers,
     signal.signal(signal.SIGINT, signal.default_int_handler)  # and so does Ctrl-C, even when started with it ignored
@@ -1194,6 +1197,12 @@ def main(argv=None) -> int:
         if other is not None and not (other.is_dir() and document_paths(other)):
             print(f"writing a second run of {rollouts} rollouts to {other} ...", file=sys.stderr, flush=True)
             synth.generate(other, rollouts, seed=2)
+        if args.s3:
+            from s3 import measure_s3
+
+            print("measuring over S3 ...", file=sys.stderr, flush=True)
+            print(json.dumps(measure_s3(directory, work), indent=1))
+            return 0
         print("measuring ...", file=sys.stderr, flush=True)
         results = measure(directory, work, args, other)
         if args.run_index:
