@@ -163,8 +163,8 @@ def measure_latency(store: S3Store, directory: Path, url: str, records: int, lat
         proxy.close()
     return {"latency_ms": latency_ms, "floor": floor, "cold_seconds": round(cold, 3),
             "cold_vs_floor": round(cold / floor["floor_seconds"], 2), "cold_gets": cold_gets,
-            "cold_lists": cold_lists,
-            "peak_rss_mib": round(peak[0] / 2**20), "first_open_seconds": round(opened, 3), "first_open_gets": open_gets,
+            "cold_lists": cold_lists, "peak_rss_mib": round(peak[0] / 2**20),
+            "first_open_seconds": round(opened, 3), "first_open_gets": open_gets,
             "reopen_seconds": round(reopen, 3), "reopen_gets": reopen_gets, "reopen_lists": reopen_lists,
             "second_open_seconds": round(again, 3), "second_open_gets": again_gets}
 
