@@ -5,6 +5,7 @@ client (s3fs), as skycap's mirror would; `env` is what a viewer started beside i
 (test credentials, the endpoint, a cache of its own). No network beyond loopback.
 """
 
+import logging
 import os
 from pathlib import Path
 
@@ -18,6 +19,7 @@ class S3Store:
         from moto.server import ThreadedMotoServer
 
         os.environ.update(CREDENTIALS)  # moto's own client checks signatures with these
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not a line per request on stderr
         self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self.server.start()
         host, port = self.server.get_host_and_port()

@@ -9,6 +9,7 @@ named in one line. `tests/s3_store.py` runs the store (moto's server mode).
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -230,3 +231,40 @@ def test_fetched_sidecars_are_kept_within_the_cache_bound(store, tmp_path):
     assert all((copy.directory / name).exists() for name in sidecars["tr_b"])
     assert not any((copy.directory / name).exists() for name in sidecars["tr_a"]), "the older ones went"
     assert (copy.directory / "tr_a.json.zst").exists(), "documents stay: they are the listing"
+
+
+MIRRORED = "tr_5fa54f8267d222c5"  # a row of pulled/'s run index whose record is not in the copy, but mirrored
+
+
+def pulled_with_a_mirror(store, tmp_path) -> tuple:
+    """`pulled/new/train` whose index names an S3 mirror for `MIRRORED`, and that record in the mirror."""
+    train = tmp_path / "new" / "train"
+    shutil.copytree(PULLED / "new" / "train", train)
+    mirror = store.url(f"mirror/{tmp_path.name}/train")
+    for step in (train / "index").glob("step-*.json"):
+        text = step.read_text().replace("gs://skycap-runs/grpo-demo/train", mirror)
+        step.write_text(text)
+    record = tmp_path / "record"
+    record.mkdir()
+    copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", record, MIRRORED)
+    store.upload(record, f"mirror/{tmp_path.name}/train")
+    return train, mirror
+
+
+def test_a_run_index_row_whose_record_is_mirrored_opens_from_the_mirror(store, tmp_path):
+    train, mirror = pulled_with_a_mirror(store, tmp_path)
+    with ServerProcess([train], env=store.env) as server:
+        server.wait_indexed()
+        missing = {row["id"]: row for row in server.get("/v1/trajectories?run_id=train&missing=true")["data"]}
+        assert missing[MIRRORED]["record"]["mirror"] == f"{mirror}/{MIRRORED}.json.zst"
+        opened = server.get(f"/v1/trajectories/{MIRRORED}/mirror?run_id=train")
+        assert opened["id"] == MIRRORED and opened["run_id"] != "train", opened
+        runs = {run["id"]: run for run in server.get("/v1/runs")["data"]}
+        assert runs[opened["run_id"]]["source"]["url"] == mirror, runs
+        paths = server.get(f"/v1/trajectories/{MIRRORED}/paths?run_id={opened['run_id']}")
+        assert paths["nodes"]["n0"]["token_ids"], "its sidecars fetched from the mirror"
+        status, _, body = server.request("/v1/trajectories/tr_495b9ec2e4f562da/mirror?run_id=train")
+        assert status == 404 and b"names no mirror" in body, body
+        status, _, body = server.request("/v1/trajectories/tr_0e32dadf1ca07c39/mirror?run_id=train")
+        assert status == 404 and b"not a row of the run index without its record" in body, body
+        assert "Traceback" not in server.output()
