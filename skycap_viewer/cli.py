@@ -333,7 +333,8 @@ def main(argv=None) -> int:
         return run_serve(given_directories(args), host=args.host, port=args.port, group_by=group_keys(args.group_by),
                          quiet=args.quiet, open_browser=args.open, use_cache=not args.no_cache,
                          verify=not args.no_verify, allowed_hosts=args.allowed_host, token=args.token,
-                         no_token=args.no_token, certfile=args.certfile, keyfile=args.keyfile)
+                         no_token=args.no_token, certfile=args.certfile, keyfile=args.keyfile,
+                         storage_options=args.storage_options, remote_cache_bytes=args.remote_cache_mib * MIB)
     except UsageError as error:
         print(f"skycap-viewer: {safe(str(error))}", file=sys.stderr)  # it may name a file or a record's text
         return 2

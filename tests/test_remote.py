@@ -234,6 +234,7 @@ def test_fetched_sidecars_are_kept_within_the_cache_bound(store, tmp_path):
 
 
 MIRRORED = "tr_5fa54f8267d222c5"  # a row of pulled/'s run index whose record is not in the copy, but mirrored
+ON_GCS = "tr_3c509741a7521e5e"  # another, mirrored on gs:// (gcsfs is not installed)
 
 
 def pulled_with_a_mirror(store, tmp_path) -> tuple:
@@ -242,7 +243,7 @@ def pulled_with_a_mirror(store, tmp_path) -> tuple:
     shutil.copytree(PULLED / "new" / "train", train)
     mirror = store.url(f"mirror/{tmp_path.name}/train")
     for step in (train / "index").glob("step-*.json"):
-        text = step.read_text().replace("gs://skycap-runs/grpo-demo/train", mirror)
+        text = step.read_text().replace(f"gs://skycap-runs/grpo-demo/train/{MIRRORED}", f"{mirror}/{MIRRORED}")
         step.write_text(text)
     record = tmp_path / "record"
     record.mkdir()
@@ -263,6 +264,8 @@ def test_a_run_index_row_whose_record_is_mirrored_opens_from_the_mirror(store, t
         assert runs[opened["run_id"]]["source"]["url"] == mirror, runs
         paths = server.get(f"/v1/trajectories/{MIRRORED}/paths?run_id={opened['run_id']}")
         assert paths["nodes"]["n0"]["token_ids"], "its sidecars fetched from the mirror"
+        status, _, body = server.request(f"/v1/trajectories/{ON_GCS}/mirror?run_id=train")
+        assert status == 501 and b"needs gcsfs: pip install 'skycap-viewer[gcs]'" in body, body
         status, _, body = server.request("/v1/trajectories/tr_495b9ec2e4f562da/mirror?run_id=train")
         assert status == 404 and b"names no mirror" in body, body
         status, _, body = server.request("/v1/trajectories/tr_0e32dadf1ca07c39/mirror?run_id=train")

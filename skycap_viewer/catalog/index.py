@@ -336,6 +336,13 @@ class Catalog:
         self._published: tuple[Snapshot, ...] = ()
         self.skipped: tuple = ()  # the directories under the roots not served, and why (`discovery.Skipped`)
 
+    def add_root(self, root: Path):
+        """Serve `root` too (a record's copy from a mirror): its run is found at the watcher's next poll."""
+        root = Path(root).absolute()
+        with self.lock:
+            if root not in self.roots:
+                self.roots = [*self.roots, root]
+
     def snapshots(self) -> tuple[Snapshot, ...]:
         """Every run's latest snapshot (an immutable tuple; safe to read from any thread)."""
         return self._published

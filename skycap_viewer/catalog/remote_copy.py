@@ -326,3 +326,26 @@ class RemoteCopy:
 
     def stop(self):
         self.stopped.set()
+
+
+class Mirrors:
+    """Records opened from the mirror a run index names (`record.mirror`), each its record's copy: the
+    store's options and the cache are the ones given on the command line."""
+
+    def __init__(self, cache: Path, storage_options: dict | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES):
+        self.cache, self.storage_options, self.cache_bytes = cache, storage_options or {}, cache_bytes
+        self.lock = threading.Lock()
+
+    def open_record(self, url: str) -> Path:
+        """The copied folder holding the record whose document is at `url`, fetched now (its sidecars
+        when it is opened); `UsageError` when the store's package is missing, `RecordError` when the
+        store cannot be read or holds no such document."""
+        folder, _, name = url.rpartition("/")
+        record_id = name.removesuffix(".json.zst")
+        copy = RemoteCopy(ObjectStore(folder, self.storage_options), self.cache, self.cache_bytes, record_id)
+        with self.lock:
+            if not copy.sync():
+                raise RecordError(url, copy.problem)
+        if not (copy.directory / name).is_file():
+            raise RecordError(url, "the mirror holds no such document")
+        return copy.directory

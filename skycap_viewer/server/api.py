@@ -14,8 +14,9 @@ from pathlib import Path
 
 from skycap_viewer import __version__
 from skycap_viewer.catalog.index import Catalog, Snapshot
+from skycap_viewer.catalog.remote_copy import Mirrors
 from skycap_viewer.catalog.rows import present_sidecars
-from skycap_viewer.errors import ApiError, RecordError
+from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
 from skycap_viewer.record.copies import copy_source, fetch_missing
@@ -44,7 +45,7 @@ from skycap_viewer.views.group_listing import ungrouped_where
 from skycap_viewer.views.groups_answer import found_group, group_answer, groups_page
 from skycap_viewer.views.lineup import lineup
 from skycap_viewer.views.listing import Filters, searched_ids, with_run
-from skycap_viewer.views.missing import missing_answer
+from skycap_viewer.views.missing import mirrored_record, missing_answer
 from skycap_viewer.views.params import (
     as_written,
     bounded_count,
@@ -72,14 +73,16 @@ from skycap_viewer.wire import Download, RawJson, encode_json, safe_file_name
 HTML_TYPE = "text/html; charset=utf-8"
 SETTLE_TRIES = 30  # reads of a record whose files keep being replaced (about 1.4 s), then 409
 SETTLE_PAUSE = 0.01  # seconds, times the attempt number, at most 0.05
+MIRROR_SECONDS = 10  # for a record fetched from a mirror to be indexed (the watcher polls every 2 s)
 SETTLE_WINDOW_NS = 500_000_000  # a sidecar newer than its document for longer was copied, not written
 
 
 class Api:
     """Route functions over one catalog, safe to call from many request threads at once."""
 
-    def __init__(self, catalog: Catalog, part_limit: PartLimit = SERVED_PARTS):
+    def __init__(self, catalog: Catalog, part_limit: PartLimit = SERVED_PARTS, mirrors: Mirrors | None = None):
         self.catalog = catalog
+        self.mirrors = mirrors  # opens a run index row's record from its mirror (None: `mirror` is refused)
         self.documents = DocumentCache(DOCUMENT_CACHE_BYTES)
         self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions and the part
         # RecordViews by the record's files' versions
@@ -167,6 +170,29 @@ class Api:
                 raise ApiError(400, "missing=true lists one run's index: pass run_id")
             return 200, missing_answer(self.scope(params)[0], params)
         return 200, rollouts_page(self.scope(params), params, self.group_by)
+
+    def trajectory_mirror(self, record_id: str, params):
+        """Open a run index row whose record is not here from the mirror the index names: its copy is
+        served as a run of its own (said to be read from the mirror), and this says which."""
+        if one(params, "run_id") is None:
+            raise ApiError(400, "name the run whose index lists it: pass run_id")
+        url = mirrored_record(self.scope(params)[0], record_id)
+        if self.mirrors is None:
+            raise ApiError(501, "this viewer opens no mirror")
+        try:
+            directory = self.mirrors.open_record(url)
+        except UsageError as error:
+            raise ApiError(501, str(error)) from None
+        except RecordError as error:
+            raise ApiError(502, str(error)) from None
+        self.catalog.add_root(directory)
+        deadline = time.monotonic() + MIRROR_SECONDS
+        while time.monotonic() < deadline:  # the watcher finds the new run at its next poll
+            found = next((s for s in self.catalog.snapshots() if s.location.path == directory), None)
+            if found is not None and found.row_count:
+                return 200, {"run_id": found.id, "id": record_id, "source": url}
+            time.sleep(0.05)
+        raise ApiError(503, f"{record_id} was fetched from {url} but is not indexed yet: try again")
 
     def export(self, params):
         """Every row of one run the listing's filters keep, as JSON lines (`views.export`): read in one

@@ -17,8 +17,10 @@ from skycap_viewer.catalog.discovery import discover_runs
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
 from skycap_viewer.catalog.pool import RowPool
+from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, Mirrors
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.errors import UsageError
+from skycap_viewer.record.copies import copy_url_of
 from skycap_viewer.server.access import TOKEN_ENVIRONMENT, Access, new_token
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.web import ViewerServer
@@ -90,7 +92,8 @@ def stop_like_ctrl_c(signum, frame):
 def run_serve(dirs: list[Path], group_by: tuple, host: str = "127.0.0.1", port: int = 8765,
               quiet: bool = False, open_browser: bool = False, use_cache: bool = True, verify: bool = True,
               allowed_hosts=(), token: str | None = None, no_token: bool = False, certfile: str | None = None,
-              keyfile: str | None = None) -> int:
+              keyfile: str | None = None, storage_options: dict | None = None,
+              remote_cache_bytes: int = DEFAULT_CACHE_BYTES) -> int:
     """Serve `dirs` (checked by the command line), grouped by `group_by`, until Ctrl-C or SIGTERM."""
     raise_descriptor_limit()
     tls = tls_context(certfile, keyfile)
@@ -98,13 +101,13 @@ def run_serve(dirs: list[Path], group_by: tuple, host: str = "127.0.0.1", port: 
     access = chosen_access(host, token, no_token, tls is not None)
     catalog = Catalog(dirs, IndexFiles(cache_directory() if use_cache else None), group_by)
     try:
-        api = Api(catalog)
+        api = Api(catalog, mirrors=Mirrors(cache_directory(), storage_options, remote_cache_bytes))
         server = ViewerServer((host, port), api, quiet=quiet, allowed_hosts=allowed_hosts, access=access, tls=tls)
     except OSError as error:
         raise UsageError(f"cannot listen on {shown_host}:{port}: {error.strerror or error}") from None
     url = page_url(host, server.port, server.scheme, access.token)
     runs = discover_runs(catalog.roots)
-    roots = " ".join(str(root) for root in catalog.roots)
+    roots = " ".join(copy_url_of(root) for root in catalog.roots)  # a store's copy: named by its URL
     print(f"skycap-viewer: {len(runs)} run(s) under {roots} at {url}", flush=True)
     if not runs:
         print(f"skycap-viewer: no skycap records under {roots} yet; runs appear as they are written",

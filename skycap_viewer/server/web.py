@@ -105,7 +105,8 @@ class Route:
 
 
 RECORD_SIZED = {"export", "paths", "path_row", "path_messages", "graph", "exchanges", "timeline", "forks",
-                "notable", "retokenized", "experts", "snapshot", "lineup", "compare", "node_message", "node_media"}
+                "notable", "retokenized", "experts", "snapshot", "lineup", "compare", "node_message", "node_media",
+                "trajectory_mirror"}
 ROUTES = (
     Route(("healthz",), "healthz"),
     Route(("__viewer",), "viewer"),
@@ -125,6 +126,7 @@ ROUTES = (
     Route(("v1", "trajectories", CAPTURE, "experts"), "experts"),
     Route(("v1", "trajectories", CAPTURE, "message"), "node_message"),
     Route(("v1", "trajectories", CAPTURE, "media"), "node_media"),
+    Route(("v1", "trajectories", CAPTURE, "mirror"), "trajectory_mirror"),
     Route(("v1", "trajectories", CAPTURE, "snapshot"), "snapshot"),
     Route(("v1", "values"), "values", per_generation=True),
     Route(("v1", "search"), "search"),

@@ -9,6 +9,7 @@ keeps which rows have their record here (`index_rows.present`), so a page reads 
 
 import json
 
+from skycap_viewer.catalog.object_store import EXTRAS, URL
 from skycap_viewer.catalog.run_index import where_it_lives
 from skycap_viewer.errors import ApiError
 from skycap_viewer.views.listing import Filters, equal_clauses
@@ -61,3 +62,24 @@ def missing_answer(snapshot, params: dict) -> dict:
         "indexing": snapshot.indexing,
         "run_index": snapshot.run_index,
     }
+
+
+def mirrored_record(snapshot, record_id: str) -> str:
+    """The URL of the mirrored document of `record_id`, a row of the run's index whose record is not in
+    this copy (`record.mirror`); the request's 404 when it is not such a row or names no mirror, 400 when
+    the URL is not a store's (a run index is the trainer's text: no local path is read for it)."""
+    found = None
+    if snapshot.run_index is not None:
+        with snapshot.reading() as db:
+            found = db.execute("SELECT fields FROM index_rows WHERE id = ? AND NOT present ORDER BY phase, step DESC,"
+                               " file, position LIMIT 1", (record_id,)).fetchone()
+    if found is None:
+        raise ApiError(404, f"{record_id} is not a row of the run index without its record")
+    record = json.loads(found[0]).get("record")
+    url = record.get("mirror") if isinstance(record, dict) else None
+    if not isinstance(url, str):
+        raise ApiError(404, f"the run index names no mirror for {record_id}")
+    matched = URL.fullmatch(url)
+    if matched is None or matched.group(1).lower() not in EXTRAS or not url.endswith(f"/{record_id}.json.zst"):
+        raise ApiError(400, f"the run index's mirror for {record_id} is not a store URL of its document: {url[:300]}")
+    return url

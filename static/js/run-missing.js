@@ -5,6 +5,7 @@
 import {get} from "./api.js";
 import {el, replace} from "./dom.js";
 import {fitId, num, plural} from "./format.js";
+import {emptyState, format} from "./route.js";
 
 const LIMIT = 100;
 
@@ -82,10 +83,26 @@ export class MissingRows {
       el("td", {}, row.status ?? "-"),
       el("td", {}, row.trained === null || row.trained === undefined ? "not said" : String(row.trained)),
       el("td", {}, String(row.superseded)),
-      el("td", {className: "why"}, row.why)));
+      el("td", {className: "why"}, row.why, typeof row.record?.mirror === "string"
+        ? [" ", el("button", {type: "button", className: "from-mirror", dataset: {traj: row.id},
+          title: `fetch it from ${row.record.mirror} and open it`,
+          onclick: (event) => this.openFromMirror(row.id, event.currentTarget)}, "open from the mirror")] : null)));
     const more = body.has_more
       ? el("p", {className: "muted small"}, `the first ${num(body.data.length)} of ${num(body.total)}`)
       : null;
     return [el("table", {className: "rows missing"}, el("thead", {}, head), el("tbody", {}, rows)), more];
+  }
+
+  /** Fetch the row's record from the mirror the run index names, and open it in the run the server
+   *  serves its copy as (listed as read from the mirror). */
+  async openFromMirror(id, button) {
+    button.disabled = true;
+    button.textContent = "fetching…";
+    try {
+      const opened = await get(`/trajectories/${encodeURIComponent(id)}/mirror`, {run_id: this.run.id});
+      location.hash = format({...emptyState(), run: opened.run_id, view: "rollouts", traj: opened.id});
+    } catch (error) {
+      button.replaceWith(el("span", {className: "notice error mirror-error"}, `Cannot open it: ${error.message}`));
+    }
   }
 }

@@ -1,5 +1,6 @@
 """The page over records in object storage: a run read from a real S3 server on loopback is listed,
-says where it is read from, and its rollout opens with the tokens its sidecars hold (fetched then)."""
+says where it is read from, and its rollout opens with the tokens its sidecars hold (fetched then); a
+run index row whose record is only in the mirror opens from there."""
 
 from playwright.sync_api import expect
 
@@ -7,6 +8,7 @@ from tests.badrecords import copy_record
 from tests.conftest import FIXTURES
 from tests.s3_store import S3Store
 from tests.server_process import ServerProcess
+from tests.test_remote import MIRRORED, ON_GCS, pulled_with_a_mirror
 
 
 def test_a_run_in_a_store_opens_with_its_tokens(page_on, tmp_path):
@@ -30,5 +32,25 @@ def test_a_run_in_a_store_opens_with_its_tokens(page_on, tmp_path):
             expect(drawer.locator(".block span.t").first).to_be_visible()
             expect(drawer.locator(".notice.error")).to_have_count(0)
             page.shot("remote-rollout")
+    finally:
+        store.stop()
+
+
+def test_a_run_index_row_opens_from_its_mirror(page_on, tmp_path):
+    store = S3Store(tmp_path / "cache")
+    try:
+        train, mirror = pulled_with_a_mirror(store, tmp_path)
+        with ServerProcess([train], env=store.env) as server:
+            server.wait_indexed()
+            page = page_on(server)
+            tab = page.open("#/run/train/rollouts")
+            tab.locator('.missing-notice a[data-link="missing"]').click()
+            expect(tab.locator("button.from-mirror")).to_have_count(2)  # the rows whose mirror is a store's
+            tab.locator(f'button.from-mirror[data-traj="{ON_GCS}"]').click()
+            expect(tab.locator(".mirror-error")).to_contain_text("needs gcsfs: pip install 'skycap-viewer[gcs]'")
+            tab.locator(f'button.from-mirror[data-traj="{MIRRORED}"]').click()
+            expect(tab.locator("#drawer .traj-id")).to_have_text(MIRRORED)
+            expect(tab.locator("#drawer .block span.t").first).to_be_visible()
+            expect(tab.locator("#main .path")).to_have_text(f"read from {mirror}")
     finally:
         store.stop()
