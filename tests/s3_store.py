@@ -26,7 +26,8 @@ class S3Store:
         self.endpoint = f"http://{host}:{port}"
         self.env = {**CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint, "XDG_CACHE_HOME": str(cache_home)}
         self.fs = self.filesystem()
-        self.fs.mkdir(BUCKET)
+        if not self.fs.exists(BUCKET):  # moto keeps its buckets for the process: an earlier store's may be there
+            self.fs.mkdir(BUCKET)
 
     def filesystem(self):
         import s3fs
