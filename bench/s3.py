@@ -1,11 +1,12 @@
 """The viewer over a run in object storage: `python bench/run.py --s3 [--keep DIR]` (or `bench/s3.py DIR`).
 
 The run is uploaded to a real S3-compatible server on loopback (moto's server mode, from the test
-extra) and read through a proxy that adds a fixed latency to every request (0 and 20 ms), and that
-counts what is asked. For each latency: the **fetch floor** (a plain loop that lists the prefix, gets
+extra, in a process of its own) and read through a proxy, in another, that adds a fixed latency to
+every request (0 and 20 ms). For each latency: the **fetch floor** (a plain loop that lists the prefix, gets
 every document 32 at a time, then decompresses and parses them on all cores), the viewer's cold index
-(from its start to every row listed), a reopen (every row listed again, and how many objects it
-downloaded), a rollout's first open (its sidecars fetched) and a second one (nothing downloaded), and
+(from its start to every row listed), a reopen (every row listed again, and how many files it
+fetched again: a fetched file is a new inode in the copy), a rollout's first open (its sidecars
+fetched) and a second one after the reopen (nothing fetched), and
 the server's memory while it indexes, against the same run served from its directory.
 """
 
@@ -13,6 +14,7 @@ import argparse
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -25,6 +27,7 @@ sys.path.insert(1, str(REPO))
 
 from run import document_paths, floor_all_cores, tree_rss  # noqa: E402
 
+from skycap_viewer.catalog.remote_copy import copy_directory  # noqa: E402
 from tests.s3_store import BUCKET, S3Store  # noqa: E402
 from tests.server_process import ServerProcess  # noqa: E402
 
@@ -33,37 +36,29 @@ IN_FLIGHT = 32
 
 
 class LatencyProxy:
-    """A TCP proxy on loopback that holds each request `latency` seconds before passing it on, and
-    counts the object GETs (`gets`) and the listings (`lists`) it passes."""
+    """A TCP proxy on loopback, in a process of its own, that holds each request `latency` seconds
+    before passing it on (`python bench/s3.py --proxy HOST:PORT MS` prints the port it listens on)."""
 
-    def __init__(self, upstream: tuple[str, int], latency: float):
-        self.upstream, self.latency = upstream, latency
-        self.gets = self.lists = 0
-        self.lock = threading.Lock()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self.accept, daemon=True).start()
+    def __init__(self, upstream: str, latency_ms: int):
+        self.process = subprocess.Popen([sys.executable, __file__, "--proxy", upstream, str(latency_ms)],
+                                        stdout=subprocess.PIPE, text=True)
+        self.endpoint = f"http://127.0.0.1:{int(self.process.stdout.readline())}"
 
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def close(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
 
-    def accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.upstream)
-            threading.Thread(target=self.pipe, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self.pipe, args=(upstream, client, False), daemon=True).start()
 
-    def pipe(self, source, target, requests: bool):
+def serve_proxy(upstream: str, latency: float):
+    host, port = upstream.split(":")
+    listener = socket.create_server(("127.0.0.1", 0))
+    print(listener.getsockname()[1], flush=True)
+
+    def pipe(source, target, requests: bool):
         try:
             while data := source.recv(65536):
-                if requests and data[:4] in (b"GET ", b"HEAD"):
-                    self.count(data)
-                    time.sleep(self.latency)
+                if requests and data[:4] in (b"GET ", b"HEAD", b"PUT "):
+                    time.sleep(latency)
                 target.sendall(data)
         except OSError:
             pass
@@ -74,21 +69,20 @@ class LatencyProxy:
                 except OSError:
                     pass
 
-    def count(self, head: bytes):
-        line = head.split(b"\r\n", 1)[0]
-        with self.lock:
-            if b"list-type=" in line or b"?prefix=" in line:
-                self.lists += 1
-            elif line.startswith(b"GET "):
-                self.gets += 1
+    while True:
+        client, _ = listener.accept()
+        server = socket.create_connection((host, int(port)))
+        threading.Thread(target=pipe, args=(client, server, True), daemon=True).start()
+        threading.Thread(target=pipe, args=(server, client, False), daemon=True).start()
 
-    def reset(self) -> tuple[int, int]:
-        with self.lock:
-            counts, self.gets, self.lists = (self.gets, self.lists), 0, 0
-        return counts
 
-    def close(self):
-        self.listener.close()
+def fetched_files(copy: Path) -> dict[str, int]:
+    """{file: inode} of every record file in the copy: a file fetched again is a new inode."""
+    return {path.name: path.stat().st_ino for path in copy.rglob("*.zst") if not path.name.startswith(".")}
+
+
+def downloads(before: dict[str, int], after: dict[str, int]) -> int:
+    return sum(1 for name, inode in after.items() if before.get(name) != inode)
 
 
 def fetch_floor(store: S3Store, endpoint: str, prefix: str, workers: int) -> dict:
@@ -139,40 +133,39 @@ def first_open(server: ServerProcess, record_id: str) -> float:
     return time.perf_counter() - started
 
 
-def measure_latency(store: S3Store, directory: Path, url: str, records: int, latency_ms: int, work: Path,
-                    workers: int) -> dict:
-    host, port = store.endpoint.removeprefix("http://").split(":")
-    proxy = LatencyProxy((host, int(port)), latency_ms / 1000)
+def measure_latency(store: S3Store, url: str, records: int, latency_ms: int, work: Path, workers: int) -> dict:
+    proxy = LatencyProxy(store.endpoint.removeprefix("http://"), latency_ms)
     try:
         floor = fetch_floor(store, proxy.endpoint, url.split("/", 3)[3], workers)
-        proxy.reset()
-        env = {**store.env, "AWS_ENDPOINT_URL": proxy.endpoint, "XDG_CACHE_HOME": str(work / f"cache-{latency_ms}")}
+        cache = work / f"cache-{latency_ms}"
+        env = {**store.env, "AWS_ENDPOINT_URL": proxy.endpoint, "XDG_CACHE_HOME": str(cache)}
+        copy = copy_directory(cache / "skycap-viewer", url)
         peak = [0]
         server, cold = served_until_listed(url, records, env, peak)
-        cold_gets, cold_lists = proxy.reset()
         record_id = server.get("/v1/trajectories?limit=1")["data"][0]["id"]
+        listed = fetched_files(copy)
         opened = first_open(server, record_id)
-        open_gets, _ = proxy.reset()
+        after_open = fetched_files(copy)
         server.__exit__(None, None, None)
         server, reopen = served_until_listed(url, records, env)
-        reopen_gets, reopen_lists = proxy.reset()
+        after_reopen = fetched_files(copy)
         again = first_open(server, record_id)
-        again_gets, _ = proxy.reset()
+        after_again = fetched_files(copy)
         server.__exit__(None, None, None)
     finally:
         proxy.close()
     return {"latency_ms": latency_ms, "floor": floor, "cold_seconds": round(cold, 3),
-            "cold_vs_floor": round(cold / floor["floor_seconds"], 2), "cold_gets": cold_gets,
-            "cold_lists": cold_lists, "peak_rss_mib": round(peak[0] / 2**20),
-            "first_open_seconds": round(opened, 3), "first_open_gets": open_gets,
-            "reopen_seconds": round(reopen, 3), "reopen_gets": reopen_gets, "reopen_lists": reopen_lists,
-            "second_open_seconds": round(again, 3), "second_open_gets": again_gets}
+            "cold_vs_floor": round(cold / floor["floor_seconds"], 2), "cold_downloads": len(listed),
+            "peak_rss_mib": round(peak[0] / 2**20), "first_open_seconds": round(opened, 3),
+            "first_open_downloads": downloads(listed, after_open), "reopen_seconds": round(reopen, 3),
+            "reopen_downloads": downloads(after_open, after_reopen), "second_open_seconds": round(again, 3),
+            "second_open_downloads": downloads(after_reopen, after_again)}
 
 
 def measure_s3(directory: Path, work: Path, workers: int = os.cpu_count() or 1) -> dict:
     """Every figure of the module docstring for the run in `directory`."""
     records = len(document_paths(directory))
-    store = S3Store(work / "store-cache")
+    store = S3Store(work / "store-cache", own_process=True)
     try:
         started = time.perf_counter()
         url = store.upload(directory, "bench/run")
@@ -183,7 +176,7 @@ def measure_s3(directory: Path, work: Path, workers: int = os.cpu_count() or 1) 
         server.__exit__(None, None, None)
         results = {"records": records, "upload_seconds": round(uploaded, 1), "local_cold_seconds": round(local_cold, 3),
                    "local_peak_rss_mib": round(peak[0] / 2**20)}
-        results["latencies"] = [measure_latency(store, directory, url, records, latency, work, workers)
+        results["latencies"] = [measure_latency(store, url, records, latency, work, workers)
                                 for latency in LATENCIES_MS]
     finally:
         store.stop()
@@ -193,6 +186,10 @@ def measure_s3(directory: Path, work: Path, workers: int = os.cpu_count() or 1) 
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--proxy"]:
+        serve_proxy(argv[1], int(argv[2]) / 1000)
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path, help="a record directory (e.g. one `bench/run.py --keep` wrote)")
     args = parser.parse_args(argv)

@@ -7,6 +7,11 @@ client (s3fs), as skycap's mirror would; `env` is what a viewer started beside i
 
 import logging
 import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 BUCKET = "records"
@@ -15,15 +20,22 @@ CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing
 
 
 class S3Store:
-    def __init__(self, cache_home: Path):
-        from moto.server import ThreadedMotoServer
+    """With `own_process`, moto runs in a process of its own (the benchmark: its clients then do not
+    share an interpreter lock with it), else in a thread of this one."""
 
+    def __init__(self, cache_home: Path, own_process: bool = False):
         os.environ.update(CREDENTIALS)  # moto's own client checks signatures with these
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not a line per request on stderr
-        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self.server.start()
-        host, port = self.server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
+        self.server = self.process = None
+        if own_process:
+            self.process, port = moto_process()
+        else:
+            from moto.server import ThreadedMotoServer
+
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not a line per request on stderr
+            self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self.server.start()
+            port = self.server.get_host_and_port()[1]
+        self.endpoint = f"http://127.0.0.1:{port}"
         self.env = {**CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint, "XDG_CACHE_HOME": str(cache_home)}
         self.fs = self.filesystem()
         if not self.fs.exists(BUCKET):  # moto keeps its buckets for the process: an earlier store's may be there
@@ -40,9 +52,13 @@ class S3Store:
 
     def upload(self, directory: Path, prefix: str) -> str:
         """Every file under `directory` at `prefix`, its layout kept; the prefix's URL."""
-        for path in sorted(Path(directory).rglob("*")):
-            if path.is_file():
-                self.fs.pipe_file(f"{BUCKET}/{prefix}/{path.relative_to(directory).as_posix()}", path.read_bytes())
+        files = [path for path in sorted(Path(directory).rglob("*")) if path.is_file()]
+
+        def put(path):
+            self.fs.pipe_file(f"{BUCKET}/{prefix}/{path.relative_to(directory).as_posix()}", path.read_bytes())
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(put, files))
         return self.url(prefix)
 
     def put(self, name: str, data: bytes):
@@ -52,4 +68,26 @@ class S3Store:
         self.fs.rm_file(f"{BUCKET}/{name}")
 
     def stop(self):
-        self.server.stop()
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+        else:
+            self.server.stop()
+
+
+def moto_process() -> tuple[subprocess.Popen, int]:
+    """moto's server started on a free loopback port, once it answers; its output thrown away."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process, port
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("moto's server did not start within 30 s")
