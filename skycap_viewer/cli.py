@@ -147,10 +147,11 @@ def storage_options(text: str) -> dict:
     return value
 
 
-def local_copies(args, values: list[str], copies: list) -> list[str]:
+def local_copies(args, values: list[str], copies: list, serving: bool = False) -> list[str]:
     """`values` with each store URL replaced by the directory (or document) of its local copy, synced now
     (`catalog/remote_copy.py`); the copies are added to `copies`. A store that cannot be listed and has
-    no earlier copy is a usage error."""
+    no earlier copy is a usage error. `serving`: an earlier copy is served as it is at once (its rows
+    from the persisted index), and synced as the server starts polling."""
     if not any(is_url(value) for value in values):
         return values
     from skycap_viewer.catalog.persisted import cache_directory
@@ -166,7 +167,9 @@ def local_copies(args, values: list[str], copies: list) -> list[str]:
             record_id = record_id_of(name)
         copy = RemoteCopy(ObjectStore(url, args.storage_options), cache_directory(), args.remote_cache_mib * MIB,
                           record_id)
-        if not copy.sync():
+        if serving and copy.directory.is_dir():
+            copy.synced = False  # listed by its first poll, right away
+        elif not copy.sync():
             if not copy.directory.is_dir():
                 raise UsageError(copy.problem)
             print(f"skycap-viewer: {safe(copy.problem)}; reading the copy made before", file=sys.stderr, flush=True)
@@ -279,7 +282,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
 def localise(command: str, args, copies: list) -> None:
     """Replace each store URL among the command's record arguments with its local copy's path."""
     if command in ("serve", "summary", "check"):
-        args.dirs = local_copies(args, args.dirs, copies)
+        args.dirs = local_copies(args, args.dirs, copies, serving=command == "serve")
     elif command == "show":
         args.record = local_copies(args, args.record[:1], copies) + args.record[1:]
     elif command == "diff":

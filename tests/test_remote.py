@@ -22,6 +22,7 @@ from tests.badrecords import copy_record, encode_document, load_document
 from tests.conftest import FIXTURES, PULLED, copy_corpus, run_cli
 from tests.s3_store import S3Store
 from tests.server_process import ServerProcess, wait_for
+from tests.test_skyrl_capture import capture_tree
 
 ROUTES = ("paths", "graph", "exchanges", "timeline", "paths/0/messages", "paths/0/row", "retokenized", "notable")
 CHANGING = ("revision", "updated_at", "path", "source")  # what the copy says differently: when and where it was read
@@ -194,10 +195,12 @@ def test_a_missing_credential_and_an_unreachable_endpoint_are_named(store, corpu
     assert run_cli("summary", url, env=cached).returncode == 0
     with ServerProcess([url, "--storage-options", options], env={**cached, "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}) \
             as server:  # unreachable now: the copy made before is served, and the run says why it may be old
-        run = server.wait_indexed()[0]
+        assert server.wait_indexed()[0]["indexed"] == 28  # served at once from the copy, listed in the background
+        run = wait_for(lambda: next((r for r in server.get("/v1/runs")["data"] if r["source"]["problem"]), None),
+                       "the store's problem on its run")
         assert run["indexed"] == 28 and run["source"]["url"] == url
         assert run["source"]["problem"].startswith(f"cannot list {url}: cannot reach the store"), run
-        assert "reading the copy made before" in server.output()
+        wait_for(lambda: "; trying again" in server.output(), "the problem said on stderr")
 
 
 def test_a_url_without_its_package_names_the_extra(tmp_path):
@@ -271,3 +274,20 @@ def test_a_run_index_row_whose_record_is_mirrored_opens_from_the_mirror(store, t
         status, _, body = server.request("/v1/trajectories/tr_0e32dadf1ca07c39/mirror?run_id=train")
         assert status == 404 and b"not a row of the run index without its record" in body, body
         assert "Traceback" not in server.output()
+
+
+def test_discovery_over_a_store_is_the_directorys(store, tmp_path):
+    """A record directory two levels down is a run; a skyrl-capture directory beside it is skipped and said,
+    named by its URL, and nothing under its `committed/` shards is fetched."""
+    root = tmp_path / "root"
+    (root / "team" / "job-7").mkdir(parents=True)
+    copy_record(FIXTURES / "spec", "tr_tokens", root / "team" / "job-7", "tr_tokens")
+    capture_tree(root / "capture")
+    url = store.upload(root, f"discovery/{tmp_path.name}")
+    env = {**os.environ, **store.env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    remote, here = run_cli("summary", "--json", url, env=env), run_cli("summary", "--json", root)
+    runs = [run["run"] for run in json.loads(remote.stdout)]
+    assert runs == [run["run"] for run in json.loads(here.stdout)] == ["job-7"]
+    assert remote.stderr == here.stderr.replace(str(root), url), remote.stderr
+    copy = copy_directory(tmp_path / "cache" / "skycap-viewer", url)
+    assert (copy / "capture" / "committed").is_dir() and not any((copy / "capture" / "committed").iterdir())

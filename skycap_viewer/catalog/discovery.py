@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from skycap_viewer.record.copies import copy_url_of
 from skycap_viewer.record.document import is_document_name, link_leaving
 
 
@@ -40,7 +41,7 @@ class Skipped:
     why: str
 
     def line(self) -> str:
-        return f"skycap-viewer: {self.path}: {self.why}: skipped"
+        return f"skycap-viewer: {copy_url_of(self.path)}: {self.why}: skipped"
 
 
 SKYRL_MANIFEST = "manifest.json"

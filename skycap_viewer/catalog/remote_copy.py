@@ -47,14 +47,17 @@ def copy_directory(cache: Path, url: str) -> Path:
     return cache / "remote" / digest / Path(*parts)
 
 
-def kind_of(name: str) -> str | None:
+def kind_of(name: str, manifests: frozenset = frozenset()) -> str | None:
     """What the copy does with the object `name` (relative to the prefix): `fetch` it (a document, a run
-    index file, a skyrl-capture manifest), `list` it (a sidecar: fetched when its rollout is opened), or
+    index file, a skyrl-capture manifest), `list` it (a sidecar: fetched when its rollout is opened),
+    `shard` (inside a skyrl-capture directory: one of `manifests`, the folders holding a manifest), or
     None (anything else, or deeper than discovery looks)."""
     parts = name.split("/")
     if any(part in ("", ".", "..") or part.startswith(".") for part in parts):
         return None
     last = parts[-1]
+    if shards_folder(name, manifests) is not None:
+        return "shard"  # a skyrl-capture directory: its `committed/` folder is made, nothing in it fetched
     if len(parts) <= DEPTH and is_document_name(last):
         return "fetch"
     if len(parts) <= DEPTH and last.endswith(SIDECAR_SUFFIX):
@@ -63,8 +66,16 @@ def kind_of(name: str) -> str | None:
         return "fetch"
     if last == SKYRL_MANIFEST and len(parts) <= DEPTH:
         return "fetch"
-    if len(parts) >= 2 and parts[-2] == SKYRL_SHARDS and len(parts) <= DEPTH + 1:
-        return "shard"  # a skyrl-capture directory: its `committed/` folder is made, nothing fetched
+    return None
+
+
+def shards_folder(name: str, manifests: frozenset) -> str | None:
+    """The `committed/` folder of a skyrl-capture directory (a folder of `manifests`) that `name` lies in,
+    where discovery looks for one (the prefix, a child, a grandchild), or None."""
+    parts = name.split("/")[:-1]
+    for at, part in enumerate(parts[:DEPTH]):
+        if part == SKYRL_SHARDS and "/".join(parts[:at]) in manifests:
+            return "/".join(parts[: at + 1])
     return None
 
 
@@ -102,6 +113,7 @@ class RemoteCopy:
         self.fetched_bytes: int | None = None  # of the sidecars on disk, counted at the first fetch
         self.stopped = threading.Event()
         self.polling = False
+        self.synced = True  # False: an earlier session's copy, not listed yet (its first poll is at once)
         self.registered: set[Path] = set()
         for marker in self.directory.rglob(COPY_FILE) if self.directory.is_dir() else ():
             self.register(marker.parent)  # a copy from an earlier session: its sidecars can be fetched at once
@@ -127,12 +139,16 @@ class RemoteCopy:
                 self.say_problem(f"cannot list {self.url}: {describe(error)}")
                 return False
             self.listed_in = time.monotonic() - started
-            kept = {name: entry for name, entry in listing.items() if kind_of(name) is not None}
+            manifests = frozenset(name.rpartition("/")[0] for name in listing
+                                  if name.rpartition("/")[2] == SKYRL_MANIFEST)
             by_directory: dict[str, dict] = {}
-            for name, entry in kept.items():
+            for name, entry in listing.items():
+                kind = kind_of(name, manifests)
+                if kind is None:
+                    continue
                 folder, _, base = name.rpartition("/")
-                if kind_of(name) == "shard":
-                    (self.directory / folder).mkdir(parents=True, exist_ok=True)
+                if kind == "shard":
+                    (self.directory / shards_folder(name, manifests)).mkdir(parents=True, exist_ok=True)
                     continue
                 by_directory.setdefault(folder, {})[base] = entry
             failures = []
@@ -309,16 +325,18 @@ class RemoteCopy:
 
     def poll(self):
         """Sync in the background until `stop`: every `POLL_SECONDS` or `POLL_SHARE` times the last
-        listing, whichever is longer; after a failure, twice as long each time, up to `MOST_SECONDS`."""
+        listing, whichever is longer (at once first, for a copy not yet listed); after a failure, twice
+        as long each time, up to `MOST_SECONDS`."""
         self.polling = True
 
         def loop():
-            pause = POLL_SECONDS
+            pause = 0 if not self.synced else POLL_SECONDS
             while not self.stopped.wait(pause):
                 if self.sync():
                     pause = min(max(POLL_SECONDS, POLL_SHARE * self.listed_in), MOST_SECONDS)
                 else:
-                    pause = min(pause * 2, MOST_SECONDS)
+                    pause = min(max(pause, POLL_SECONDS / 2) * 2, MOST_SECONDS)
+                self.synced = True
 
         thread = threading.Thread(target=loop, name=f"sync {self.url}", daemon=True)
         thread.start()

@@ -19,7 +19,7 @@ from skycap_viewer.catalog.rows import present_sidecars
 from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
-from skycap_viewer.record.copies import copy_source, fetch_missing
+from skycap_viewer.record.copies import copy_source, copy_url_of, fetch_missing
 from skycap_viewer.record.document import document_path
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.search import Query, query_problem
@@ -120,7 +120,7 @@ class Api:
             entries.sort(key=lambda e: e.get("created_at") or e.get("updated_at") or "", reverse=True)
             encoded = RawJson(encode_json(entries))
             self.runs_answer = (snapshots, encoded)
-        skipped = [{"path": str(entry.path), "why": entry.why} for entry in self.catalog.skipped]
+        skipped = [{"path": copy_url_of(entry.path), "why": entry.why} for entry in self.catalog.skipped]
         return 200, {"data": encoded, "skipped": skipped}
 
     def run_entry(self, snapshot: Snapshot) -> dict:
