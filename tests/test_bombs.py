@@ -21,6 +21,7 @@ import pytest
 
 from skycap_viewer.record.frames import zstd
 from tests.badrecords import BASE_ID, BROKEN, atomic_write, copy_record, encode_document, load_document
+from tests.chain import write_chain
 from tests.process_memory import GIB, PeakMemory
 from tests.server_process import ServerProcess
 
@@ -196,3 +197,36 @@ def test_the_file_limit_flag_moves_the_ceiling(tmp_path):
     assert "decompresses" not in json.dumps(verdict("--max-file-mib", "4"))
     atomic_write(run / "tr_noise.json.zst", zstd.compress(os.urandom(2 * MIB), level=1))  # 2 MiB on disk
     assert "is 2.0 MiB on disk: it decompresses past 1.0 MiB" in json.dumps(verdict("--max-file-mib", "1"))
+
+
+CHAIN_NODES = 200_000  # a 26 MB document: parsed in the server's own process when its rollout is opened
+
+
+@pytest.mark.slow
+def test_opening_a_big_rollout_keeps_the_server_answering(tmp_path):
+    """A drawer's document is parsed in the server (its views need it there), in steps: /healthz and a
+    listing from a fresh client answer within a second while it is, and the tree stays under 1 GiB."""
+    run = tmp_path / "run"
+    write_chain(run, CHAIN_NODES)
+    copy_record(BROKEN, BASE_ID, run, "tr_good_a")
+    with ServerProcess([run]) as server, PeakMemory(server.process.pid) as peak:
+        server.wait_indexed()
+        slowest, statuses, stop = [0.0], set(), threading.Event()
+
+        def probe():
+            while not stop.is_set():
+                started = time.monotonic()
+                statuses.add(server.request("/healthz")[0])
+                statuses.add(server.request("/v1/trajectories?run_id=run&limit=5")[0])
+                slowest[0] = max(slowest[0], time.monotonic() - started)
+                time.sleep(0.02)
+
+        prober = threading.Thread(target=probe, daemon=True)
+        prober.start()
+        graph = server.get("/v1/trajectories/chain/graph")
+        stop.set()
+        prober.join()
+        assert graph["part"]["total"] == CHAIN_NODES and statuses == {200}, statuses
+        assert "Traceback" not in server.output()
+    assert slowest[0] < 1.0, f"/healthz and a listing took {slowest[0]:.2f} s while the rollout was read"
+    assert peak.bytes < GIB, f"server tree peaked at {peak.bytes / MIB:.0f} MiB"

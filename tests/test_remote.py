@@ -17,7 +17,7 @@ import pytest
 
 from skycap_viewer.catalog.object_store import ObjectStore
 from skycap_viewer.catalog.remote_copy import RemoteCopy, copy_directory
-from skycap_viewer.record.copies import ensure_local
+from skycap_viewer.record.copies import COPY_FILE, ensure_local
 from tests.badrecords import copy_record, encode_document, load_document
 from tests.conftest import FIXTURES, PULLED, copy_corpus, run_cli
 from tests.s3_store import S3Store
@@ -88,12 +88,17 @@ def test_every_answer_over_the_store_is_the_directorys(servers):
     assert compared > 500
 
 
-def test_sidecars_are_fetched_when_a_rollout_is_opened(store, tmp_path):
+def two_records(store, tmp_path, prefix: str) -> tuple:
+    """Two copies of one record, `tr_a` and `tr_b`, uploaded to `prefix`: (their local folder, its URL)."""
     local = tmp_path / "run"
     local.mkdir()
     for record_id in ("tr_a", "tr_b"):
         copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", local, record_id)
-    url = store.upload(local, "opened/run")
+    return local, store.upload(local, prefix)
+
+
+def test_sidecars_are_fetched_when_a_rollout_is_opened(store, tmp_path):
+    local, url = two_records(store, tmp_path, "opened/run")
     copy = copy_directory(tmp_path / "cache" / "skycap-viewer", url)
     env = {**store.env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     with ServerProcess([url], env=env, cache_home=tmp_path / "cache") as server:
@@ -106,9 +111,11 @@ def test_sidecars_are_fetched_when_a_rollout_is_opened(store, tmp_path):
         assert fetched == ["tr_a.experts.zst", "tr_a.json.zst", "tr_a.sampling_mask.zst", "tr_a.tokens.zst",
                            "tr_b.json.zst"]
     documents = {p.name: p.stat().st_ino for p in copy.glob("*.json.zst")}
+    listed = (copy / COPY_FILE).stat().st_mtime_ns
     with ServerProcess([url], env=env, cache_home=tmp_path / "cache") as server:  # a reopen: nothing downloaded
         rows = server.wait_indexed()
         assert rows[0]["indexed"] == 2
+        wait_for(lambda: (copy / COPY_FILE).stat().st_mtime_ns != listed, "the store listed again")
         assert {p.name: p.stat().st_ino for p in copy.glob("*.json.zst")} == documents
         tokens = server.get("/v1/trajectories/tr_a/paths")["nodes"]["n0"]["token_ids"]
         assert tokens == paths["nodes"]["n0"]["token_ids"]
@@ -116,11 +123,7 @@ def test_sidecars_are_fetched_when_a_rollout_is_opened(store, tmp_path):
 
 @pytest.mark.slow
 def test_records_added_rewritten_and_deleted_in_the_store_are_seen(store, tmp_path):
-    local = tmp_path / "run"
-    local.mkdir()
-    for record_id in ("tr_a", "tr_b"):
-        copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", local, record_id)
-    url = store.upload(local, "live/run")
+    local, url = two_records(store, tmp_path, "live/run")
     with ServerProcess([url], env={**store.env, "XDG_CACHE_HOME": str(tmp_path / "cache")}) as server:
         server.wait_indexed()
         copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", tmp_path, "tr_c")
@@ -216,11 +219,7 @@ def test_a_url_without_its_package_names_the_extra(tmp_path):
 
 def test_fetched_sidecars_are_kept_within_the_cache_bound(store, tmp_path):
     """The least recently fetched go first; a reopened rollout fetches its own again."""
-    local = tmp_path / "run"
-    local.mkdir()
-    for record_id in ("tr_a", "tr_b"):
-        copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", local, record_id)
-    url = store.upload(local, "bounded/run")
+    local, url = two_records(store, tmp_path, "bounded/run")
     sidecars = {record_id: sorted(p.name for p in local.glob(f"{record_id}.*.zst") if ".json." not in p.name)
                 for record_id in ("tr_a", "tr_b")}
     blocks = sum(-(-(local / name).stat().st_size // 4096) * 4096 for name in sidecars["tr_a"])  # bytes on disk

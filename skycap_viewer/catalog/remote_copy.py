@@ -204,6 +204,10 @@ class RemoteCopy:
             with lock:
                 done[base] = list(objects[base])
 
+        # what the store holds is said before its documents land, so the watcher reading one finds its
+        # sidecars present; one being fetched is said at no version, so a failed fetch is tried again
+        self.write_listing(local, self.store.child_url(folder), {
+            **done, **{name.rpartition("/")[2]: [objects[name.rpartition("/")[2]][0], None, None] for name in wanted}})
         self.store.get_many(wanted, landed)
         for base in before.keys() - objects.keys():  # gone from the store: gone from the copy
             if os.path.lexists(local / base):

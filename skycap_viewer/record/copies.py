@@ -21,6 +21,7 @@ from skycap_viewer import errors
 from skycap_viewer.errors import RecordError
 
 COPY_FILE = ".skycap-viewer-copy.json"  # a dotfile: no listing takes it for a record file
+FETCHED_AT_ONCE = 8  # a record's sidecars, fetched together
 
 _fetchers: dict[str, object] = {}  # copied directory (real path) -> fetch(name) for this process
 _lock = threading.Lock()
@@ -112,7 +113,7 @@ def fetch_missing(directory, names) -> None:
             pass
 
     if missing:
-        with ThreadPoolExecutor(len(missing)) as pool:
+        with ThreadPoolExecutor(min(len(missing), FETCHED_AT_ONCE)) as pool:
             list(pool.map(fetch, missing))
 
 

@@ -12,6 +12,7 @@ from array import array
 from pathlib import Path
 
 from skycap_viewer.errors import RecordError
+from skycap_viewer.record.copies import ensure_local
 from skycap_viewer.record.document import read_regular_file
 from skycap_viewer.record.frames import FrameError, decompress_one_frame, file_limit, mib
 from skycap_viewer.record.manifest import DTYPE_SIZES, token_layout_problems, token_nodes
@@ -87,8 +88,11 @@ def read_sidecar(path: Path, manifest: dict) -> dict:
 
 
 def read_present_sidecar(directory, document: dict, kind: str) -> dict | None:
-    """The arrays of `kind`, or None when it is not listed or its file is not there."""
+    """The arrays of `kind`, or None when it is not listed or its file is not there (a store's copy's
+    is fetched first, when the store holds it)."""
     path = sidecar_file(directory, document, kind)
+    if path is not None:
+        ensure_local(path)
     if path is None or not os.path.lexists(path):  # anything else there is read, and refused if odd
         return None
     return read_sidecar(path, document["sidecars"][kind])
