@@ -199,7 +199,7 @@ def test_the_file_limit_flag_moves_the_ceiling(tmp_path):
     assert "is 2.0 MiB on disk: it decompresses past 1.0 MiB" in json.dumps(verdict("--max-file-mib", "1"))
 
 
-CHAIN_NODES = 200_000  # a 26 MB document: parsed in the server's own process when its rollout is opened
+CHAIN_NODES = 60_000  # an 8 MB document (stepped past 4 MiB), parsed in the server when its rollout is opened
 
 
 @pytest.mark.slow
@@ -215,10 +215,10 @@ def test_opening_a_big_rollout_keeps_the_server_answering(tmp_path):
 
         def probe():
             while not stop.is_set():
-                started = time.monotonic()
-                statuses.add(server.request("/healthz")[0])
-                statuses.add(server.request("/v1/trajectories?run_id=run&limit=5")[0])
-                slowest[0] = max(slowest[0], time.monotonic() - started)
+                for target in ("/healthz", "/v1/trajectories?run_id=run&limit=5"):  # each from a fresh connection
+                    started = time.monotonic()
+                    statuses.add(server.request(target)[0])
+                    slowest[0] = max(slowest[0], time.monotonic() - started)
                 time.sleep(0.02)
 
         prober = threading.Thread(target=probe, daemon=True)
@@ -228,5 +228,5 @@ def test_opening_a_big_rollout_keeps_the_server_answering(tmp_path):
         prober.join()
         assert graph["part"]["total"] == CHAIN_NODES and statuses == {200}, statuses
         assert "Traceback" not in server.output()
-    assert slowest[0] < 1.0, f"/healthz and a listing took {slowest[0]:.2f} s while the rollout was read"
+    assert slowest[0] < 1.0, f"/healthz or a listing took {slowest[0]:.2f} s while the rollout was read"
     assert peak.bytes < GIB, f"server tree peaked at {peak.bytes / MIB:.0f} MiB"

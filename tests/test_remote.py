@@ -237,6 +237,7 @@ def test_fetched_sidecars_are_kept_within_the_cache_bound(store, tmp_path):
 
 MIRRORED = "tr_5fa54f8267d222c5"  # a row of pulled/'s run index whose record is not in the copy, but mirrored
 ON_GCS = "tr_3c509741a7521e5e"  # another, mirrored on gs:// (gcsfs is not installed)
+LOCAL_MIRROR = "tr_36b6c64e3e74d609"  # a third, given a file:// mirror
 
 
 def pulled_with_a_mirror(store, tmp_path) -> tuple:
@@ -247,6 +248,11 @@ def pulled_with_a_mirror(store, tmp_path) -> tuple:
     for step in (train / "index").glob("step-*.json"):
         text = step.read_text().replace(f"gs://skycap-runs/grpo-demo/train/{MIRRORED}", f"{mirror}/{MIRRORED}")
         step.write_text(text)
+    step = train / "index" / "step-2.json"  # and one row whose mirror is a local path: never followed
+    document = json.loads(step.read_text())
+    local_row = next(row for row in document["rows"] if row["id"] == LOCAL_MIRROR)
+    local_row["record"] = {"mirror": f"file:///etc/{LOCAL_MIRROR}.json.zst"}
+    step.write_text(json.dumps(document))
     record = tmp_path / "record"
     record.mkdir()
     copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", record, MIRRORED)
@@ -268,6 +274,8 @@ def test_a_run_index_row_whose_record_is_mirrored_opens_from_the_mirror(store, t
         assert paths["nodes"]["n0"]["token_ids"], "its sidecars fetched from the mirror"
         status, _, body = server.request(f"/v1/trajectories/{ON_GCS}/mirror?run_id=train")
         assert status == 501 and b"needs gcsfs: pip install 'skycap-viewer[gcs]'" in body, body
+        status, _, body = server.request(f"/v1/trajectories/{LOCAL_MIRROR}/mirror?run_id=train")
+        assert status == 400 and b"is not a store URL of its document" in body, body
         status, _, body = server.request("/v1/trajectories/tr_495b9ec2e4f562da/mirror?run_id=train")
         assert status == 404 and b"names no mirror" in body, body
         status, _, body = server.request("/v1/trajectories/tr_0e32dadf1ca07c39/mirror?run_id=train")

@@ -139,6 +139,7 @@ def test_index_rows_without_a_record_are_listed_with_where_it_lives(web, layout)
             assert ("files" in row["record"]) == (layout == "new"), "record.files: only in the newer layout"
             if row["record"].get("mirror"):
                 assert row["record"]["mirror"] in row["why"]
+        assert row["opens_from_mirror"] is bool(row["record"] and row["record"].get("mirror")), row  # all gs://
     pages, cursor = [], "0"
     while cursor is not None:
         page = web.json(f"/v1/trajectories?run_id={run_id}&missing=true&limit=5&cursor={cursor}")

@@ -19,7 +19,7 @@ from skycap_viewer.catalog.rows import present_sidecars
 from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
-from skycap_viewer.record.copies import copy_source, copy_url_of, fetch_missing
+from skycap_viewer.record.copies import copy_source, copy_url_of, fetch_missing, listed_in_copy
 from skycap_viewer.record.document import document_path
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.search import Query, query_problem
@@ -353,10 +353,9 @@ class Api:
                 return False
             written = version[3]
             for name in present_sidecars(directory, document):
-                try:
-                    changed = os.stat(Path(directory) / name).st_mtime_ns
-                except FileNotFoundError:  # gone, or a store's that could not be fetched: absent, not a rewrite
-                    continue
+                if not os.path.lexists(Path(directory) / name) and listed_in_copy(directory, name):
+                    continue  # a store's sidecar that could not be fetched: its read said so, not a rewrite
+                changed = os.stat(Path(directory) / name).st_mtime_ns
                 if changed > written and time.time_ns() - changed < SETTLE_WINDOW_NS:
                     return False
         except (RecordError, OSError):

@@ -2,9 +2,10 @@
 
 Each is the index row as the trainer wrote it (`id`, `instance_id`, `repetition_id`, `attempt`,
 `status`, `annotations`, `superseded`, `trained`, `record`: where the record lives), with its
-`phase`, `step` and `index_file`, `missing: true`, and `why` it is listed without a record, as one
-line that says where the record is. Listed in the index's order (phase, step, file, row); the store
-keeps which rows have their record here (`index_rows.present`), so a page reads only its rows.
+`phase`, `step` and `index_file`, `missing: true`, `why` it is listed without a record (one line
+that says where the record is), and whether it `opens_from_mirror` (`mirrored_record`). Listed in
+the index's order (phase, step, file, row); the store keeps which rows have their record here
+(`index_rows.present`), so a page reads only its rows.
 """
 
 import json
@@ -12,6 +13,7 @@ import json
 from skycap_viewer.catalog.object_store import EXTRAS, URL
 from skycap_viewer.catalog.run_index import where_it_lives
 from skycap_viewer.errors import ApiError
+from skycap_viewer.record.schema import is_plain_file_name
 from skycap_viewer.views.listing import Filters, equal_clauses
 from skycap_viewer.views.params import parse_page
 
@@ -40,7 +42,7 @@ def missing_page(db, filters: Filters, limit: int, offset: int) -> tuple[list, i
     for file, phase, step, fields in found:
         row = json.loads(fields)
         rows.append({**row, "phase": phase, "step": step, "index_file": file, "missing": True,
-                     "why": where_it_lives(row)})
+                     "why": where_it_lives(row), "opens_from_mirror": mirror_url(row) is not None})
     return rows, total
 
 
@@ -75,11 +77,26 @@ def mirrored_record(snapshot, record_id: str) -> str:
                                " file, position LIMIT 1", (record_id,)).fetchone()
     if found is None:
         raise ApiError(404, f"{record_id} is not a row of the run index without its record")
-    record = json.loads(found[0]).get("record")
-    url = record.get("mirror") if isinstance(record, dict) else None
-    if not isinstance(url, str):
+    row = json.loads(found[0])
+    record = row.get("record")
+    named = record.get("mirror") if isinstance(record, dict) else None
+    if not isinstance(named, str):
         raise ApiError(404, f"the run index names no mirror for {record_id}")
+    url = mirror_url(row)
+    if url is None:
+        raise ApiError(400, f"the run index's mirror for {record_id} is not a store URL of its document: "
+                            f"{named[:300]}")
+    return url
+
+
+def mirror_url(row: dict) -> str | None:
+    """The index row's `record.mirror` when it is a store URL (`s3://`, `gs://`, `az://`…) of the row's
+    own document (`…/{id}.json.zst`), else None: what "open from the mirror" may fetch."""
+    record, record_id = row.get("record"), row.get("id")
+    url = record.get("mirror") if isinstance(record, dict) else None
+    if not isinstance(url, str) or not is_plain_file_name(record_id):
+        return None
     matched = URL.fullmatch(url)
     if matched is None or matched.group(1).lower() not in EXTRAS or not url.endswith(f"/{record_id}.json.zst"):
-        raise ApiError(400, f"the run index's mirror for {record_id} is not a store URL of its document: {url[:300]}")
+        return None
     return url

@@ -83,7 +83,7 @@ export class MissingRows {
       el("td", {}, row.status ?? "-"),
       el("td", {}, row.trained === null || row.trained === undefined ? "not said" : String(row.trained)),
       el("td", {}, String(row.superseded)),
-      el("td", {className: "why"}, row.why, typeof row.record?.mirror === "string"
+      el("td", {className: "why"}, row.why, row.opens_from_mirror
         ? [" ", el("button", {type: "button", className: "from-mirror", dataset: {traj: row.id},
           title: `fetch it from ${row.record.mirror} and open it`,
           onclick: (event) => this.openFromMirror(row.id, event.currentTarget)}, "open from the mirror")] : null)));
