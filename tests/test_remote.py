@@ -17,7 +17,7 @@ import pytest
 
 from skycap_viewer.catalog.object_store import ObjectStore
 from skycap_viewer.catalog.remote_copy import RemoteCopy, copy_directory
-from skycap_viewer.record.copies import COPY_FILE, ensure_local
+from skycap_viewer.record.copies import ensure_local
 from tests.badrecords import copy_record, encode_document, load_document
 from tests.conftest import FIXTURES, PULLED, copy_corpus, run_cli
 from tests.s3_store import S3Store
@@ -111,12 +111,12 @@ def test_sidecars_are_fetched_when_a_rollout_is_opened(store, tmp_path):
         assert fetched == ["tr_a.experts.zst", "tr_a.json.zst", "tr_a.sampling_mask.zst", "tr_a.tokens.zst",
                            "tr_b.json.zst"]
     documents = {p.name: p.stat().st_ino for p in copy.glob("*.json.zst")}
-    listed = (copy / COPY_FILE).stat().st_mtime_ns
     with ServerProcess([url], env=env, cache_home=tmp_path / "cache") as server:  # a reopen: nothing downloaded
         rows = server.wait_indexed()
         assert rows[0]["indexed"] == 2
-        wait_for(lambda: (copy / COPY_FILE).stat().st_mtime_ns != listed, "the store listed again")
-        assert {p.name: p.stat().st_ino for p in copy.glob("*.json.zst")} == documents
+        store.put("opened/run/tr_c.json.zst", (local / "tr_a.json.zst").read_bytes())  # seen once it lists again
+        wait_for(lambda: len(server.get("/v1/trajectories?limit=10")["data"]) == 3, "the store listed again")
+        assert {p.name: p.stat().st_ino for p in copy.glob("*.json.zst") if p.name != "tr_c.json.zst"} == documents
         tokens = server.get("/v1/trajectories/tr_a/paths")["nodes"]["n0"]["token_ids"]
         assert tokens == paths["nodes"]["n0"]["token_ids"]
 

@@ -206,8 +206,10 @@ class RemoteCopy:
 
         # what the store holds is said before its documents land, so the watcher reading one finds its
         # sidecars present; one being fetched is said at no version, so a failed fetch is tried again
-        self.write_listing(local, self.store.child_url(folder), {
-            **done, **{name.rpartition("/")[2]: [objects[name.rpartition("/")[2]][0], None, None] for name in wanted}})
+        if wanted:
+            self.write_listing(local, self.store.child_url(folder), {
+                **done, **{name.rpartition("/")[2]: [objects[name.rpartition("/")[2]][0], None, None]
+                           for name in wanted}})
         self.store.get_many(wanted, landed)
         for base in before.keys() - objects.keys():  # gone from the store: gone from the copy
             if os.path.lexists(local / base):
@@ -221,16 +223,17 @@ class RemoteCopy:
         return failures
 
     def remove_gone(self, listed: dict[str, dict]):
-        """Copied folders whose objects are all gone from the store lose their record files."""
-        for marker in self.directory.rglob(COPY_FILE):
-            folder = marker.parent.relative_to(self.directory).as_posix()
-            folder = "" if folder == "." else folder
-            if folder in listed:
+        """Copied folders whose objects are all gone from the store lose their record files (the copied
+        folders are the registered ones: no walk of the copy at each poll)."""
+        for local in list(self.registered):
+            folder = local.relative_to(self.directory).as_posix()
+            if ("" if folder == "." else folder) in listed:
                 continue
-            for base in (copy_listing(marker.parent) or {}).get("objects", {}):
-                if os.path.lexists(marker.parent / base):
-                    (marker.parent / base).unlink()
-            marker.unlink()
+            for base in (copy_listing(local) or {}).get("objects", {}):
+                if os.path.lexists(local / base):
+                    (local / base).unlink()
+            (local / COPY_FILE).unlink(missing_ok=True)
+            self.registered.discard(local)
 
     def write_file(self, target: Path, data: bytes | None, size: int = 0, written: int | None = None):
         """`data` at `target`, replaced whole (a reader sees the old file or the new one), dated as the
@@ -248,17 +251,21 @@ class RemoteCopy:
         os.replace(temporary, target)
 
     def write_listing(self, local: Path, url: str, objects: dict):
+        """Say what the store holds in `local`, unless that is said already: a poll that finds nothing
+        new writes nothing (the watcher would take a rewritten file for a changed run)."""
         payload = {"url": url, "objects": dict(sorted(objects.items())), "problem": self.problem}
+        if copy_listing(local) == json.loads(json.dumps(payload)):
+            return
         temporary = local / f".fetching-{COPY_FILE}"
         temporary.write_text(json.dumps(payload, separators=(",", ":")))
         os.replace(temporary, local / COPY_FILE)
 
     def write_problems(self):
         """Say (or clear) `problem` on every copied folder, so each run's entry shows it."""
-        for marker in self.directory.rglob(COPY_FILE):
-            listing = copy_listing(marker.parent)
+        for local in list(self.registered):
+            listing = copy_listing(local)
             if listing is not None and listing.get("problem") != self.problem:
-                self.write_listing(marker.parent, listing["url"], listing["objects"])
+                self.write_listing(local, listing["url"], listing["objects"])
 
     def say_problem(self, problem: str):
         """Keep `problem` on the copy; while polling, also say it on stderr when it is new."""
