@@ -290,3 +290,39 @@ def test_the_database_is_safe_to_delete_while_serving(runs, tmp_path):
             time.sleep(0.2)
         assert listings(server) == before
     assert "Traceback" not in server.output()
+
+
+
+def listed_again(server, before: dict, seconds=30) -> dict:
+    """The listings once they equal `before` again, or the last ones after `seconds` (a request answered
+    503 while the index is rebuilt counts as not yet)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            now = listings(server)
+        except AssertionError:  # 503: being rebuilt
+            now = None
+        if now == before or time.monotonic() > deadline:
+            return now
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("first", ["", "-wal"])
+def test_the_database_deleted_in_two_steps_while_serving(runs, tmp_path, first):
+    """`rm` racing the watcher: one of the database's files is deleted, the watcher makes the database
+    again, and only then are the others deleted (the new ones, under the new writer): built again."""
+    cache_home = tmp_path / "cache"
+    with ServerProcess([runs / "groups"], cache_home=cache_home) as server:
+        before = listings(server)
+        (database,) = (cache_home / "skycap-viewer").glob("*.sqlite")
+        files = {suffix: Path(f"{database}{suffix}") for suffix in ("", "-wal", "-shm")}
+        made = {suffix: path.stat().st_ino for suffix, path in files.items()}
+        files[first].unlink()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not files[first].exists() or files[first].stat().st_ino == made[first]):
+            time.sleep(0.02)
+        for suffix, path in files.items():
+            if suffix != first:
+                path.unlink(missing_ok=True)
+        assert listed_again(server, before) == before
+    assert "Traceback" not in server.output()

@@ -179,9 +179,10 @@ def count_groups(db) -> dict:
 class IndexedRun:
     """One run directory's rows, in its database, with the version each document was read at."""
 
-    def __init__(self, location: RunLocation, database: Path, facts: dict, group_by=DEFAULT_GROUP_BY):
+    def __init__(self, location: RunLocation, database: Path, facts: dict, group_by=DEFAULT_GROUP_BY,
+                 fresh: bool = False):
         self.location = location
-        self.store = RunStore(database, facts, group_by)
+        self.store = RunStore(database, facts, group_by, fresh)
         self.reopened = self.store.reused and self.store.db.execute("SELECT EXISTS (SELECT 1 FROM rows)").fetchone()[0]
         self.known: dict[str, int] | None = None  # document name -> `file_version` as indexed: read when needed
         self.changed: dict[str, int] = {}  # the last listing's new or changed documents, and their versions
@@ -367,12 +368,13 @@ class Catalog:
         runs = {}
         for location in locations:
             run = by_path.pop(location.path, None)
-            if run is not None and not run.store.is_current():  # its database was deleted: built again
+            deleted = run is not None and not run.store.is_current()
+            if deleted:  # a file of its database was deleted: built again, from nothing
                 run.store.close()
                 run = None
             if run is None:
                 run = IndexedRun(location, *self.index_files.database_for(location.path, self.group_by),
-                               group_by=self.group_by)
+                                 group_by=self.group_by, fresh=deleted)
                 fresh.append(run)
             runs[location.id] = run
         for gone in by_path.values():

@@ -156,9 +156,10 @@ def annotation_value(key: str, value) -> str:
 class RunStore:
     """The watcher's connection to one run's database: batched writes, kept counts and groups."""
 
-    def __init__(self, path: Path, facts: dict, group_by: tuple):
-        """Open (or create) the database at `path`; one whose `facts` differ, or that SQLite cannot
-        read, is emptied first (an index is only a hint: it is rebuilt from the records)."""
+    def __init__(self, path: Path, facts: dict, group_by: tuple, fresh: bool = False):
+        """Open (or create) the database at `path`; one whose `facts` differ, that SQLite cannot read,
+        or that is `fresh` (what is left of one deleted under the viewer), is emptied first (an index is
+        only a hint: it is rebuilt from the records)."""
         self.path = Path(path)
         self.group_by = tuple(group_by)
         self.reused = False
@@ -167,7 +168,7 @@ class RunStore:
             self.db, wal = self.connect()
             stored = self.stored_facts()
             made = stored.pop(MADE, None)
-            self.reused = wal and made is not None and stored == facts
+            self.reused = not fresh and wal and made is not None and stored == facts
         except sqlite3.DatabaseError:
             self.db = None
         if not self.reused:
@@ -176,8 +177,9 @@ class RunStore:
             with self.db:
                 self.db.executemany("INSERT INTO facts VALUES (?, ?)", [*facts.items(), (MADE, made)])
         self.identity = made  # what readers know this file by
-        stat = self.path.stat()
-        self.inode = (stat.st_dev, stat.st_ino)  # the file opened (a deleted file's inode may be given again)
+        wal = self.db.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
+        self.files = self.file_identities()  # the files opened (a deleted file's inode may be given again),
+        self.complete = None not in self.files[:3 if wal else 1]  # all there (not deleted as they were made)
         self.listing_indexes = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
                                                (LAST_LISTING_INDEX,)).fetchone() is not None
         self.in_transaction = False
@@ -224,13 +226,22 @@ class RunStore:
         """The stored rows, as the kept counts say (no row is counted)."""
         return self.db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'all'").fetchone()[0]
 
+    def file_identities(self) -> tuple:
+        """(device, inode) of the database file and of the `-wal` and `-shm` SQLite keeps beside it while
+        it is open (None: not there)."""
+        identities = []
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                stat = os.stat(f"{self.path}{suffix}")
+                identities.append((stat.st_dev, stat.st_ino))
+            except OSError:
+                identities.append(None)
+        return tuple(identities)
+
     def is_current(self) -> bool:
-        """Whether the database file is still the one this store opened (not deleted, not replaced)."""
-        try:
-            stat = self.path.stat()
-        except OSError:
-            return False
-        return (stat.st_dev, stat.st_ino) == self.inode
+        """Whether the database's files are still the ones this store opened: one deleted (or replaced)
+        leaves the writer and new readers on different files, each seeing another database."""
+        return self.complete and self.file_identities() == self.files
 
     # -- writing ----------------------------------------------------------------------------
 
