@@ -20,7 +20,8 @@ The layers, in the order the data flows (each imports only the ones before it, a
   about one record (paths, graph, calls, calls placed in time in `timeline`, forks; its re-tokenized copies
   in `retokenized`), one node's routed experts (`experts`), two records' paths compared (`compare`), a
   group lined up against one member (`lineup`), one path taken away whole, as the trainer's row and as the
-  chat the model saw (`row`), two runs or steps group by group and one prompt across steps
+  chat the model saw (`row`), one path read as a conversation, a card per message (`chat`), two runs or
+  steps group by group and one prompt across steps
   (`runs_compare`), and one rollout as one self-contained HTML file (`snapshot`, drawn by
   `views/snapshot_page/`).
 - `server/` (HTTP: the API, its caches, running searches in `searches`, routes and request policy

@@ -104,6 +104,7 @@ def route_targets(web):
         "paths": f"/v1/trajectories/{record}/paths",
         "path_row": f"/v1/trajectories/{FORKED}/paths/1/row",
         "path_messages": f"/v1/trajectories/{FORKED}/paths/1/messages",
+        "path_chat": f"/v1/trajectories/{FORKED}/paths/1/chat",
         "graph": f"/v1/trajectories/{record}/graph",
         "exchanges": f"/v1/trajectories/{record}/exchanges",
         "timeline": f"/v1/trajectories/{record}/timeline",

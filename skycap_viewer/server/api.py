@@ -36,6 +36,7 @@ from skycap_viewer.server.caches import (
 )
 from skycap_viewer.server.searches import Search, Searches
 from skycap_viewer.views import runs_compare
+from skycap_viewer.views.chat import chat_part
 from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.experts import experts_part
@@ -310,6 +311,13 @@ class Api:
         """One path's messages in chat format (`views.row.path_messages`), from the document alone."""
         number = path_segment(path)
         return 200, path_messages(self.view(record_id, params)[3], number)
+
+    def path_chat(self, record_id: str, path: str, params):
+        """One path as the Chat tab's cards, in parts (`views.chat`): a model turn's lowest logprob
+        needs the tokens sidecar, so it is settled as `/paths` is."""
+        number, start = path_segment(path), part_start(params)
+        return self.settled_answer(record_id, params, ("chat", number, start), lambda snapshot, row, view:
+                                   answer_part(chat_part, view, number, start, self.part_limit))
 
     def settled_answer(self, record_id: str, params, key: tuple, answer, reads_sidecars: bool = True):
         """`answer(snapshot, row, view)` about one record (a payload, or one already encoded: `RawJson`),

@@ -104,7 +104,7 @@ class Route:
         return captured
 
 
-RECORD_SIZED = {"export", "paths", "path_row", "path_messages", "graph", "exchanges", "timeline", "forks",
+RECORD_SIZED = {"export", "paths", "path_row", "path_messages", "path_chat", "graph", "exchanges", "timeline", "forks",
                 "notable", "retokenized", "experts", "snapshot", "lineup", "compare", "node_message", "node_media",
                 "trajectory_mirror"}
 ROUTES = (
@@ -117,6 +117,7 @@ ROUTES = (
     Route(("v1", "trajectories", CAPTURE, "paths"), "paths"),
     Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "row"), "path_row"),
     Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "messages"), "path_messages"),
+    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "chat"), "path_chat"),
     Route(("v1", "trajectories", CAPTURE, "graph"), "graph"),
     Route(("v1", "trajectories", CAPTURE, "exchanges"), "exchanges"),
     Route(("v1", "trajectories", CAPTURE, "timeline"), "timeline"),

@@ -32,10 +32,12 @@ function runOf(id) {
 function go(patch, {replace: replacing = false} = {}) {
   const next = {...state, badTab: "", ...patch};  // a tab the link asked for and there is not: said until a move
   if ("traj" in patch && patch.traj !== state.traj) {
-    Object.assign(next, {path: 0, tok: "", blk: "", fa: 0, fb: 1, retok: "", node: ""});
+    Object.assign(next, {path: 0, tok: "", blk: "", msg: "", fa: 0, fb: 1, retok: "", node: ""});
   }
   // a pin names a place in one path
-  if (next.path !== state.path && !("tok" in patch || "blk" in patch)) Object.assign(next, {tok: "", blk: ""});
+  if (next.path !== state.path && !("tok" in patch || "blk" in patch || "msg" in patch)) {
+    Object.assign(next, {tok: "", blk: "", msg: ""});
+  }
   const hash = format(next);
   if (hash !== location.hash) history[replacing ? "replaceState" : "pushState"](null, "", hash);
   state = next;

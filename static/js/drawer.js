@@ -1,9 +1,10 @@
-// The drawer: one rollout, with its header and the Path / Tree / Forks / Calls / Timeline / JSON tabs.
+// The drawer: one rollout, with its header and the Path / Chat / Tree / Forks / Calls / Timeline / JSON tabs.
 // Its trajectory, tab, selected paths and node and the Path tab's options live in the URL; it is re-read
 // on every poll and redrawn only when the record changed, keeping the scroll position.
 
 import {apiUrl, get, trajectoryPath} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
+import {drawBody, renderChat} from "./tab-chat.js";
 import {append, button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
 import {forkPair, renderForks} from "./tab-forks.js";
 import {FindBar} from "./find-bar.js";
@@ -120,6 +121,7 @@ export class Drawer {
     }
     await this.loadFork(state);
     await this.loadTimeline(state);
+    await this.loadChat(state);
     if (key === this.key) this.draw(false);
   }
 
@@ -183,6 +185,41 @@ export class Drawer {
     }
   }
 
+  /** On the Chat tab, the first /paths/{n}/chat part of the path shown, fetched once per path into the bundle. */
+  async loadChat(state) {
+    const bundle = this.bundle;
+    if (state.tab !== "chat" || !bundle || bundle.trajectory.unreadable) return;
+    const index = this.pathIndex(bundle, state);
+    bundle.chat ||= new Map();  // path index -> its /chat answer, parts merged in
+    if (index < 0 || bundle.chat.has(index)) return;
+    try {
+      bundle.chat.set(index, await get(`${trajectoryPath(state.traj)}/paths/${index}/chat`, {run_id: state.run}));
+    } catch (error) {
+      bundle.chat.set(index, {error: error.message});
+    }
+  }
+
+  /** The path the Path and Chat tabs show: the one asked for, or the last there is (-1 for none). */
+  pathIndex(bundle, state) {
+    return Math.min(state.path, (bundle.paths?.paths || []).length - 1);
+  }
+
+  /** A message a /chat part left out for its size, fetched whole (`/message?node=`) into its card. */
+  async loadMessage(card) {
+    const key = this.key;
+    try {
+      const got = await get(`${trajectoryPath(this.state.traj)}/message`,
+        {run_id: this.state.run, node: card.node_id});
+      card.message = got.message;
+    } catch (error) {
+      card.message = `(cannot load this message: ${error.message})`;
+    }
+    if (key === this.key) {
+      this.drawn = null;
+      this.draw(true);
+    }
+  }
+
   /** Select node `id` (a Timeline bar's): shown in path `path` on the Path tab, opened in the Tree. */
   select(id, path) {
     this.treeOpen = id;
@@ -217,7 +254,7 @@ export class Drawer {
       state.fa, state.fb]);
     const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs,
       state.retok, Boolean(fork && bundle.forks?.has(fork.key)), state.node, Boolean(bundle.timeline),
-      state.experts, state.badTab]);
+      state.experts, state.badTab, state.msg, Boolean(bundle.chat?.has(this.pathIndex(bundle, state)))]);
     if (this.drawn === drawn && !keepScroll) {
       this.pin.drawn();  // only the pin may have changed (a click, Esc, Back): mark it on what is drawn
       return;
@@ -247,6 +284,7 @@ export class Drawer {
       if (keepScroll) this.content.scrollTop = scroll;
       this.finder.drawn(this.content, bundle, state);
       if (this.hit && state.tab === "path") this.showHit();
+      if (state.tab === "chat") this.placeInChat(bundle, state, !keepScroll);
       this.markNode(!keepScroll);
       this.pin.drawn();
       for (const row of this.content.querySelectorAll("button.more:not(.manual)")) this.nearEnd.observe(row);
@@ -330,7 +368,58 @@ export class Drawer {
         {go: this.go, select: (id, path) => this.select(id, path), more: () => more("timeline")});
     }
     if (state.tab === "json") return renderJson(bundle);
+    if (state.tab === "chat") {
+      const index = this.pathIndex(bundle, state);
+      return renderChat(bundle.chat?.get(index), state, {go: this.go, more: () => more("chat", index),
+        message: (card) => this.loadMessage(card), root: this.content});
+    }
     return renderPath(bundle, state, context);
+  }
+
+  /** In the Chat tab, the card the link or the reader points at: the pinned message (`msg`), else the
+   *  card of the pinned block (`blk`), the search match's or the selected node's; it is drawn and
+   *  unfolded (a part still to come is fetched first), marked, and scrolled to when the tab was just
+   *  opened. */
+  placeInChat(bundle, state, scroll) {
+    const index = this.pathIndex(bundle, state);
+    const answer = bundle.chat?.get(index);
+    if (!answer?.cards) return;
+    const block = state.blk === "" ? null : bundle.paths.paths[index]?.blocks?.[state.blk];
+    const node = block?.node_id || (this.hit?.trajectory_id === state.traj ? this.hit.node_id : "") || state.node;
+    const found = state.msg !== "" ? answer.cards.find((card) => card.position === state.msg)
+      : node ? answer.cards.find((card) => card.node_id === node) : null;
+    const wanted = state.msg !== "" || node;
+    if (!found) {
+      if (wanted && answer.part?.next !== undefined) {
+        this.more("chat", index, () => !answer.cards.some((card) => card.position === state.msg || card.node_id === node));
+      }
+      return;
+    }
+    const element = this.content.querySelector(`.chat-card[data-position="${found.position}"]`);
+    if (!element) return;
+    const shared = element.closest("details.chat-shared");
+    if (shared) shared.open = true;
+    drawBody(element);
+    element.classList.add(state.msg !== "" || block ? "pinned" : "node-selected");
+    if (this.hit?.node_id === found.node_id) element.classList.add("search-hit");
+    if (scroll) element.scrollIntoView({block: "start"});
+  }
+
+  /** `m` / `M`: the next / previous model turn of the Chat tab, from the one a step reached (it has
+   *  the focus), else from the one at the top of the tab. */
+  stepTurn(by) {
+    if (!this.isOpen || this.state?.tab !== "chat" || !this.content) return;
+    const turns = [...this.content.querySelectorAll(".chat-card.by-model")].filter((card) => card.offsetParent);
+    if (!turns.length) return;
+    const focused = turns.indexOf(document.activeElement?.closest(".chat-card"));
+    const top = this.content.getBoundingClientRect().top;
+    const above = turns.filter((card) => card.getBoundingClientRect().top <= top + 4).length - 1;  // the one at the top
+    const aligned = above >= 0 && turns[above].getBoundingClientRect().top >= top - 4;
+    const to = focused >= 0 ? focused + by : by > 0 ? above + 1 : aligned ? above - 1 : above;
+    const next = turns[Math.max(0, Math.min(turns.length - 1, to))];
+    drawBody(next);
+    next.scrollIntoView({block: "start"});
+    next.querySelector(".node-link")?.focus({preventScroll: true});
   }
 
   /** Mark a search match (`/v1/search` hit) in the Path tab when its rollout is drawn. */
@@ -404,6 +493,7 @@ export class Drawer {
       }
       await this.loadFork(this.state);
       await this.loadTimeline(this.state);
+      await this.loadChat(this.state);
       if (key === this.key) this.draw(false);
       return;
     }
@@ -422,6 +512,7 @@ export class Drawer {
     await this.load(run, id);
     await this.loadFork(this.state);
     await this.loadTimeline(this.state);
+    await this.loadChat(this.state);
     if (key === this.key) this.draw(true);
   }
 

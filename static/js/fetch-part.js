@@ -4,8 +4,10 @@
 import {get} from "./api.js";
 import {extend} from "./parts.js";
 
-/** The part of `answer` (an answer of `route`) that comes next: path `index`'s for /paths. */
+/** The part of `answer` (an answer of `route`) that comes next: path `index`'s for /paths, and for
+ *  the Chat tab's answers (a Map of path index -> /paths/{n}/chat answer). */
 export function partOf(route, answer, index) {
+  if (route === "chat") return answer?.get(index)?.part;
   return route === "paths" ? answer?.paths?.[index]?.part : answer?.part;
 }
 
@@ -13,6 +15,13 @@ export function partOf(route, answer, index) {
 export async function fetchNext(base, params, route, answer, index) {
   const next = partOf(route, answer, index)?.next;
   if (next === undefined) return;
+  if (route === "chat") {
+    const chat = answer.get(index);
+    const part = await get(`${base}/paths/${index}/chat`, {...params, from: next});
+    extend(chat.cards, part.cards);
+    chat.part = part.part;
+    return;
+  }
   const part = await get(`${base}/${route}`, {...params, from: next, path: route === "paths" ? index : undefined});
   if (route === "paths") {
     const path = answer.paths[index];

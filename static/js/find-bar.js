@@ -1,4 +1,4 @@
-// Find in a rollout: a bar over the Path, Tree and Forks tabs that searches the loaded data
+// Find in a rollout: a bar over the Path, Chat, Tree and Forks tabs that searches the loaded data
 // (every block's or node's whole text, not just what is drawn), counts the hits ("3 of 17"),
 // and on each step draws, unfolds and opens whatever holds the current hit, marks it with a
 // CSS highlight and scrolls to it. Case-insensitive; Enter / Shift+Enter step, Esc closes.
@@ -7,9 +7,10 @@ import {button, el} from "./dom.js";
 import {num} from "./format.js";
 import {forkPair} from "./tab-forks.js";
 import {nodeText} from "./tab-tree.js";
+import {chatTexts, drawBody} from "./tab-chat.js";
 import {sectionText, textRange, unfold} from "./tokens.js";
 
-const TABS = new Set(["path", "tree", "forks"]);
+const TABS = new Set(["path", "chat", "tree", "forks"]);
 const MOST_HITS = 10000;  // counted past this as "10,000+": a one-letter query in a 64k-token rollout
 const HIGHLIGHT = "find-hit";
 
@@ -19,11 +20,14 @@ function pattern(query) {
 
 /** What the open tab holds that a find has not seen: the parts not loaded yet, said plainly. */
 function loadedNote(bundle, state) {
+  const index = Math.min(state.path, (bundle.paths?.paths || []).length - 1);
   const part = state.tab === "tree" ? bundle.graph?.part
-    : state.tab === "path" ? bundle.paths?.paths?.[Math.min(state.path, (bundle.paths.paths || []).length - 1)]?.part
-      : null;
+    : state.tab === "path" ? bundle.paths?.paths?.[index]?.part
+      : state.tab === "chat" ? bundle.chat?.get(index)?.part : null;
   const notes = [];
-  if (part?.next !== undefined) notes.push(`in the ${num(part.to)} of ${num(part.total)} nodes loaded`);
+  if (part?.next !== undefined) {
+    notes.push(`in the ${num(part.to)} of ${num(part.total)} ${state.tab === "chat" ? "messages" : "nodes"} loaded`);
+  }
   const pair = state.tab === "forks" ? forkPair(bundle.paths, state) : null;
   const fork = pair ? bundle.forks?.get(pair.key) : null;
   if (fork && (fork.a_part?.next !== undefined || fork.b_part?.next !== undefined)) {
@@ -110,6 +114,10 @@ export class FindBar {
         return {text: nodeText(this.bundle, id), show: (from, to, reveal) => this.treeRange(id, from, to, reveal)};
       });
     }
+    if (this.state.tab === "chat") {
+      const answer = this.bundle.chat?.get(Math.min(this.state.path, (this.bundle.paths.paths || []).length - 1));
+      return chatTexts(answer).map(({card, at, text}) => ({text, show: (from, to) => this.chatRange(card, at, from, to)}));
+    }
     return [...this.content.querySelectorAll("section.block")].map((section) => ({
       text: sectionText(section) ?? "",
       show: (from, to) => {
@@ -117,6 +125,26 @@ export class FindBar {
         return textRange(section, from, to);
       },
     }));
+  }
+
+  /** The range of a hit in a Chat card's text: the card drawn, its fold and "show all" opened. */
+  chatRange(card, at, from, to) {
+    const element = this.content.querySelector(`.chat-card[data-position="${card.position}"]`);
+    if (!element) return null;
+    const shared = element.closest("details.chat-shared");
+    if (shared) shared.open = true;
+    drawBody(element);
+    const pre = element.querySelector(`pre[data-piece="${at}"]`);
+    const text = pre?.firstChild;
+    if (!text) return null;
+    const fold = pre.closest("details");
+    if (fold) fold.open = true;
+    pre.classList.remove("folded");
+    pre.parentElement.querySelector(".show-all")?.remove();
+    const range = document.createRange();
+    range.setStart(text, Math.min(from, text.length));
+    range.setEnd(text, Math.min(to, text.length));
+    return range;
   }
 
   treeRange(id, from, to, reveal) {

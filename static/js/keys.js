@@ -1,5 +1,6 @@
 // Keyboard: j/k move through rows, Enter opens, Esc unpins (a pinned token) or closes, [ ] step through rollouts in the
-// drawer, 1–6 switch tabs, f finds in the rollout, n / N step through its notable tokens,
+// drawer, 1–7 switch tabs, f finds in the rollout, n / N step through its notable tokens, m / M through the Chat
+// tab's model turns,
 // a / b pick the current rollout as A / B and c compares them, / focuses search, ? shows this list. Ignored while
 // typing. The match list of the record text search walks with its own j / k and arrows while it has the focus
 // (search.js).
@@ -11,10 +12,11 @@ const KEYS = [
   ["Enter", "open the row (a group expands, a rollout opens)"],
   ["Esc", "unpin the pinned token, else close the drawer (or this help)"],
   ["[ / ]", "previous / next rollout in the drawer (across a page's or an open group's edge)"],
-  ["1 – 6", "Path, Tree, Forks, Calls, Timeline, JSON"],
+  ["1 – 7", "Path, Chat, Tree, Forks, Calls, Timeline, JSON"],
   ["f",
-    "find in the rollout (Path, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
+    "find in the rollout (Path, Chat, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
   ["n / N", "next / previous notable token (Path tab)"],
+  ["m / M", "next / previous model turn (Chat tab)"],
   ["a / b", "pick the current rollout (row, or the one open) as A / B to compare"],
   ["c", "compare A and B side by side, once both are picked"],
   ["/", "search ids, meta and annotations"],
@@ -134,7 +136,9 @@ export function setupKeys({main, help, helpButton, drawer, open, close, pick, co
       if (id) pick(key, id);
     } else if (key === "c") {
       compare();
-    } else if (/^[1-6]$/.test(key)) {
+    } else if (key === "m" || key === "M") {
+      drawer.stepTurn(key === "m" ? 1 : -1);
+    } else if (/^[1-7]$/.test(key)) {
       drawer.selectTab(Number(key) - 1);
     } else if (key === "/") {
       search()?.focus();

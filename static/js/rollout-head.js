@@ -76,6 +76,6 @@ export function rolloutHead(bundle, {actions = [], notes = [], rewardRange = nul
 export function tabLabels(bundle) {
   const pathCount = (bundle.paths.paths || []).length;
   const calls = bundle.exchanges?.part?.total ?? 0;
-  return {path: "Path", tree: pathCount > 1 ? `Tree ${pathCount}` : "Tree",
+  return {path: "Path", chat: "Chat", tree: pathCount > 1 ? `Tree ${pathCount}` : "Tree",
     forks: pathCount > 1 ? `Forks ${pathCount}` : "Forks", calls: `Calls ${calls}`, timeline: "Timeline", json: "JSON"};
 }

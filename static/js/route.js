@@ -12,7 +12,7 @@
 //             ungrouped=1 (the Rollouts view's "no group key" filter: the rollouts no group holds) sort order page
 //             open (group keys, comma separated) tab path tok blk (the pinned place of the Path tab: a
 //             token by its position in the path, the index of a block's [start:end]; or a block by its
-//             index in the path's blocks) fa fb node (the selected node, e.g. n12: a Timeline bar's,
+//             index in the path's blocks) msg (the Chat tab's pinned message: its position in the path) fa fb node (the selected node, e.g. n12: a Timeline bar's,
 //             marked in Path, Tree and Timeline)
 //             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
 //             characters shown, sampled tokens coloured by logprob) retok (the re-tokenized copy
@@ -22,15 +22,15 @@
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
   "page", "open", "search", "scase", "sre", "skind", "srole", "sin",
-  "tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb",
+  "tab", "path", "tok", "blk", "msg", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb",
   "lu", "la", "experts"];
-const DRAWER_KEYS = ["tab", "path", "tok", "blk", "fa", "fb", "node", "given", "controls", "logprobs", "retok",
+const DRAWER_KEYS = ["tab", "path", "tok", "blk", "msg", "fa", "fb", "node", "given", "controls", "logprobs", "retok",
   "experts"];
-export const TABS = ["path", "tree", "forks", "calls", "timeline", "json"];
+export const TABS = ["path", "chat", "tree", "forks", "calls", "timeline", "json"];
 
 export function emptyState() {
   return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
-    sort: "", order: "", page: 1, open: [], tab: "path", path: 0, tok: "", blk: "", fa: 0, fb: 1, node: "",
+    sort: "", order: "", page: 1, open: [], tab: "path", path: 0, tok: "", blk: "", msg: "", fa: 0, fb: 1, node: "",
     given: true, controls: false, logprobs: false, retok: "", ...clearedPicks(), lu: "", la: "",
     experts: false, badTab: "",
     a: "", b: "", rb: "", pa: 0, pb: 0, vs: null, sa: "", sb: "", by: "", lkey: "", lvalue: ""};
@@ -75,6 +75,7 @@ export function parse(hash) {
   state.path = Math.max(0, parseInt(query.get("path"), 10) || 0);
   state.tok = position(query.get("tok"));
   state.blk = position(query.get("blk"));
+  state.msg = position(query.get("msg"));
   state.fa = Math.max(0, parseInt(query.get("fa"), 10) || 0);
   state.fb = Math.max(0, parseInt(query.get("fb") ?? "1", 10) || 0);
   state.node = query.get("node") || "";

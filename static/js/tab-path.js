@@ -27,7 +27,9 @@ export function renderPath(bundle, state, {go, lazy, more, notable, pin}) {
     gutter: (section, block, node, at) => section.querySelector(".gutter").append(
       markdownButton(section, block, node, where),
       el("button", {type: "button", className: "ghost pin-block", onclick: () => pin.pickBlock(at),
-        title: "pin this block: its place goes in the URL (blk), to paste as a link"}, "pin")),
+        title: "pin this block: its place goes in the URL (blk), to paste as a link"}, "pin"),
+      el("button", {type: "button", className: "ghost to-chat", onclick: () => go({tab: "chat", node: block.node_id}),
+        title: `read ${block.node_id} as a message in the Chat tab`, dataset: {link: "chat"}}, "chat")),
     onpick: (position) => pin.pick(position),
   });
   if (!paths.length) return box;

@@ -82,10 +82,15 @@ def test_hostile_rollout_text_is_inert_in_every_tab(temp_server, page_on, hostil
     expect(drawer.locator(".tl-bar.call").first).to_have_attribute("title", re.compile(re.escape(PAYLOADS[0])))
     expect(drawer.locator(".tl-bar.failure").first).to_have_attribute("title", re.compile(re.escape(PAYLOADS[1])))
     assert_inert(page, tab)
-    for name in ("tree", "calls", "json", "path"):
+    for name in ("tree", "calls", "json", "chat", "path"):
         tab.click(f"#drawer .tab[data-tab={name}]")
         if name == "tree":
             tab.click('.tree-row[data-node="n1"]')
+        if name == "chat":  # every card's text drawn and unfolded: the reply's tool call, the messages
+            for fold in drawer.locator("details").all():
+                fold.evaluate("d => { d.open = true; }")
+            expect(drawer.locator(".chat-call-head strong")).to_have_text(PAYLOADS[0])
+            expect(drawer.locator(".chat-card").first).to_contain_text(PAYLOADS[6])
         expect(drawer).to_contain_text(PAYLOADS[0] if name != "json" else "onerror")
         assert_inert(page, tab)
     url = tab.url

@@ -29,7 +29,8 @@ def test_keys_move_open_step_switch_tabs_and_close(page, corpus_server):
     tab.keyboard.press("[")
     tab.keyboard.press("[")
     expect(tab.locator("#drawer .traj-id")).to_have_text(ids[0])
-    for key, name in [("2", "tree"), ("3", "forks"), ("4", "calls"), ("5", "timeline"), ("6", "json"), ("1", "path")]:
+    for key, name in [("2", "chat"), ("3", "tree"), ("4", "forks"), ("5", "calls"), ("6", "timeline"), ("7", "json"),
+                      ("1", "path")]:
         tab.keyboard.press(key)
         expect(tab.locator(f"#drawer .tab[data-tab={name}]")).to_have_attribute("aria-selected", "true")
     tab.keyboard.press("Escape")
@@ -71,15 +72,15 @@ def focused(tab, selector):
 def test_the_drawer_tabs_are_a_tablist_the_arrows_walk(page, corpus_server):
     tab = page.open("#/run/real-like/rollouts/t/tr_86f0b750382298e2")
     tablist = tab.locator("#drawer [role=tablist]")
-    expect(tablist.locator("[role=tab]")).to_have_count(6)
-    for name in ("path", "tree", "forks", "calls", "timeline", "json"):
+    expect(tablist.locator("[role=tab]")).to_have_count(7)
+    for name in ("path", "chat", "tree", "forks", "calls", "timeline", "json"):
         expect(tablist.locator(f"[data-tab={name}]")).to_have_attribute("aria-controls", "drawer-panel")
     expect(tab.locator("#drawer-panel")).to_have_attribute("role", "tabpanel")
     expect(tab.locator("#drawer-panel")).to_have_attribute("aria-labelledby", "drawer-tab-path")
     expect(tablist.locator("[data-tab=path]")).to_have_attribute("tabindex", "0")
     expect(tablist.locator("[data-tab=tree]")).to_have_attribute("tabindex", "-1")
     tablist.locator("[data-tab=path]").focus()
-    for key, name in [("ArrowRight", "tree"), ("ArrowRight", "forks"), ("ArrowLeft", "tree"), ("End", "json"),
+    for key, name in [("ArrowRight", "chat"), ("ArrowRight", "tree"), ("ArrowLeft", "chat"), ("End", "json"),
                       ("ArrowRight", "path"), ("ArrowLeft", "json"), ("Home", "path")]:
         tab.keyboard.press(key)
         expect(tablist.locator(f"[data-tab={name}]")).to_have_attribute("aria-selected", "true")

@@ -1,0 +1,127 @@
+"""The Chat tab's answer: one path read as a conversation, a card per message, in parts.
+
+Each card is one node of the path: its message as the document holds it (a message bigger than a
+part is a placeholder with its size; `/message?node=` has it whole), who wrote it, and for a model
+turn what its calls and the trainer made of it on this path, so "what it did" and "what trained"
+stay side by side. What the viewer derives (the lowest logprob of a turn's sampled tokens) is named
+as derived by the key it comes under; the rest is what the record says.
+"""
+
+from bisect import bisect_right
+
+from skycap_viewer.record.blocks import sampled_tokens
+from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
+from skycap_viewer.record.rollout import PathView
+from skycap_viewer.views.row import chosen_path, last_tools, path_facts
+from skycap_viewer.views.trajectory import (
+    SERVED_PARTS,
+    PartLimit,
+    RecordView,
+    call_duration_ms,
+    check_start,
+    node_chars,
+    part_of,
+    window,
+    without_message,
+)
+
+
+def chat_part(view: RecordView, path_index: int, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
+    """The cards of path `path_index` from its `start`-th node; the first part also says what names the
+    path, where it leaves an earlier one, and the tools its last call was sent with. Raises ApiError
+    404 for a path there is not, ValueError for a start there is not."""
+    path = chosen_path(view, path_index)
+    ids = path.info.nodes
+    check_start(start, len(ids))
+    failed = failures_on_path(view, path)
+    cards, end, _ = window(lambda p: card(view, path, p, failed), start, len(ids), limit, placeholder=without_message)
+    answer = {"cards": cards, "part": part_of(start, end, len(ids))}
+    if start:
+        return answer
+    return {**path_facts(view, path), "unit": "tokens" if path.token_blocked else "chars",
+            "mode": view.rollout.mode, "node_count": len(ids), "fork": fork_facts(view, path),
+            "tools": last_tools(view, ids), **answer}
+
+
+def card(view: RecordView, path: PathView, position: int, failed: dict) -> dict:
+    """One node of the path as a card: its message, author and node id; for a model turn, its calls,
+    how the trainer took it on this path, and the sampled tokens' lowest logprob."""
+    node_id = path.info.nodes[position]
+    node = view.rollout.nodes[node_id]
+    slices = node.get("tokens")
+    entry = {
+        "node_id": wire_id(node_id),
+        "position": position,
+        "role": node.get("role"),
+        "author": node["author"],
+        "size": slices["length"] if path.token_blocked and slices else node_chars(node),
+        "message": node.get("message"),
+    }
+    if node["author"] == "model":
+        entry.update(training(path, node_id), sampled=sampled_tokens(node) if slices else None,
+                     calls=[call_facts(call) for call in node.get("calls") or []],
+                     lowest_logprob=lowest_logprob(view, node))
+    if node_id in failed:
+        entry["failures"] = failed[node_id]
+    return entry
+
+
+def training(path: PathView, node_id: int) -> dict:
+    """How this path trains a model turn: `trained` (in its loss), `trained_in` (the path whose loss
+    has it instead: train-once), or neither (sampled, in no loss); `in_samples`, whether the trainer
+    got this path as a sample at all."""
+    elsewhere = path.info.sampled_elsewhere.get(node_id)
+    return {"trained": node_id in path.info.target_set, "trained_in": elsewhere, "in_samples": path.info.trains}
+
+
+def call_facts(call: dict) -> dict:
+    """What a card says of one call: its finish reason, model, duration, usage and start."""
+    return {"finish_reason": call.get("finish_reason"), "model": call.get("model"),
+            "duration_ms": call_duration_ms(call), "usage": call.get("usage"),
+            "started_at": iso_time(call.get("t_start"))}
+
+
+def lowest_logprob(view: RecordView, node: dict) -> float | None:
+    """The lowest logprob among the node's sampled tokens (derived by the viewer), None without them:
+    text mode, no logprobs recorded, or the tokens sidecar not read."""
+    slices = node.get("tokens")
+    tokens = view.tokens[0] if slices and slices.get("has_logprobs") else None
+    if tokens is None:
+        return None
+    sampled = tokens.logprobs_of(slices)[slices.get("sampled_start") or 0:]
+    known = [value for value in sampled if value is not None]
+    return min(known) if known else None
+
+
+def failures_on_path(view: RecordView, path: PathView) -> dict[int, list]:
+    """The record's failed calls on the path's cards: each on the node its history ended at
+    (`input_leaf`), or, when the record does not say (`input_leaf` null), on the path's last node
+    created by the time it failed (`placed: "by time"`, the viewer's placing); a failure whose node is
+    on another path is not on this one."""
+    ids = path.info.nodes
+    nodes = view.rollout.nodes
+    times = [created if is_finite_number(created := nodes[n].get("created_at")) else 0.0 for n in ids]
+    on_path = set(ids)
+    found: dict[int, list] = {}
+    for failure in view.document.get("failures") or []:
+        leaf, placed = failure.get("input_leaf"), "input_leaf"
+        if not isinstance(leaf, int) or isinstance(leaf, bool):
+            when = failure.get("t")
+            if not ids or not is_finite_number(when):
+                continue
+            leaf, placed = ids[max(0, bisect_right(times, when) - 1)], "by time"
+        if leaf in on_path:
+            found.setdefault(leaf, []).append({"status": failure.get("status"), "error": failure.get("error"),
+                                               "at": iso_time(failure.get("t")), "placed": placed})
+    return found
+
+
+def fork_facts(view: RecordView, path: PathView) -> dict | None:
+    """Where the path leaves an earlier one: that path's index, the last shared node and how many nodes
+    they share (the Chat tab folds them); None for path 0 and a path from a new root."""
+    info = path.info
+    if info.fork_from is None:
+        return None
+    earlier = next(p.info.index for p in view.rollout.paths[:info.index] if info.fork_from in p.info.nodes)
+    return {"path": earlier, "last_shared": wire_id(info.fork_from), "shared_nodes": info.shared_nodes}
+

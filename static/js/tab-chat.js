@@ -1,0 +1,243 @@
+// The Chat tab: the selected path read as a conversation, one card per message (the server's
+// /paths/{n}/chat answer, in parts). A card says who wrote it and its node id (a link to that node in
+// the Path tab), and beside a model turn what its calls and the trainer made of it. The model's
+// reasoning is folded under one line, tool calls are their name and arguments, each linked to its
+// result by `tool_call_id`, long texts are folded past a few lines, and the messages a fork shares
+// with an earlier path are folded into one row. Record text goes in as text (no Markdown, no HTML).
+// A card's body is drawn when it comes near the viewport. A pure function of the answer: the drawer
+// and a snapshot file draw the same tab.
+
+import {append, button, el} from "./dom.js";
+import {cutText, num, plural} from "./format.js";
+import {moreRow} from "./parts.js";
+
+const FOLD_LINES = 12;  // a text longer than this many lines (or FOLD_CHARS) is folded, with "show all"
+const FOLD_CHARS = 1500;
+const THINK = /^\s*<think>([\s\S]*?)(?:<\/think>|$)/;  // a reply's reasoning, when the template keeps it in the text
+
+/** The texts of a message as the card shows them, in order: [{kind, label, text, ...}]. */
+export function messagePieces(message) {
+  if (typeof message === "string") return [{kind: "text", label: "text", text: message}];
+  if (!message || typeof message !== "object") return [];
+  const pieces = [];
+  const reasoning = [message.reasoning_content, message.reasoning].find((value) => typeof value === "string");
+  if (reasoning) pieces.push({kind: "reasoning", label: "reasoning", text: reasoning});
+  for (const text of contentTexts(message.content)) {
+    const think = text.match(THINK);
+    if (think) {
+      pieces.push({kind: "reasoning", label: "reasoning (<think> in the text)", text: think[1]});
+      const rest = text.slice(think[0].length);
+      if (rest.trim()) pieces.push({kind: "text", label: "text", text: rest});
+    } else {
+      pieces.push({kind: "text", label: "text", text});
+    }
+  }
+  for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) pieces.push(callPiece(call));
+  return pieces;
+}
+
+/** A message's `content` as texts: a string, or a list of parts (a part that is not text is named). */
+function contentTexts(content) {
+  if (typeof content === "string") return content ? [content] : [];
+  if (!Array.isArray(content)) return content === null || content === undefined ? [] : [JSON.stringify(content)];
+  return content.map((part) => (typeof part === "string" ? part
+    : typeof part?.text === "string" ? part.text : `[${part?.type ?? "part"}]`));
+}
+
+/** One tool call: its name, its id, its arguments pretty-printed when they parse as JSON (said). */
+function callPiece(call) {
+  const fn = call?.function && typeof call.function === "object" ? call.function : call || {};
+  const raw = fn.arguments ?? call?.arguments;
+  let text = typeof raw === "string" ? raw : JSON.stringify(raw ?? null, null, 2);
+  let form = typeof raw === "string" ? "text: not JSON" : "JSON";
+  if (typeof raw === "string") {
+    try {
+      text = JSON.stringify(JSON.parse(raw), null, 2);
+      form = "JSON";
+    } catch { /* shown as the text it is */ }
+  }
+  return {kind: "call", label: `arguments (${form})`, text, name: String(fn.name ?? call?.name ?? "?"),
+    id: typeof call?.id === "string" ? call.id : null};
+}
+
+/** Every searchable text of the path's loaded cards, in the order drawn: the find bar's sources. */
+export function chatTexts(answer) {
+  return (answer?.cards || []).flatMap((card) => messagePieces(card.message)
+    .map((piece, at) => ({card, at, text: piece.text})));
+}
+
+/** The path's cards as far as its parts have come. `context`: go(patch) changes the state; more()
+ *  fetches the next part; message(card) fetches a message a part left out (null: a file that fetches
+ *  nothing); root, the scrolling box the tab sits in (null: the window), where "near" is measured. */
+export function renderChat(answer, state, {go, more = null, message = null, root = null}) {
+  if (!answer) return el("p", {className: "muted pad"}, "loading…");
+  if (answer.error) return el("p", {className: "notice error"}, `Cannot read the conversation: ${answer.error}`);
+  const cards = answer.cards || [];
+  const results = new Map();  // tool_call_id -> the card of its result
+  const callers = new Map();  // tool_call_id -> the card of the call
+  for (const card of cards) {
+    const id = card.message?.tool_call_id;
+    if (typeof id === "string") results.set(id, card);
+    for (const piece of messagePieces(card.message)) if (piece.kind === "call" && piece.id) callers.set(piece.id, card);
+  }
+  const links = {results, callers, go};
+  const box = el("div", {className: "chat-tab", dataset: {path: answer.path}});
+  box.append(el("p", {className: "muted chat-summary"},
+    `${plural(answer.node_count, "message")} on path ${answer.path} · ${answer.unit === "tokens" ? "tokens" : "characters"}`
+    + " as the record has them · m / M: next / previous model turn"));
+  if (answer.tools) box.append(fold("tools", `tools the last call was sent with: ${toolNames(answer.tools)}`,
+    JSON.stringify(answer.tools, null, 2)));
+  const observer = new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      observer.unobserve(entry.target);
+      drawBody(entry.target);
+    }
+  }, {root, rootMargin: "1200px 0px"});
+  const shared = answer.fork ? Math.min(answer.fork.shared_nodes, cards.length) : 0;
+  const make = (card) => {
+    const element = cardElement(card, answer, state, links, message);
+    observer.observe(element);
+    return element;
+  };
+  if (shared) {
+    box.append(el("details", {className: "chat-shared"},
+      el("summary", {}, `same as path ${answer.fork.path} up to ${answer.fork.last_shared} `
+        + `(${plural(answer.fork.shared_nodes, "message")}): show`),
+      cards.slice(0, shared).map(make)));
+    box.append(el("p", {className: "notice info chat-fork"},
+      `This path leaves path ${answer.fork.path} after ${answer.fork.last_shared}.`));
+  }
+  box.append(el("div", {className: "chat-cards"}, cards.slice(shared).map(make)));
+  if (more) append(box, [moreRow(answer.part, "messages", more)]);
+  else if (answer.part?.to < answer.part?.total) {
+    box.append(el("p", {className: "notice"}, `${num(answer.part.to)} of ${num(answer.part.total)} messages held.`));
+  }
+  return box;
+}
+
+function toolNames(tools) {
+  if (!Array.isArray(tools)) return "(not a list)";
+  return tools.map((tool) => String(tool?.function?.name ?? tool?.name ?? "?")).join(", ");
+}
+
+const CARD = new WeakMap();  // a card element -> what draws its body
+
+function cardElement(card, answer, state, links, message) {
+  const model = card.author === "model";
+  const element = el("article", {className: `chat-card ${model ? "by-model" : "by-client"}`
+    + `${card.role === "system" ? " system" : ""}${card.position === state.msg ? " pinned" : ""}`,
+  dataset: {node: card.node_id, position: card.position, role: card.role ?? "", author: card.author}});
+  const head = el("header", {className: "chat-head"},
+    el("span", {className: "chat-role"}, card.role ?? "(no role)"),
+    el("span", {className: "muted small"}, model ? "model" : "client"),
+    button(card.node_id, () => links.go({tab: "path", node: card.node_id}),
+      {className: "ghost node-link", title: `open ${card.node_id} in the Path tab`, dataset: {link: "node"}}),
+    el("span", {className: "muted small"}, `${num(card.size)} ${answer.unit === "tokens" ? "tokens" : "chars"}`),
+    el("span", {className: "grow"}),
+    button("pin", () => links.go({msg: card.position}, {replace: true}),
+      {className: "ghost pin-msg", title: "pin this message: its place goes in the URL (msg), to paste as a link"}));
+  append(element, [head, el("div", {className: "chat-body"}), model ? facts(card, answer) : null,
+    card.failures ? failures(card) : null]);
+  CARD.set(element, () => drawPieces(element.querySelector(".chat-body"), card, links, message));
+  return element;
+}
+
+/** Draw a card's body now (once): when it comes near, or when a find, a link or a key wants it. */
+export function drawBody(element) {
+  const draw = CARD.get(element);
+  if (!draw) return;
+  CARD.delete(element);
+  draw();
+}
+
+function drawPieces(body, card, links, message) {
+  const cut = cutText(card.message, "it comes on its own");
+  if (cut) {
+    append(body, [el("p", {className: "muted chat-cut"}, cut),
+      message ? button("load it", () => message(card), {className: "ghost", dataset: {load: "message"}}) : null]);
+    return;
+  }
+  const id = card.message?.tool_call_id;
+  if (typeof id === "string") {
+    const caller = links.callers.get(id);
+    body.append(el("p", {className: "small chat-result-of"}, `result of tool call ${id}`,
+      caller ? [" · ", jump(`← the call in ${caller.node_id}`, caller)] : " (its call is not on this path or not loaded)"));
+  }
+  const pieces = messagePieces(card.message);
+  if (!pieces.length) body.append(el("p", {className: "muted"}, "(no text)"));
+  pieces.forEach((piece, at) => body.append(pieceElement(piece, at, card, links)));
+}
+
+function pieceElement(piece, at, card, links) {
+  const lines = piece.text.split("\n").length;
+  const size = `${num(piece.text.length)} chars${lines > 1 ? `, ${num(lines)} lines` : ""}`;
+  if (piece.kind === "reasoning") return fold("reasoning", `${piece.label} · ${size}`, piece.text, at);
+  const text = el("pre", {className: "chat-text", dataset: {piece: at}}, piece.text);
+  const long = lines > FOLD_LINES || piece.text.length > FOLD_CHARS;
+  const folded = long && (piece.kind !== "text" || card.author !== "model");
+  if (folded) text.classList.add("folded");
+  const show = folded ? button(`show all (${size})`, (event) => {
+    text.classList.remove("folded");
+    event.currentTarget.remove();
+  }, {className: "ghost show-all"}) : null;
+  if (piece.kind !== "call") return el("div", {className: `chat-piece ${piece.kind}`}, text, show);
+  const result = piece.id ? links.results.get(piece.id) : null;
+  return el("div", {className: "chat-piece call", dataset: {call: piece.id ?? ""}},
+    el("p", {className: "chat-call-head"}, el("strong", {}, piece.name), el("span", {className: "muted small"},
+      ` ${piece.id ?? "(no id)"} · ${piece.label}`),
+    result ? [" · ", jump(`result in ${result.node_id} →`, result)] : el("span", {className: "muted small"},
+      " · no result on this path")),
+    text, show);
+}
+
+/** A folded text: one line saying what it is and how long, the text below once opened. */
+function fold(kind, summary, text, at = null) {
+  return el("details", {className: `chat-fold ${kind}`},
+    el("summary", {}, summary), el("pre", {className: "chat-text", dataset: at === null ? {} : {piece: at}}, text));
+}
+
+/** A link to another card of the tab: brings it into sight and marks it. */
+function jump(label, card) {
+  return button(label, (event) => {
+    const target = event.currentTarget.closest(".chat-tab")
+      ?.querySelector(`.chat-card[data-position="${card.position}"]`);
+    if (!target) return;
+    const shared = target.closest("details.chat-shared");
+    if (shared) shared.open = true;
+    drawBody(target);
+    target.scrollIntoView({block: "center"});
+    target.classList.add("node-selected");
+  }, {className: "ghost chat-jump", dataset: {jump: card.node_id}});
+}
+
+/** A model turn's facts, in the margin: what the record says of its calls and training, and the one
+ *  figure the viewer derives (the lowest logprob of its sampled tokens), said as derived. */
+function facts(card, answer) {
+  const call = card.calls?.[card.calls.length - 1] || {};
+  const trained = card.trained ? "trained on this path"
+    : card.trained_in !== null && card.trained_in !== undefined ? `trained in path ${card.trained_in}`
+      : "not trained (in no loss)";
+  const items = [
+    card.sampled === null || card.sampled === undefined ? null : `${num(card.sampled)} tokens sampled`,
+    el("span", {className: card.trained ? "" : "muted", dataset: {fact: "trained"}}, trained),
+    card.in_samples === false ? el("span", {className: "badge level-warn"}, "path not in the samples") : null,
+    el("span", {className: call.finish_reason === "length" ? "badge level-warn" : "",
+      dataset: {fact: "finish"}}, call.finish_reason === "length" ? "cut at max tokens (finish: length)"
+      : `finish: ${call.finish_reason ?? "-"}`),
+    card.lowest_logprob === null || card.lowest_logprob === undefined ? null
+      : el("span", {dataset: {fact: "lowest-logprob"}, title: "the lowest of its sampled tokens' logprobs, derived"},
+        `lowest logprob ${card.lowest_logprob.toFixed(4)} (derived)`),
+    call.duration_ms === null || call.duration_ms === undefined ? null : `${num(Math.round(call.duration_ms))} ms`,
+    (card.calls?.length || 0) > 1 ? `${num(card.calls.length)} calls` : null,
+    answer.unit === "chars" ? `${num(card.size)} chars` : null,
+  ].filter(Boolean);
+  return el("aside", {className: "chat-facts small"}, items.map((item) => el("span", {className: "chat-fact"}, item)));
+}
+
+function failures(card) {
+  return el("p", {className: "chat-failures"}, card.failures.map((failure) => el("span",
+    {className: "badge level-error", title: String(failure.error ?? "")},
+    `${failure.placed === "by time" ? "a call failed after this message (placed by time)" : "a call from here failed"}`
+    + ` ${failure.status ?? "-"}: ${String(failure.error ?? "").slice(0, 160)}`)));
+}
