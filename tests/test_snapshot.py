@@ -89,7 +89,7 @@ def test_bad_requests_are_answered_as_the_other_record_routes_are(web):
     assert web.json(f"/v1/trajectories/{FORKED}/snapshot?path=9", 404)["detail"].startswith("no such path")
     assert "path must be a path index" in web.json(f"/v1/trajectories/{FORKED}/snapshot?path=x", 400)["detail"]
     refused = web.json(f"/v1/trajectories/{FORKED}/snapshot?tab=json", 400)["detail"]
-    assert refused == "tab must be one of path, tree, calls, not 'json'"
+    assert refused == "tab must be one of path, chat, tree, calls, not 'json'"
     assert web.json(f"/v1/trajectories/{FORKED}/snapshot?run_id=nope", 404)["detail"] == "no run nope"
 
 
@@ -173,7 +173,7 @@ def test_a_huge_record_is_cut_and_says_so(tmp_path):
     write_chain(tmp_path / "chain", 30_000)
     shown = show_html(tmp_path / "chain" / "chain.json.zst")
     assert shown.returncode == 0, shown.stderr
-    assert len(shown.stdout) < 2 * 2**20
+    assert len(shown.stdout) < 2.5 * 2**20  # the Path, Tree and Calls tabs' cut answers and 256 KiB of Chat cards
     data = json.loads(parts_of(shown.stdout.decode())["data"][0])
     path = data["paths"]["paths"][0]
     assert path["cut"] == {"unit": "chars", "shown": sum(b["char_count"] for b in path["blocks"]),
@@ -184,6 +184,9 @@ def test_a_huge_record_is_cut_and_says_so(tmp_path):
     assert len(data["graph"]["nodes"]) == 2000
     assert data["exchanges"]["part"] == {"from": 0, "to": 1000, "total": 15_000}
     assert data["limits"]["path_nodes"] == 2000
+    chat = data["chat"]["0"]
+    assert 0 < chat["part"]["to"] < 2000 and chat["part"]["total"] == 30_000 and "next" not in chat["part"]
+    assert [card["node_id"] for card in chat["cards"]] == [f"n{i}" for i in range(chat["part"]["to"])]
 
 
 def test_a_path_is_cut_inside_a_node_at_its_token_budget(monkeypatch):

@@ -1,15 +1,16 @@
 """One rollout as one self-contained HTML file, to attach to a bug report or a chat thread.
 
 The file opens from disk on any machine: its data is the server's own answers (the header, `/paths`
-per path, `/graph`, `/exchanges`, the flag and block-kind catalogues) as JSON in a `<script
-type="application/json">`, drawn by the page's own renderers (the drawer's header, Path, Tree and
-Calls tabs, as `snapshot.js` imports them: each module a block of one inline script, since a file://
+per path, `/graph`, `/exchanges`, each held path's `/chat`, the flag and block-kind catalogues) as JSON in a `<script
+type="application/json">`, drawn by the page's own renderers (the drawer's header, Path, Chat, Tree
+and Calls tabs, as `snapshot.js` imports them: each module a block of one inline script, since a file://
 page under its CSP loads no module), styled by the page's stylesheet and the snapshot's own, all
 under a CSP (a `<meta>`) that allows exactly those two inline pieces by hash and no request of any
 kind. It is bounded: each path's first `PATH_TOKENS` tokens (`PATH_CHARS` characters in text mode)
 and `PATH_NODES` nodes, the lists of the first `PATHS` paths (every path's summary), the tree's first
-`TREE_NODES` nodes and the first `CALLS` calls; what was left out is said in the file (`cut`, and each
-answer's `part`). The file holds the record, not the run: the same bytes from
+`TREE_NODES` nodes, the first `CALLS` calls and each held path's first `PATH_NODES` Chat cards (within
+`CHAT_BYTES`); what was left out is said in the file (`cut`, and each answer's `part`). The file holds
+the record, not the run: the same bytes from
 `GET /v1/trajectories/{id}/snapshot` and `show --html`.
 """
 import base64
@@ -21,10 +22,11 @@ from importlib.resources import files
 from skycap_viewer import __version__
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
+from skycap_viewer.views.chat import chat_part
 from skycap_viewer.views.trajectory import PartLimit, RecordView
 from skycap_viewer.wire import encode_json
 
-TABS = ("path", "tree", "calls")  # the page's tab names the file has
+TABS = ("path", "chat", "tree", "calls")  # the page's tab names the file has
 PATHS = 16
 PATH_NODES = 2000
 PATH_TOKENS = 20_000
@@ -34,8 +36,9 @@ TREE_NODES = 2000
 TREE_BYTES = 2**20
 CALLS = 1000
 CALLS_BYTES = 2**19
+CHAT_BYTES = 2**18  # a held path's Chat cards (its messages once more: paths share theirs)
 LIMITS = {"paths": PATHS, "path_nodes": PATH_NODES, "path_tokens": PATH_TOKENS, "path_chars": PATH_CHARS,
-          "tree_nodes": TREE_NODES, "calls": CALLS}
+          "tree_nodes": TREE_NODES, "calls": CALLS, "chat_nodes": PATH_NODES}
 ESCAPES = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026",
            "\u2028".encode(): b"\\u2028", "\u2029".encode(): b"\\u2029"}
 PAGE_FILES = files("skycap_viewer.views") / "snapshot_page"
@@ -73,6 +76,7 @@ def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
         if node["node_id"] in nodes:
             node.pop("message")  # its text is in `nodes`, once
     exchanges = view.exchanges_part(limit=PartLimit(CALLS, CALLS_BYTES))
+    chats = {index: chat_part(view, index, limit=PartLimit(PATH_NODES, CHAT_BYTES)) for index in sorted(held)}
     return {
         "made_by": f"skycap-viewer {__version__}",
         "record_id": view.record_id,  # the id it is looked up by (its file's name), as the page's drawer says
@@ -82,6 +86,7 @@ def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
         "paths": {**first, "paths": paths, "nodes": nodes},
         "graph": {**graph, "part": held_part(graph["part"])},
         "exchanges": {**exchanges, "part": held_part(exchanges["part"])},
+        "chat": {str(index): {**chat, "part": held_part(chat["part"])} for index, chat in chats.items()},
         "viewer": {"flags": flag_catalogue(), "text_only": text_only_catalogue(),
                    "block_kinds": [{"kind": kind, "why": why} for kind, why in BLOCK_KIND_WHY.items()]},
     }

@@ -391,7 +391,8 @@ export class Drawer {
     const wanted = state.msg !== "" || node;
     if (!found) {
       if (wanted && answer.part?.next !== undefined) {
-        this.more("chat", index, () => !answer.cards.some((card) => card.position === state.msg || card.node_id === node));
+        const missing = () => !answer.cards.some((card) => card.position === state.msg || card.node_id === node);
+        this.more("chat", index, missing);
       }
       return;
     }

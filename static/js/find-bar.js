@@ -116,7 +116,8 @@ export class FindBar {
     }
     if (this.state.tab === "chat") {
       const answer = this.bundle.chat?.get(Math.min(this.state.path, (this.bundle.paths.paths || []).length - 1));
-      return chatTexts(answer).map(({card, at, text}) => ({text, show: (from, to) => this.chatRange(card, at, from, to)}));
+      return chatTexts(answer).map(({card, at, text}) => ({text,
+        show: (from, to) => this.chatRange(card, at, from, to)}));
     }
     return [...this.content.querySelectorAll("section.block")].map((section) => ({
       text: sectionText(section) ?? "",

@@ -14,7 +14,8 @@ const KEYS = [
   ["[ / ]", "previous / next rollout in the drawer (across a page's or an open group's edge)"],
   ["1 – 7", "Path, Chat, Tree, Forks, Calls, Timeline, JSON"],
   ["f",
-    "find in the rollout (Path, Chat, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous hit"],
+    "find in the rollout (Path, Chat, Tree, Forks; also Ctrl/⌘+F in the drawer); Enter / Shift+Enter: next / previous"
+    + " hit"],
   ["n / N", "next / previous notable token (Path tab)"],
   ["m / M", "next / previous model turn (Chat tab)"],
   ["a / b", "pick the current rollout (row, or the one open) as A / B to compare"],

@@ -12,7 +12,8 @@
 //             ungrouped=1 (the Rollouts view's "no group key" filter: the rollouts no group holds) sort order page
 //             open (group keys, comma separated) tab path tok blk (the pinned place of the Path tab: a
 //             token by its position in the path, the index of a block's [start:end]; or a block by its
-//             index in the path's blocks) msg (the Chat tab's pinned message: its position in the path) fa fb node (the selected node, e.g. n12: a Timeline bar's,
+//             index in the path's blocks) msg (the Chat tab's pinned message: its position in the path)
+//             fa fb node (the selected node, e.g. n12: a Timeline bar's,
 //             marked in Path, Tree and Timeline)
 //             hide=given controls=1 lp=1 (the Path tab's options: given blocks hidden, control
 //             characters shown, sampled tokens coloured by logprob) retok (the re-tokenized copy
@@ -22,8 +23,8 @@
 
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
   "page", "open", "search", "scase", "sre", "skind", "srole", "sin",
-  "tab", "path", "tok", "blk", "msg", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb", "crb",
-  "lu", "la", "experts"];
+  "tab", "path", "tok", "blk", "msg", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb",
+  "crb", "lu", "la", "experts"];
 const DRAWER_KEYS = ["tab", "path", "tok", "blk", "msg", "fa", "fb", "node", "given", "controls", "logprobs", "retok",
   "experts"];
 export const TABS = ["path", "chat", "tree", "forks", "calls", "timeline", "json"];

@@ -16,7 +16,7 @@ const FOLD_CHARS = 1500;
 const THINK = /^\s*<think>([\s\S]*?)(?:<\/think>|$)/;  // a reply's reasoning, when the template keeps it in the text
 
 /** The texts of a message as the card shows them, in order: [{kind, label, text, ...}]. */
-export function messagePieces(message) {
+function messagePieces(message) {
   if (typeof message === "string") return [{kind: "text", label: "text", text: message}];
   if (!message || typeof message !== "object") return [];
   const pieces = [];
@@ -82,9 +82,11 @@ export function renderChat(answer, state, {go, more = null, message = null, root
   }
   const links = {results, callers, go};
   const box = el("div", {className: "chat-tab", dataset: {path: answer.path}});
+  if (answer.path_count > 1) box.append(pathPicker(answer, go));
   box.append(el("p", {className: "muted chat-summary"},
-    `${plural(answer.node_count, "message")} on path ${answer.path} · ${answer.unit === "tokens" ? "tokens" : "characters"}`
-    + " as the record has them · m / M: next / previous model turn"));
+    `${plural(answer.node_count, "message")} on path ${answer.path}`
+    + ` · ${answer.unit === "tokens" ? "tokens" : "characters"}`
+    + ` as the record has them${more ? " · m / M: next / previous model turn" : ""}`));
   if (answer.tools) box.append(fold("tools", `tools the last call was sent with: ${toolNames(answer.tools)}`,
     JSON.stringify(answer.tools, null, 2)));
   const observer = new IntersectionObserver((entries) => {
@@ -114,6 +116,15 @@ export function renderChat(answer, state, {go, more = null, message = null, root
     box.append(el("p", {className: "notice"}, `${num(answer.part.to)} of ${num(answer.part.total)} messages held.`));
   }
   return box;
+}
+
+/** The path to read, of the record's paths (the Path tab's picker picks the same one). */
+function pathPicker(answer, go) {
+  const options = Array.from({length: answer.path_count}, (_, i) => el("option",
+    {value: i, selected: i === answer.path}, `path ${i}`));
+  return el("label", {className: "chat-path"}, "path ",
+    el("select", {"aria-label": "path", onchange: (event) => go({path: Number(event.target.value)}, {replace: true})},
+      options), ` of ${num(answer.path_count)}`);
 }
 
 function toolNames(tools) {
@@ -162,7 +173,8 @@ function drawPieces(body, card, links, message) {
   if (typeof id === "string") {
     const caller = links.callers.get(id);
     body.append(el("p", {className: "small chat-result-of"}, `result of tool call ${id}`,
-      caller ? [" · ", jump(`← the call in ${caller.node_id}`, caller)] : " (its call is not on this path or not loaded)"));
+      caller ? [" · ", jump(`← the call in ${caller.node_id}`, caller)]
+        : " (its call is not on this path or not loaded)"));
   }
   const pieces = messagePieces(card.message);
   if (!pieces.length) body.append(el("p", {className: "muted"}, "(no text)"));

@@ -204,3 +204,21 @@ def test_the_drawers_snapshot_link_saves_the_file_of_the_path_and_tab_shown(page
     tab.click("#drawer button[data-tab=timeline]")
     expect(link).to_have_attribute("href", re.compile(r"tab=path"))
     assert page.errors == []
+
+
+def test_the_chat_tab_of_a_snapshot_reads_offline(corpus_server, offline, tmp_path):
+    record = "tr_75f4b514aac0a32f"  # a tool call and its result
+    page = offline(saved(tmp_path, record, served(corpus_server, record, "?run_id=real-like&tab=chat")))
+    tab = page.tab
+    expect(tab.locator("button.tab.active")).to_have_attribute("data-tab", "chat")
+    messages = corpus_server.get(f"/v1/trajectories/{record}/paths/0/messages?run_id=real-like")
+    cards = tab.locator(".chat-card")
+    expect(cards).to_have_count(len(messages["messages"]))
+    expect(tab.locator('.chat-card[data-node="n2"] .chat-call-head strong')).to_have_text("search")
+    tab.locator('.chat-card[data-node="n2"] .chat-jump').click()
+    expect(tab.locator('.chat-card[data-node="n3"]')).to_have_class(re.compile("node-selected"))
+    expect(tab.locator('.chat-card[data-node="n2"] .chat-facts')).to_contain_text("trained on this path")
+    page.shot("snapshot-chat")
+    tab.locator('.chat-card[data-node="n4"] .node-link').click()  # its node, in the file's Path tab
+    expect(tab.locator("button.tab.active")).to_have_attribute("data-tab", "path")
+    page.check()

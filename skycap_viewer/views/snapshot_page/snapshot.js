@@ -1,20 +1,21 @@
 // A snapshot of one rollout (views/snapshot.py): the server's answers kept in #data, drawn offline
 // by the page's own modules (imported here; the file holds them as blocks of its one inline script,
 // under its CSP: no module loads, no request). What is the file's own: reading its data, the tab
-// switching (the Path, Tree and Calls tabs, the file's state: no URL), and saying what it left out.
+// switching (the Path, Chat, Tree and Calls tabs, the file's state: no URL), and saying what it left out.
 
 import {el, focusKey, restoreFocus} from "./dom.js";
 import {num, plural} from "./format.js";
 import {pathView} from "./path-view.js";
 import {rolloutHead, tabLabels} from "./rollout-head.js";
 import {renderCalls} from "./tab-calls.js";
+import {renderChat} from "./tab-chat.js";
 import {renderTree} from "./tab-tree.js";
 import {LazyText} from "./tokens.js";
 import {setViewer} from "./viewer.js";
 
 const data = JSON.parse(document.getElementById("data").textContent);
-const TABS = ["path", "tree", "calls"];
-const state = {path: data.initial.path, tab: data.initial.tab, given: true, controls: false, logprobs: false};
+const TABS = ["path", "chat", "tree", "calls"];
+const state = {path: data.initial.path, tab: data.initial.tab, given: true, controls: false, logprobs: false, msg: ""};
 const root = document.getElementById("snapshot");
 let treeOpen = null;
 let lazy = null;
@@ -53,6 +54,12 @@ function panel() {
       renderTree(data, {openNode: treeOpen, setOpen: (id) => { treeOpen = id; draw(); }, more: null, go: null})];
   }
   if (state.tab === "calls") return [partCut(data.exchanges.part, "calls"), renderCalls(data, null)];
+  if (state.tab === "chat") {
+    const index = Math.min(state.path, (data.paths.paths || []).length - 1);
+    const chat = data.chat[index];
+    if (!chat) return cutNote(`the first ${num(data.limits.paths)} paths and the one it was made on, not this one`);
+    return renderChat(chat, state, {go});
+  }
   return pathView(data, state, {go, lazy, panels: (index, path) => [pathCut(path)]});
 }
 
