@@ -298,3 +298,7 @@ def test_discovery_over_a_store_is_the_directorys(store, tmp_path):
     assert remote.stderr == here.stderr.replace(str(root), url), remote.stderr
     copy = copy_directory(tmp_path / "cache" / "skycap-viewer", url)
     assert (copy / "capture" / "committed").is_dir() and not any((copy / "capture" / "committed").iterdir())
+    with ServerProcess([url], env=env, cache_home=tmp_path / "cache") as server:  # a folder of runs: named by its URL
+        server.wait_indexed()
+        assert server.get("/__viewer")["roots"] == [url]
+        assert server.get("/healthz")["record"] == url

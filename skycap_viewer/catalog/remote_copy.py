@@ -26,7 +26,7 @@ from skycap_viewer.catalog.discovery import SKYRL_MANIFEST, SKYRL_SHARDS
 from skycap_viewer.catalog.object_store import ObjectStore, describe
 from skycap_viewer.catalog.run_index import INDEX_DIRECTORY, MAX_FILE_BYTES, STEP_FILE
 from skycap_viewer.errors import RecordError
-from skycap_viewer.record.copies import COPY_FILE, copy_listing, register_fetcher
+from skycap_viewer.record.copies import COPY_FILE, copy_listing, mark_root, register_fetcher
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.frames import file_limit
 
@@ -139,6 +139,7 @@ class RemoteCopy:
                 self.say_problem(f"cannot list {self.url}: {describe(error)}")
                 return False
             self.listed_in = time.monotonic() - started
+            mark_root(self.directory, self.url)
             manifests = frozenset(name.rpartition("/")[0] for name in listing
                                   if name.rpartition("/")[2] == SKYRL_MANIFEST)
             by_directory: dict[str, dict] = {}

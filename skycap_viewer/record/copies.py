@@ -21,6 +21,7 @@ from skycap_viewer import errors
 from skycap_viewer.errors import RecordError
 
 COPY_FILE = ".skycap-viewer-copy.json"  # a dotfile: no listing takes it for a record file
+ROOT_FILE = ".skycap-viewer-root.json"  # at a copy's top: the URL it is the copy of
 FETCHED_AT_ONCE = 8  # a record's sidecars, fetched together
 
 _fetchers: dict[str, object] = {}  # copied directory (real path) -> fetch(name) for this process
@@ -35,22 +36,46 @@ def register_fetcher(directory, fetch) -> None:
 
 def copy_listing(directory) -> dict | None:
     """What the store listed in the copied `directory` (`{"url", "objects"}`), or None for a directory
-    that is no copy; read again only when the file changes."""
+    that is no copy."""
+    listing = _marker(directory, COPY_FILE)
+    return listing if isinstance(listing, dict) and isinstance(listing.get("objects"), dict) else None
+
+
+def _marker(directory, name: str):
+    """The JSON of the viewer's file `name` in `directory`, None without one; read again only when it changes."""
     try:
-        status = os.stat(os.path.join(directory, COPY_FILE))
+        status = os.stat(os.path.join(directory, name))
     except OSError:
         return None
-    return _read_listing(os.path.realpath(directory), status.st_mtime_ns, status.st_size)
+    return _read_marker(os.path.join(os.path.realpath(directory), name), status.st_mtime_ns, status.st_size)
 
 
 @lru_cache(maxsize=64)
-def _read_listing(directory: str, mtime_ns: int, size: int) -> dict | None:
+def _read_marker(path: str, mtime_ns: int, size: int):
     try:
-        with open(os.path.join(directory, COPY_FILE), "rb") as file:
-            listing = json.loads(file.read())
+        with open(path, "rb") as file:
+            return json.loads(file.read())
     except (OSError, ValueError):
         return None
-    return listing if isinstance(listing, dict) and isinstance(listing.get("objects"), dict) else None
+
+
+def mark_root(directory, url: str) -> None:
+    """Say at the top of a copy which URL it copies (`ROOT_FILE`): a folder of runs holds no object of
+    its own, so no listing names it, and the server names its roots by their URL."""
+    if root_url(directory) == url:
+        return
+    os.makedirs(directory, exist_ok=True)
+    temporary = os.path.join(directory, f".writing-{ROOT_FILE}")
+    with open(temporary, "w", encoding="utf-8") as file:
+        json.dump({"url": url}, file)
+    os.replace(temporary, os.path.join(directory, ROOT_FILE))
+
+
+def root_url(directory) -> str | None:
+    """The URL a copy's top directory copies (`mark_root`), or None."""
+    marker = _marker(directory, ROOT_FILE)
+    url = marker.get("url") if isinstance(marker, dict) else None
+    return url if isinstance(url, str) else None
 
 
 def listed_in_copy(directory, name: str) -> bool | None:
@@ -60,10 +85,10 @@ def listed_in_copy(directory, name: str) -> bool | None:
 
 
 def source_url(directory) -> str | None:
-    """The store URL a copied directory is the copy of, or None."""
+    """The store URL a copied directory (or a copy's top) is the copy of, or None."""
     listing = copy_listing(directory)
     url = listing.get("url") if listing else None
-    return url if isinstance(url, str) else None
+    return url if isinstance(url, str) else root_url(directory)
 
 
 def copy_url_of(path) -> str:

@@ -96,13 +96,16 @@ class Api:
     # -- the server and its runs --------------------------------------------------------
 
     def healthz(self, params):
-        roots = " ".join(str(root) for root in self.catalog.roots)
-        return 200, {"status": "ok", "source": "record", "record": roots}
+        return 200, {"status": "ok", "source": "record", "record": " ".join(self.root_names())}
+
+    def root_names(self) -> list[str]:
+        """The directories served, as the user named them: a store's copy by its URL."""
+        return [copy_url_of(root) for root in self.catalog.roots]
 
     def viewer(self, params):
         return 200, {
             "api": "records",
-            "roots": [str(root) for root in self.catalog.roots],
+            "roots": self.root_names(),
             "version": __version__,
             "flags": flag_catalogue(),
             "block_kinds": [{"kind": kind, "why": why} for kind, why in BLOCK_KIND_WHY.items()],
