@@ -516,6 +516,13 @@ def first_paint(server: Server, run_id: str, tries: int) -> dict:
     return paint_times(url, "#drawer-body section.block", tries, smoothness)
 
 
+def chat_paint(server: Server, run_id: str, tries: int) -> dict:
+    """Seconds from navigation to the huge rollout's first Chat card drawn with its text: the Chat tab
+    should open as fast as the Path tab does."""
+    url = f"{server.url}/#/run/{urllib.parse.quote(run_id)}/t/{synth.HUGE_ID}?tab=chat"
+    return paint_times(url, "#drawer-body .chat-card .chat-text", tries)
+
+
 def compare_paint(server: Server, run_id: str, tries: int) -> dict:
     """Seconds from navigation to the huge rollout and its group's other member side by side:
     the row where they part drawn in the pair view."""
@@ -648,6 +655,7 @@ def measure(directory: Path, work: Path, args, other: Path | None = None) -> dic
             "status": "skipped"}
         results["first_paint"] = first_paint(server, run_id, tries=3) if not args.no_browser else {
             "status": "skipped"}
+        results["chat_paint"] = chat_paint(server, run_id, tries=3) if not args.no_browser else {"status": "skipped"}
         results["rss_after_suite_mib"] = server.rss() / 2**20
         results["rss_peak_mib"] = server.peak_rss / 2**20
         results["load_average_after"] = os.getloadavg()[0]
@@ -1090,6 +1098,9 @@ def table(results: dict) -> list[tuple[str, str]]:
     if paint.get("status") == "ok":
         shown = f"{paint['median_s'] * 1000:.0f} ms"
     rows.append(("huge Path tab, first paint (Chromium)", shown))
+    chat = results.get("chat_paint") or {"status": "not measured"}
+    rows.append(("huge Chat tab, first paint (Chromium)", f"{chat['median_s'] * 1000:.0f} ms"
+                 if chat.get("status") == "ok" else f"{NA} ({chat['status']})"))
     rows += search_rows(results.get("search"), floor_all)
     rows += compare_rows(results.get("compare") or {}, results.get("runs_compare"))
     painted = results.get("compare_paint") or {"status": "not measured"}
