@@ -76,7 +76,8 @@ def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
         if node["node_id"] in nodes:
             node.pop("message")  # its text is in `nodes`, once
     exchanges = view.exchanges_part(limit=PartLimit(CALLS, CALLS_BYTES))
-    chats = {index: chat_part(view, index, limit=PartLimit(PATH_NODES, CHAT_BYTES)) for index in sorted(held)}
+    chat_limit = PartLimit(PATH_NODES, CHAT_BYTES, CHAT_BYTES)  # a bigger message: its placeholder
+    chats = {index: chat_part(view, index, limit=chat_limit) for index in sorted(held)}
     return {
         "made_by": f"skycap-viewer {__version__}",
         "record_id": view.record_id,  # the id it is looked up by (its file's name), as the page's drawer says

@@ -211,8 +211,9 @@ export class Drawer {
       const got = await get(`${trajectoryPath(this.state.traj)}/message`,
         {run_id: this.state.run, node: card.node_id});
       card.message = got.message;
+      delete card.loadError;
     } catch (error) {
-      card.message = `(cannot load this message: ${error.message})`;
+      card.loadError = error.message;  // said on the card; "load it" asks again
     }
     if (key === this.key) {
       this.drawn = null;
@@ -370,6 +371,7 @@ export class Drawer {
     if (state.tab === "json") return renderJson(bundle);
     if (state.tab === "chat") {
       const index = this.pathIndex(bundle, state);
+      if (index < 0) return el("p", {className: "notice"}, "This trajectory has no path to show.");
       return renderChat(bundle.chat?.get(index), state, {go: this.go, more: () => more("chat", index),
         message: (card) => this.loadMessage(card), root: this.content});
     }
@@ -384,15 +386,17 @@ export class Drawer {
     const index = this.pathIndex(bundle, state);
     const answer = bundle.chat?.get(index);
     if (!answer?.cards) return;
-    const block = state.blk === "" ? null : bundle.paths.paths[index]?.blocks?.[state.blk];
-    const node = block?.node_id || (this.hit?.trajectory_id === state.traj ? this.hit.node_id : "") || state.node;
-    const found = state.msg !== "" ? answer.cards.find((card) => card.position === state.msg)
+    const path = bundle.paths.paths[index];
+    const block = state.blk === "" ? null : path?.blocks?.[state.blk];
+    const node = state.node || block?.node_id || (this.hit?.trajectory_id === state.traj ? this.hit.node_id : "");
+    const pinned = state.msg !== "";
+    const found = pinned ? answer.cards.find((card) => card.position === state.msg)
       : node ? answer.cards.find((card) => card.node_id === node) : null;
-    const wanted = state.msg !== "" || node;
-    if (!found) {
-      if (wanted && answer.part?.next !== undefined) {
-        const missing = () => !answer.cards.some((card) => card.position === state.msg || card.node_id === node);
-        this.more("chat", index, missing);
+    if (!found) {  // fetched on only when what is wanted is on this path, in a part still to come
+      const later = pinned ? state.msg < (answer.part?.total ?? 0) : (path?.node_ids || []).includes(node);
+      if (later && answer.part?.next !== undefined) {
+        this.more("chat", index, () => !answer.cards.some((card) => (pinned ? card.position === state.msg
+          : card.node_id === node)));
       }
       return;
     }
@@ -401,7 +405,7 @@ export class Drawer {
     const shared = element.closest("details.chat-shared");
     if (shared) shared.open = true;
     drawBody(element);
-    element.classList.add(state.msg !== "" || block ? "pinned" : "node-selected");
+    element.classList.add(pinned || (!state.node && block) ? "pinned" : "node-selected");
     if (this.hit?.node_id === found.node_id) element.classList.add("search-hit");
     if (scroll) element.scrollIntoView({block: "start"});
   }

@@ -49,11 +49,11 @@ function callPiece(call) {
   const fn = call?.function && typeof call.function === "object" ? call.function : call || {};
   const raw = fn.arguments ?? call?.arguments;
   let text = typeof raw === "string" ? raw : JSON.stringify(raw ?? null, null, 2);
-  let form = typeof raw === "string" ? "text: not JSON" : "JSON";
+  let form = typeof raw === "string" ? "text: not JSON" : "JSON, pretty-printed";
   if (typeof raw === "string") {
     try {
       text = JSON.stringify(JSON.parse(raw), null, 2);
-      form = "JSON";
+      form = "JSON, pretty-printed";
     } catch { /* shown as the text it is */ }
   }
   return {kind: "call", label: `arguments (${form})`, text, name: String(fn.name ?? call?.name ?? "?"),
@@ -163,7 +163,8 @@ export function drawBody(element) {
 }
 
 function drawPieces(body, card, links, message) {
-  const cut = cutText(card.message, "it comes on its own");
+  const cut = cutText(card.message, message ? "load it to read it" : "not in this file");
+  if (card.loadError) body.append(el("p", {className: "notice error"}, `Cannot load this message: ${card.loadError}`));
   if (cut) {
     append(body, [el("p", {className: "muted chat-cut"}, cut),
       message ? button("load it", () => message(card), {className: "ghost", dataset: {load: "message"}}) : null]);

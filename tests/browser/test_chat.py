@@ -31,7 +31,7 @@ def test_every_message_is_a_card_and_tool_calls_link_to_their_results(page_on, c
     assert cards.evaluate_all("cs => cs.map(c => c.dataset.node)") == messages["node_ids"]
     call = tab.locator('.chat-card[data-node="n2"] .chat-piece.call')
     expect(call.locator(".chat-call-head strong")).to_have_text("search")
-    expect(call).to_contain_text("arguments (JSON)")
+    expect(call).to_contain_text("arguments (JSON, pretty-printed)")
     expect(call.locator("pre")).to_have_text("{}")
     expect(tab.locator('.chat-card[data-node="n2"] .chat-facts')).to_contain_text("trained on this path")
     expect(tab.locator('.chat-card[data-node="n2"] .chat-facts')).to_contain_text("finish: tool_calls")

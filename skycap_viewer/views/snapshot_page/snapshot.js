@@ -57,6 +57,7 @@ function panel() {
   if (state.tab === "chat") {
     const index = Math.min(state.path, (data.paths.paths || []).length - 1);
     const chat = data.chat[index];
+    if (index < 0) return el("p", {className: "notice"}, "This trajectory has no path to show.");
     if (!chat) return cutNote(`the first ${num(data.limits.paths)} paths and the one it was made on, not this one`);
     return renderChat(chat, state, {go});
   }
