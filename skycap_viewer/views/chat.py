@@ -9,7 +9,7 @@ as derived by the key it comes under; the rest is what the record says.
 
 from bisect import bisect_right
 
-from skycap_viewer.record.blocks import sampled_tokens
+from skycap_viewer.record.blocks import sampled_kind, sampled_tokens
 from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
 from skycap_viewer.record.rollout import PathView
 from skycap_viewer.views.row import chosen_path, last_tools, path_facts
@@ -67,11 +67,11 @@ def card(view: RecordView, path: PathView, position: int, failed: dict) -> dict:
 
 
 def training(path: PathView, node_id: int) -> dict:
-    """How this path trains a model turn: `trained` (in its loss), `trained_in` (the path whose loss
-    has it instead: train-once), or neither (sampled, in no loss); `in_samples`, whether the trainer
-    got this path as a sample at all."""
-    elsewhere = path.info.sampled_elsewhere.get(node_id)
-    return {"trained": node_id in path.info.target_set, "trained_in": elsewhere, "in_samples": path.info.trains}
+    """How this path trains a model turn, as its blocks say (`sampled_kind`): `trained` (in its loss),
+    `trained_in` (the path whose loss has it instead: train-once), or neither (sampled, in no loss);
+    `in_samples`, whether the trainer got this path as a sample at all."""
+    kind, trained_in = sampled_kind(path.info, node_id)
+    return {"trained": kind == "sampled", "trained_in": trained_in, "in_samples": path.info.trains}
 
 
 def call_facts(call: dict) -> dict:

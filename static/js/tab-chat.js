@@ -32,8 +32,13 @@ function messagePieces(message) {
       pieces.push({kind: "text", label: "text", text});
     }
   }
-  for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) pieces.push(callPiece(call));
+  for (const call of toolCalls(message)) pieces.push(callPiece(call));
   return pieces;
+}
+
+/** A message's tool calls as the record has them, unparsed ([] when it has none, or no list). */
+function toolCalls(message) {
+  return Array.isArray(message?.tool_calls) ? message.tool_calls : [];
 }
 
 /** A message's `content` as texts: a string, or a list of parts (a part that is not text is named). */
@@ -78,7 +83,7 @@ export function renderChat(answer, state, {go, more = null, message = null, root
   for (const card of cards) {
     const id = card.message?.tool_call_id;
     if (typeof id === "string") results.set(id, card);
-    for (const piece of messagePieces(card.message)) if (piece.kind === "call" && piece.id) callers.set(piece.id, card);
+    for (const call of toolCalls(card.message)) if (typeof call?.id === "string") callers.set(call.id, card);
   }
   const links = {results, callers, go};
   const box = el("div", {className: "chat-tab", dataset: {path: answer.path}});
