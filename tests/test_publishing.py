@@ -4,6 +4,7 @@ stood in for here, so nothing is timed)."""
 
 import os
 import shutil
+import time
 
 from skycap_viewer.catalog import watcher as watcher_module
 from skycap_viewer.catalog.index import Catalog
@@ -13,13 +14,16 @@ from tests.conftest import FIXTURES
 
 
 class Clock:
-    """`time.monotonic` for the watcher: it moves only when the test says."""
+    """`time` for the watcher: it moves only when the test says."""
 
     def __init__(self):
         self.now = 0.0
 
     def monotonic(self):
         return self.now
+
+    def time_ns(self):
+        return int(self.now * 1e9)
 
 
 def rows_arriving(clock: Clock, seconds_each: float, copies: int):
@@ -66,13 +70,7 @@ def test_costly_publishes_are_spaced_to_a_tenth_of_the_work(tmp_path, monkeypatc
 def test_a_huge_directory_is_listed_again_when_its_mtime_moves(tmp_path):
     """A directory that takes long to list is not listed every poll while its mtime stays: a record
     rewritten in place waits for the next full listing, one renamed in (as skycap writes) shows at once."""
-    run = tmp_path / "groups"
-    shutil.copytree(FIXTURES / "groups", run)
-    catalog = Catalog([run])
-    watcher = Watcher(catalog, verify=False)
-    watcher.poll()
-    index = catalog.runs["groups"]
-    index.listing_cost, index.next_full_listing = 10.0, float("inf")  # as if listing it took 10 s
+    run, catalog, watcher = huge_listing(tmp_path, mtime_ns=time.time_ns() - 3600 * 10**9)  # an hour ago
     spec = FIXTURES / "spec" / "tr_text.json.zst"
     in_place = sorted(run.glob("*.json.zst"))[0]
     stat = os.stat(run)
@@ -92,3 +90,28 @@ def test_a_huge_directory_is_listed_again_when_its_mtime_moves(tmp_path):
     watcher.poll()
     assert catalog.snapshot("groups").row_count == 29
     assert task_of(record_id) == task_of("tr_new") != before, "the in-place one is read with it"
+
+
+def test_a_huge_directory_changed_within_its_mtime_tick_is_listed_again(tmp_path):
+    """A record renamed in just after the listing, in the same tick of the file system's clock, leaves the
+    directory's mtime as it was: an mtime that recent when listed is not trusted, so it shows next poll."""
+    now = time.time_ns()
+    run, catalog, watcher = huge_listing(tmp_path, mtime_ns=now)
+    (run / ".new.tmp").write_bytes((FIXTURES / "spec" / "tr_text.json.zst").read_bytes())
+    os.replace(run / ".new.tmp", run / "tr_new.json.zst")
+    os.utime(run, ns=(now, now))  # the same tick: the mtime did not move
+    watcher.poll()
+    assert catalog.snapshot("groups").row_count == 29
+
+
+def huge_listing(tmp_path, mtime_ns: int):
+    """The groups fixture as a run whose directory (mtime `mtime_ns` when first listed) takes 10 s to list."""
+    run = tmp_path / "groups"
+    shutil.copytree(FIXTURES / "groups", run)
+    os.utime(run, ns=(mtime_ns, mtime_ns))
+    catalog = Catalog([run])
+    watcher = Watcher(catalog, verify=False)
+    watcher.poll()
+    index = catalog.runs["groups"]
+    index.listing_cost, index.next_full_listing = 10.0, float("inf")  # as if listing it took 10 s
+    return run, catalog, watcher

@@ -25,7 +25,8 @@ POLL_SECONDS = 2.0
 PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often...
 PUBLISH_COST_FACTOR = 10  # ...or, for a big run, so that publishing takes at most a tenth of the time
 HUGE_LISTING_SECONDS = 0.25  # a directory taking longer to list (~100k documents) is not listed every poll...
-FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed
+FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed...
+SETTLED_MTIME_SECONDS = 2.0  # ...and an mtime this recent when listed is not trusted to move on the next change
 STORE_BATCH = 64  # rows written together (a worker's chunk)
 VERIFY_BATCH = 512  # documents whose sidecars are checked per poll at most, once indexing is done...
 VERIFY_SECONDS = 1.0  # ...fewer when they take long: a batch takes about this long, so a change waits no longer
@@ -135,9 +136,11 @@ class Watcher(threading.Thread):
         A huge directory (its listing takes a while) whose own mtime has not moved is listed again only
         now and then: skycap replaces files by renaming them in, which moves it, so new and rewritten
         records still show at the next poll, and only a copy written in place waits for the next full
-        listing (`FULL_LISTING_SECONDS`, or ten times the listing's cost). The run index files the
+        listing (`FULL_LISTING_SECONDS`, or ten times the listing's cost). An mtime that was recent when
+        listed is not relied on (`settled`): the next poll lists again. The run index files the
         trainer wrote (`index/`) are listed first, so the rows read next get what they say."""
         index_changed = run.update_run_index()
+        listed_at = time.time_ns()
         try:
             moved = os.stat(run.directory).st_mtime_ns  # before listing: a change during it shows next time
         except OSError:
@@ -150,7 +153,8 @@ class Watcher(threading.Thread):
             listing = scan_directory(run.directory)
             updated_at = directory_updated_at(run.directory)
             error = None
-            run.listed_mtime, run.listing_cost = moved, time.monotonic() - started
+            run.listed_mtime = moved if settled(moved, listed_at) else None
+            run.listing_cost = time.monotonic() - started
             run.next_full_listing = time.monotonic() + max(FULL_LISTING_SECONDS, 10 * run.listing_cost)
         except OSError as failure:
             listing, updated_at = None, run.updated_at
@@ -196,3 +200,11 @@ class Watcher(threading.Thread):
         self.catalog.publish([run], pending)
         if self.prepare is not None:
             self.prepare(run.snapshot)
+
+
+def settled(mtime_ns: int | None, listed_at_ns: int) -> bool:
+    """Whether a directory's mtime is old enough, when it was listed, to say that an equal mtime later
+    means nothing changed. A file system stamps mtimes from a coarse clock (a jiffy, or a second or two
+    on some): a record renamed in just after the listing, within the same tick, leaves the mtime as it
+    was, and would wait for the next full listing."""
+    return mtime_ns is not None and mtime_ns < listed_at_ns - int(SETTLED_MTIME_SECONDS * 1e9)
