@@ -1,6 +1,6 @@
 """While a run is indexed its rows are published as they come, but a publish costs what the run's
 size costs: the watcher spaces publishes out so they stay a tenth of the work (a clock it reads is
-stood in for here, so nothing is timed)."""
+stood in for here, so nothing is timed). The next poll waits on listing, never on indexing."""
 
 import os
 import shutil
@@ -65,6 +65,30 @@ def test_costly_publishes_are_spaced_to_a_tenth_of_the_work(tmp_path, monkeypatc
     gaps = [later - earlier for earlier, later in zip(times[1:], times[2:-1], strict=False)]
     assert gaps and all(gap >= PUBLISH_COST_FACTOR * cost for gap in gaps)
     assert len(times) <= 28 * 20 * 0.05 / (PUBLISH_COST_FACTOR * cost) + 3  # the first, the spaced ones, the last
+
+
+class OneWait:
+    """`Watcher.stopped` for one pass of its loop: the wait it asks for is noted, and it stops."""
+
+    def __init__(self):
+        self.waits = []
+
+    def is_set(self):
+        return bool(self.waits)
+
+    def wait(self, seconds):
+        self.waits.append(seconds)
+
+
+def test_a_long_index_does_not_delay_the_next_poll(monkeypatch):
+    """The poll after a long index comes at the interval (records written meanwhile show then): only the
+    time spent listing directories stretches it."""
+    clock = Clock()
+    monkeypatch.setattr(watcher_module, "time", clock)
+    watcher = Watcher(Catalog([FIXTURES / "groups"]), compute_rows=rows_arriving(clock, 0.05, 20), verify=False)
+    watcher.stopped = OneWait()
+    watcher.run()
+    assert clock.now >= 28 and watcher.stopped.waits == [watcher.interval]
 
 
 def test_a_huge_directory_is_listed_again_when_its_mtime_moves(tmp_path):

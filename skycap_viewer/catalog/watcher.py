@@ -47,16 +47,17 @@ class Watcher(threading.Thread):
         self.missing_roots: set = set()  # roots found gone (said once)
         self.said_skipped: set = set()  # directories not served (another tool's, or too deep): said once
         self.discovered = threading.Event()  # set once the first poll has published the runs it found
+        self.listing_seconds = 0.0  # what the last poll took to discover the runs and list their directories
 
     def run(self):
         while not self.stopped.is_set():
-            started = time.monotonic()
             try:
                 self.poll()
             except Exception as error:  # a bug must not stop live updates; say it once per poll
                 print(f"skycap-viewer: watcher: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
-            # a huge run takes a while to stat: never spend more than about half the time scanning
-            self.stopped.wait(max(self.interval, 2 * (time.monotonic() - started)))
+            # a huge run takes a while to stat: never spend more than about half the time scanning (reading
+            # what changed is not scanning: after a long index, records written meanwhile show at the next poll)
+            self.stopped.wait(max(self.interval, 2 * self.listing_seconds))
 
     def stop(self):
         self.stopped.set()
@@ -64,6 +65,7 @@ class Watcher(threading.Thread):
     def poll(self):
         """One pass: rediscover runs, list each, read what changed, publish."""
         catalog = self.catalog
+        started = time.monotonic()
         self.report_roots()
         skipped = []
         locations = discover_runs(catalog.roots, catalog.known_ids(), skipped)
@@ -84,6 +86,7 @@ class Watcher(threading.Thread):
                 work.append((run, changes))
             if facts_changed or changes.removed or run.snapshot is None:
                 touched.append(run)
+        self.listing_seconds = time.monotonic() - started
         pending = {run.location.id for run, _ in work if not run.indexed_once}
         if touched or set(catalog.runs) != previous:
             catalog.publish(touched, pending)
