@@ -2,11 +2,12 @@
 (more than the socket buffers take, ~2 MB on loopback) and read nothing (a 4 KB receive window)
 leave `/healthz` and listings answering fresh clients within a second and the server's tree under
 1 GiB; a client that reads a few bytes now and then is cut off once its answer's time is up, not
-kept for as long as it trickles."""
+kept for as long as it trickles; a request past the long answers waits for a slot before it is refused."""
 
 import socket
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -68,14 +69,43 @@ def test_stalled_downloads_leave_room_for_everyone_else(chain_run):
     assert peak.bytes < GIB
 
 
-def test_a_client_that_trickles_is_cut_off_when_its_answer_time_is_up(chain_run, monkeypatch):
-    monkeypatch.setattr(web, "SEND_SECONDS", 1.0)
-    catalog = Catalog([chain_run])
+@contextmanager
+def served_here(root):
+    """A server in this process over `root` (indexed once), so a test can reach its connections' state."""
+    catalog = Catalog([root])
     Watcher(catalog, verify=False).poll()
     server = web.ViewerServer(("127.0.0.1", 0), Api(catalog), quiet=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
+        yield server
+    finally:
+        server.shutdown()
+        server.api.searches.close()
+        server.server_close()
+
+
+def test_a_request_past_the_long_answers_waits_for_a_slot_to_free(chain_run):
+    """Every slot is taken (as by answers being sent); a request for another long answer is not refused
+    at once but waits, and is answered when one slot is given back (as a client's answer ends)."""
+    with served_here(chain_run) as server:
+        slots = server.connections.long_answers
+        assert all(slots.take() for _ in range(MAX_LONG_ANSWERS))
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as connection:
+            connection.sendall(BIG.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+            deadline = time.monotonic() + 30
+            while None not in server.connections.waiting_since.values():  # its head is read: it is answering
+                assert time.monotonic() < deadline, "the request was never read"
+                time.sleep(0.01)
+            slots.give_back()
+            assert connection.recv(12) == b"HTTP/1.1 200"
+        for _ in range(MAX_LONG_ANSWERS - 1):
+            slots.give_back()
+
+
+def test_a_client_that_trickles_is_cut_off_when_its_answer_time_is_up(chain_run, monkeypatch):
+    monkeypatch.setattr(web, "SEND_SECONDS", 1.0)
+    with served_here(chain_run) as server:
         connection = stalled_connection(server.port)
         connection.settimeout(10)
         received = 0
@@ -87,7 +117,3 @@ def test_a_client_that_trickles_is_cut_off_when_its_answer_time_is_up(chain_run,
             received += len(chunk)
         connection.close()
         assert received < len(LONG_TEXT), received  # the answer was cut short, not waited out
-    finally:
-        server.shutdown()
-        server.api.searches.close()
-        server.server_close()

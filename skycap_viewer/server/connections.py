@@ -14,8 +14,10 @@ oversized client costs. The ceilings, and why each:
   reads (each write waits for the time left, not per write): a client that reads a byte now and
   then holds its connection no longer than that.
 - `MAX_LONG_ANSWERS` (16) answers at once that grow with a record or a run (`/paths`, `/graph`, an
-  export...: from computing them to their last byte); past it such a request gets a 503 at once,
-  before it is computed. Short answers land in the
+  export...: from computing them to their last byte); past it such a request waits up to
+  `LONG_ANSWER_WAIT_SECONDS` (2) for a slot, then gets a 503, before it is computed. The wait is for
+  clients that do read: a burst of them, and a client whose next request comes before the thread that
+  sent its last answer has given its slot back. Short answers land in the
   socket's buffers whether the client reads or not, so the other connections stay for `/healthz`,
   listings and the page (a full house of stalled downloads cannot refuse them), and the memory of
   answers no one reads is that of 16 at most.
@@ -55,6 +57,7 @@ from skycap_viewer.errors import ApiError
 MAX_CONNECTIONS = 128
 SEND_SECONDS = 60
 MAX_LONG_ANSWERS = 16
+LONG_ANSWER_WAIT_SECONDS = 2.0
 IDLE_SECONDS = 30
 HEAD_SECONDS = 10
 MAX_REQUEST_LINE = 16 * 2**10
@@ -151,23 +154,26 @@ class Connections:
 
 
 class LongAnswers:
-    """How many long answers are being sent, at most `cap` at once (`MAX_LONG_ANSWERS`)."""
+    """How many long answers are being sent, at most `cap` at once (`MAX_LONG_ANSWERS`); a request past
+    them waits up to `wait` seconds for one to end (`LONG_ANSWER_WAIT_SECONDS`)."""
 
-    def __init__(self, cap: int):
+    def __init__(self, cap: int, wait: float = LONG_ANSWER_WAIT_SECONDS):
         self.cap = cap
+        self.wait = wait
         self.sending = 0
-        self.lock = threading.Lock()
+        self.freed = threading.Condition()
 
     def take(self) -> bool:
-        with self.lock:
-            if self.sending >= self.cap:
+        with self.freed:
+            if not self.freed.wait_for(lambda: self.sending < self.cap, timeout=self.wait):
                 return False
             self.sending += 1
             return True
 
     def give_back(self):
-        with self.lock:
+        with self.freed:
             self.sending -= 1
+            self.freed.notify()
 
 
 def refuse_busy(connection: socket.socket):
