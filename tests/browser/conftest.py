@@ -187,6 +187,14 @@ def read_only_page(shared_page):
     assert not shared_page.errors, f"page errors: {shared_page.errors}"
 
 
+def arrives(locator, timeout: float | None = None, state: str = "visible"):
+    """Wait for `locator`'s first element to be `state` on a page holding a huge record. Not `expect`: each
+    of its polls that fails snapshots the whole page's accessibility tree for the error it would raise
+    (Playwright 1.5x), near a second of the page's own script per poll on a 67k-token rollout, so the
+    wait held up what it waited for (CI: a block's tokens not drawn in 5 s; 0.2 s when not polled so)."""
+    locator.first.wait_for(state=state, timeout=timeout)
+
+
 def downloaded(tab, locator) -> tuple[str, bytes]:
     """(the suggested file name, the bytes) of what clicking `locator` (a selector or a locator) saves."""
     with tab.expect_download() as caught:

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.badrecords import write_text_record
+from tests.browser.conftest import arrives
 
 TOOLS = "tr_75f4b514aac0a32f"  # real-like: a system prompt, a tool call, its result, three more turns
 
@@ -150,7 +151,7 @@ def test_a_fork_folds_what_it_shares_and_cut_replies_and_failures_are_marked(pag
 def test_a_30k_node_chat_scrolls_to_its_end(page_on, chain_server):
     tab = page_on(chain_server).open("#/run/long/rollouts/t/chain?tab=chat")
     tab.set_default_timeout(120_000)  # the server reads 30k nodes for the first part
-    expect(tab.locator(".chat-card").first).to_be_visible()
+    arrives(tab.locator(".chat-card"))
     more = tab.locator("button.more")
     expect(more).to_have_text("5,000 of 30,000 messages shown · show more")
     content = tab.locator(".drawer-content")

@@ -4,6 +4,8 @@ import re
 
 from playwright.sync_api import expect
 
+from tests.browser.conftest import arrives
+
 HIGHLIGHT = "() => { const h = CSS.highlights.get('find-hit'); return h && h.size ? [...h][0].toString() : null; }"
 
 
@@ -132,7 +134,7 @@ def test_find_in_the_forks_tab_highlights_a_block_of_the_comparison(page, corpus
 def test_find_in_a_record_loaded_in_parts_says_how_much_it_searched(page_on, chain_server):
     tab = page_on(chain_server).open("#/run/long/rollouts")
     tab.locator("tr.rollout-row", has_text="chain").click()
-    expect(tab.locator(".block").first).to_be_visible(timeout=120_000)  # the server reads 30k nodes first
+    arrives(tab.locator(".block"), timeout=120_000)  # the server reads 30k nodes first
     tab.locator("#drawer .traj-id").focus()
     tab.keyboard.press("f")
     tab.locator("#find-input").fill("turn 4999")

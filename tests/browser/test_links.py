@@ -139,7 +139,7 @@ def test_a_pasted_link_to_a_token_in_a_part_not_loaded_yet(page_on, chain_server
     position = later["start"] + 2  # text mode: a character position, its block pinned
     tab = page_on(chain_server).open(f"#/run/long/rollouts/t/chain?tab=path&tok={position}")
     block = tab.locator('.block.pinned[data-node="n25000"]')
-    expect(block).to_have_count(1, timeout=WAIT)  # a count: a class asked of an element not there yet polls slowly
+    expect(block).to_have_count(1, timeout=WAIT)  # a count, not a state of a missing element: see `arrives`
     expect(block).to_be_in_viewport()
     assert tab.evaluate("() => CSS.highlights.get('pinned') && [...CSS.highlights.get('pinned')][0].toString()") == \
         "turn 25000"[2]

@@ -5,7 +5,7 @@ import shutil
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import copy_record, read_record, write_record
+from tests.browser.conftest import arrives, copy_record, read_record, write_record
 from tests.conftest import FIXTURES
 
 GROUPS_TEXT = FIXTURES / "groups-text"
@@ -99,7 +99,7 @@ def test_a_huge_rollout_opens_and_renders_its_tokens_as_they_come_into_view(page
     assert characters >= last["token_count"] // 2  # the text is in the page, so Ctrl+F finds it
     final = blocks.last
     final.scroll_into_view_if_needed()
-    expect(final.locator("span.t").first).to_be_attached()
+    arrives(final.locator("span.t"), state="attached")
     final.locator("span.t").last.hover()
     expect(tab.locator("#readout")).to_contain_text(f"#{last['token_count'] - 1}")
     page.shot("huge")

@@ -3,6 +3,8 @@ and Path tabs scrolled to the end, and later nodes arriving in the next parts.""
 
 from playwright.sync_api import expect
 
+from tests.browser.conftest import arrives
+
 WAIT = 120_000  # ms: the server reads 30k nodes for the first parts while the page polls (slow on a loaded machine)
 
 
@@ -20,10 +22,10 @@ def test_scrolling_the_tree_and_the_path_brings_later_nodes(page_on, chain_serve
     tab = page_on(chain_server).open("#/run/long/rollouts")
     tab.set_default_timeout(WAIT)  # laying out 10,000 more rows holds the page's script for seconds on a loaded machine
     tab.locator("tr.rollout-row", has_text="chain").click()
-    expect(tab.locator("button[data-tab=tree]")).to_be_visible(timeout=WAIT)  # the server reads 30k nodes first
+    arrives(tab.locator("button[data-tab=tree]"), timeout=WAIT)  # the server reads 30k nodes first
     tab.locator("button[data-tab=tree]").click()  # CSS, not roles: an accessibility query over 5000 rows is slow
     rows = tab.locator(".tree-row")
-    expect(rows.first).to_be_visible()
+    arrives(rows)
     expect(tab.locator(".tree-tab > p.muted").first).to_contain_text("30,000 nodes")
     more = tab.locator("button.more")
     expect(more).to_have_text("5,000 of 30,000 nodes shown · show more")
