@@ -24,9 +24,11 @@ def chain_document(count: int) -> dict:
             "annotations": {"reward": 1.0}, "nodes": nodes}
 
 
-def write_chain(directory: Path, count: int) -> dict:
-    """Write the chain record into `directory` and return its document."""
+def write_chain(directory: Path, count: int, edit=None) -> dict:
+    """Write the chain record into `directory` (after `edit(document)`, if given) and return its document."""
     document = chain_document(count)
+    if edit is not None:
+        edit(document)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "chain.json.zst").write_bytes(compress(json.dumps(document, separators=(",", ":")).encode()))
     return document

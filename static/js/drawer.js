@@ -4,7 +4,7 @@
 
 import {apiUrl, get, trajectoryPath} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
-import {drawBody, renderChat} from "./tab-chat.js";
+import {drawBody, extendChat, renderChat} from "./tab-chat.js";
 import {append, button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
 import {forkPair, renderForks} from "./tab-forks.js";
 import {FindBar} from "./find-bar.js";
@@ -483,7 +483,21 @@ export class Drawer {
     }
     // Draw even if a poll's reload replaced the bundle meanwhile: a search match waiting for a later
     // part asks again from the bundle now shown (its ask was refused while this one was fetching).
-    if (key === this.key) this.draw(true);
+    if (key === this.key && !(route === "chat" && this.extendChat(index))) this.draw(true);
+  }
+
+  /** The Chat tab of path `index`, drawn, gets the cards of the part just fetched after its others (a
+   *  30k-message path drew 105k cards in six parts when each part drew them all again); false when the
+   *  tab shown is not that one, to be drawn again. */
+  extendChat(index) {
+    const box = this.state.tab === "chat" ? this.content?.querySelector(".chat-tab") : null;
+    if (Number(box?.dataset.path) !== index || !extendChat(box, this.bundle.chat?.get(index))) return false;
+    for (const row of box.querySelectorAll(".chat-tail button.more:not(.manual)")) this.nearEnd.observe(row);
+    this.finder.drawn(this.content, this.bundle, this.state);
+    this.placeInChat(this.bundle, this.state, false);
+    this.markNode(false);
+    this.pin.drawn();
+    return true;
   }
 
   /** Re-read the open rollout; reload and redraw it only if the record changed. */

@@ -4,10 +4,11 @@
 // reasoning is folded under one line, tool calls are their name and arguments, each linked to its
 // result by `tool_call_id`, long texts are folded past a few lines, and the messages a fork shares
 // with an earlier path are folded into one row. Record text goes in as text (no Markdown, no HTML).
-// A card's body is drawn when it comes near the viewport. A pure function of the answer: the drawer
+// A card's body is drawn when it comes near the viewport; a part that comes later is drawn after the
+// cards already drawn (`extendChat`), not with them again. A pure function of the answer: the drawer
 // and a snapshot file draw the same tab.
 
-import {append, button, el} from "./dom.js";
+import {append, button, el, replace} from "./dom.js";
 import {cutText, num, plural} from "./format.js";
 import {moreRow} from "./parts.js";
 
@@ -77,15 +78,10 @@ export function chatTexts(answer) {
 export function renderChat(answer, state, {go, more = null, message = null, root = null}) {
   if (!answer) return el("p", {className: "muted pad"}, "loading…");
   if (answer.error) return el("p", {className: "notice error"}, `Cannot read the conversation: ${answer.error}`);
-  const cards = answer.cards || [];
   const results = new Map();  // tool_call_id -> the card of its result
   const callers = new Map();  // tool_call_id -> the card of the call
-  for (const card of cards) {
-    const id = card.message?.tool_call_id;
-    if (typeof id === "string") results.set(id, card);
-    for (const call of toolCalls(card.message)) if (typeof call?.id === "string") callers.set(call.id, card);
-  }
-  const links = {results, callers, go};
+  const unlinked = new Map();  // tool_call_id -> the "no result" note of a drawn call, while its result is to come
+  const links = {results, callers, unlinked, go};
   const box = el("div", {className: "chat-tab", dataset: {path: answer.path}});
   if (answer.path_count > 1) box.append(pathPicker(answer, go));
   box.append(el("p", {className: "muted chat-summary"},
@@ -101,26 +97,54 @@ export function renderChat(answer, state, {go, more = null, message = null, root
       drawBody(entry.target);
     }
   }, {root, rootMargin: "1200px 0px"});
-  const shared = answer.fork ? Math.min(answer.fork.shared_nodes, cards.length) : 0;
-  const make = (card) => {
-    const element = cardElement(card, answer, state, links, message);
-    observer.observe(element);
-    return element;
-  };
+  const shared = answer.fork ? answer.fork.shared_nodes : 0;  // the first cards, the same as the earlier path's
+  const sharedCards = el("div", {className: "chat-cards"});
   if (shared) {
     box.append(el("details", {className: "chat-shared"},
       el("summary", {}, `same as path ${answer.fork.path} up to ${answer.fork.last_shared} `
-        + `(${plural(answer.fork.shared_nodes, "message")}): show`),
-      cards.slice(0, shared).map(make)));
+        + `(${plural(answer.fork.shared_nodes, "message")}): show`), sharedCards));
     box.append(el("p", {className: "notice info chat-fork"},
       `This path leaves path ${answer.fork.path} after ${answer.fork.last_shared}.`));
   }
-  box.append(el("div", {className: "chat-cards"}, cards.slice(shared).map(make)));
-  if (more) append(box, [moreRow(answer.part, "messages", more)]);
-  else if (answer.part?.to < answer.part?.total) {
-    box.append(el("p", {className: "notice"}, `${num(answer.part.to)} of ${num(answer.part.total)} messages held.`));
-  }
+  const ownCards = el("div", {className: "chat-cards"});
+  const tail = el("div", {className: "chat-tail"});
+  box.append(ownCards, tail);
+  let drawn = 0;
+  const grow = (now) => {  // draw the cards from `drawn` on, and what says how many are held
+    if (now !== answer) return false;
+    const fresh = (answer.cards || []).slice(drawn);
+    for (const card of fresh) {
+      const id = card.message?.tool_call_id;
+      if (typeof id === "string") {
+        results.set(id, card);
+        unlinked.get(id)?.replaceWith(" · ", jump(`result in ${card.node_id} →`, card));  // a call drawn before
+        unlinked.delete(id);
+      }
+      for (const call of toolCalls(card.message)) if (typeof call?.id === "string") callers.set(call.id, card);
+    }
+    fresh.forEach((card, at) => {
+      const element = cardElement(card, answer, state, links, message);
+      observer.observe(element);
+      (drawn + at < shared ? sharedCards : ownCards).append(element);
+    });
+    drawn += fresh.length;
+    replace(tail, more ? moreRow(answer.part, "messages", more)
+      : answer.part?.to < answer.part?.total
+        ? el("p", {className: "notice"}, `${num(answer.part.to)} of ${num(answer.part.total)} messages held.`) : null);
+    return true;
+  };
+  grow(answer);
+  GROWS.set(box, grow);
   return box;
+}
+
+const GROWS = new WeakMap();  // a drawn Chat tab -> draws the cards its answer got since
+
+/** Draw the cards `answer` got since `box` (a drawn Chat tab) was drawn from it, after the others: a
+ *  later part costs its own cards, not all of them again. False when `box` was drawn from another answer
+ *  (a reload replaced it): the caller draws the tab again. */
+export function extendChat(box, answer) {
+  return Boolean(box && GROWS.get(box)?.(answer));
 }
 
 /** The path to read, of the record's paths (the Path tab's picker picks the same one). */
@@ -201,11 +225,12 @@ function pieceElement(piece, at, card, links) {
   }, {className: "ghost show-all"}) : null;
   if (piece.kind !== "call") return el("div", {className: `chat-piece ${piece.kind}`}, text, show);
   const result = piece.id ? links.results.get(piece.id) : null;
+  const none = result ? null : el("span", {className: "muted small"}, " · no result on this path");
+  if (none && piece.id) links.unlinked.set(piece.id, none);  // its result may come in a later part
   return el("div", {className: "chat-piece call", dataset: {call: piece.id ?? ""}},
-    el("p", {className: "chat-call-head"}, el("strong", {}, piece.name), el("span", {className: "muted small"},
-      ` ${piece.id ?? "(no id)"} · ${piece.label}`),
-    result ? [" · ", jump(`result in ${result.node_id} →`, result)] : el("span", {className: "muted small"},
-      " · no result on this path")),
+    el("p", {className: "chat-call-head"}, el("strong", {}, piece.name),
+      el("span", {className: "muted small"}, ` ${piece.id ?? "(no id)"} · ${piece.label}`),
+      result ? [" · ", jump(`result in ${result.node_id} →`, result)] : none),
     text, show);
 }
 

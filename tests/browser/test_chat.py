@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from tests.badrecords import write_text_record
 from tests.browser.conftest import arrives
+from tests.chain import write_chain
 
 TOOLS = "tr_75f4b514aac0a32f"  # real-like: a system prompt, a tool call, its result, three more turns
 
@@ -166,3 +167,32 @@ def test_a_30k_node_chat_scrolls_to_its_end(page_on, chain_server):
     last.scroll_into_view_if_needed()
     expect(last).to_contain_text("turn 29999")
     expect(tab.locator("button.more")).to_have_count(0)
+
+
+def tool_call_across_parts(document):
+    """The last message of the first part (5,000 messages) calls a tool; its result opens the second."""
+    nodes = document["nodes"]
+    nodes[4999]["message"] = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c4999", "type": "function", "function": {"name": "look_up", "arguments": "{\"q\": 1}"}}]}
+    nodes[5000]["role"] = "tool"
+    nodes[5000]["message"] = {"role": "tool", "tool_call_id": "c4999", "content": "found it"}
+
+
+def test_a_later_part_comes_after_the_cards_drawn_and_links_a_call_to_its_result(page_over, tmp_path):
+    write_chain(tmp_path / "long", 5002, edit=tool_call_across_parts)
+    tab = page_over(tmp_path).open("#/run/long/rollouts/t/chain?tab=chat")
+    arrives(tab.locator(".chat-card"))
+    call = tab.locator('.chat-card[data-node="n4999"]')
+    call.scroll_into_view_if_needed()  # its body is drawn now, and the "more" row in sight asks for the rest
+    call.evaluate("card => { card.dataset.drawnFirst = 'yes'; }")
+    arrives(tab.locator('.chat-card[data-node="n5001"]'), state="attached")
+    expect(tab.locator("button.more")).to_have_count(0)
+    expect(tab.locator(".chat-card")).to_have_count(5002)
+    expect(call).to_have_attribute("data-drawn-first", "yes")  # the same element: the first part was not drawn again
+    link = call.locator('.chat-piece.call button[data-jump="n5000"]')
+    expect(link).to_have_text("result in n5000 →")  # the call said "no result" until its result came
+    link.click()
+    result = tab.locator('.chat-card[data-node="n5000"]')
+    expect(result).to_have_class(re.compile(r"\bnode-selected\b"))
+    expect(result).to_contain_text("found it")
+    expect(result.locator('button[data-jump="n4999"]')).to_have_text("← the call in n4999")
