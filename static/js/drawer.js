@@ -548,8 +548,13 @@ export class Drawer {
   }
 
   /** Esc: unpin the Path tab's pinned token or block; false when nothing is pinned. */
+  /** Esc: unpin the Chat tab's pinned message when it shows one, else a pinned token or block; false
+   *  when nothing was, so Esc closes the drawer. */
   unpin() {
-    return this.isOpen && this.pin.unpin();
+    if (!this.isOpen) return false;
+    if (this.state.tab !== "chat" || this.state.msg === "") return this.pin.unpin();
+    this.go({msg: ""}, {replace: true});
+    return true;
   }
 
   /** `n` / `N`: the next / previous notable token of the Path tab. */

@@ -1,6 +1,6 @@
-// Keyboard: j/k move through rows, Enter opens, Esc unpins (a pinned token) or closes, [ ] step through rollouts in the
-// drawer, 1–7 switch tabs, f finds in the rollout, n / N step through its notable tokens, m / M through the Chat
-// tab's model turns,
+// Keyboard: j/k move through rows, Enter opens, Esc unpins (a token, block or message) or closes, [ ] step
+// through rollouts in the drawer, 1–7 switch tabs, f finds in the rollout, n / N step through its notable
+// tokens, m / M through the Chat tab's model turns,
 // a / b pick the current rollout as A / B and c compares them, / focuses search, ? shows this list. Ignored while
 // typing. The match list of the record text search walks with its own j / k and arrows while it has the focus
 // (search.js).
@@ -10,7 +10,7 @@ import {el, replace} from "./dom.js";
 const KEYS = [
   ["j / k", "next / previous row"],
   ["Enter", "open the row (a group expands, a rollout opens)"],
-  ["Esc", "unpin the pinned token, else close the drawer (or this help)"],
+  ["Esc", "unpin the pinned token, block or message, else close the drawer (or this help)"],
   ["[ / ]", "previous / next rollout in the drawer (across a page's or an open group's edge)"],
   ["1 – 7", "Path, Chat, Tree, Forks, Calls, Timeline, JSON"],
   ["f",

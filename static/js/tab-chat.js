@@ -175,8 +175,8 @@ function cardElement(card, answer, state, links, message) {
       {className: "ghost node-link", title: `open ${card.node_id} in the Path tab`, dataset: {link: "node"}}),
     el("span", {className: "muted small"}, `${num(card.size)} ${answer.unit === "tokens" ? "tokens" : "chars"}`),
     el("span", {className: "grow"}),
-    button("pin", () => links.go({msg: card.position}, {replace: true}),
-      {className: "ghost pin-msg", title: "pin this message: its place goes in the URL (msg), to paste as a link"}));
+    button("pin", () => links.go({msg: card.position === state.msg ? "" : card.position}, {replace: true}),
+      {className: "ghost pin-msg", title: "pin this message (again: unpin it): its place goes in the URL (msg)"}));
   append(element, [head, el("div", {className: "chat-body"}), model ? facts(card, answer) : null,
     card.failures ? failures(card) : null]);
   CARD.set(element, () => drawPieces(element.querySelector(".chat-body"), card, links, message));

@@ -111,6 +111,15 @@ def test_a_pinned_message_is_in_the_link_and_marked_when_opened(page, corpus_ser
     expect(pinned).to_have_attribute("data-node", "n6")
     expect(pinned).to_be_in_viewport()
     fresh.close()
+    tab.keyboard.press("Escape")  # unpins, as it does a token; the drawer stays open
+    expect(tab.locator(".chat-card.pinned")).to_have_count(0)
+    assert "msg=" not in page.hash()
+    expect(cards.first).to_be_visible()
+    cards.nth(2).locator(".pin-msg").click()
+    expect(cards.nth(2)).to_have_class(re.compile("pinned"))
+    cards.nth(2).locator(".pin-msg").click()  # a second click unpins it
+    expect(tab.locator(".chat-card.pinned")).to_have_count(0)
+    assert "msg=" not in page.hash()
 
 
 def test_find_and_the_model_turn_keys_work_in_the_chat_tab(page, corpus_server):
