@@ -11,7 +11,7 @@ import {FindBar} from "./find-bar.js";
 import {renderJson} from "./tab-json.js";
 import {NotableTokens} from "./notable.js";
 import {pickButtons} from "./pair-picks.js";
-import {renderPath} from "./tab-path.js";
+import {extendPath, renderPath} from "./tab-path.js";
 import {retokPanel} from "./retok-diff.js";
 import {renderTimeline} from "./tab-timeline.js";
 import {rewardCell} from "./reward.js";
@@ -483,18 +483,22 @@ export class Drawer {
     }
     // Draw even if a poll's reload replaced the bundle meanwhile: a search match waiting for a later
     // part asks again from the bundle now shown (its ask was refused while this one was fetching).
-    if (key === this.key && !(route === "chat" && this.extendChat(index))) this.draw(true);
+    if (key === this.key && !this.extendTab(route, index)) this.draw(true);
   }
 
-  /** The Chat tab of path `index`, drawn, gets the cards of the part just fetched after its others (a
-   *  30k-message path drew 105k cards in six parts when each part drew them all again); false when the
-   *  tab shown is not that one, to be drawn again. */
-  extendChat(index) {
-    const box = this.state.tab === "chat" ? this.content?.querySelector(".chat-tab") : null;
-    if (Number(box?.dataset.path) !== index || !extendChat(box, this.bundle.chat?.get(index))) return false;
-    for (const row of box.querySelectorAll(".chat-tail button.more:not(.manual)")) this.nearEnd.observe(row);
-    this.finder.drawn(this.content, this.bundle, this.state);
-    this.placeInChat(this.bundle, this.state, false);
+  /** The tab shown gets the part of `route` just fetched for path `index` after what it drew (the Path
+   *  tab its blocks, the Chat tab its cards), and is marked as a draw marks it: a 30k-node path drew
+   *  105k blocks in six parts when each part drew them all again. False when it must be drawn whole. */
+  extendTab(route, index) {
+    const {state, bundle, content} = this;
+    const shown = state.tab === "chat" && route === "chat" ? content?.querySelector(".chat-tab")
+      : state.tab === "path" && route === "paths" ? content?.querySelector(".path-tab") : null;
+    if (!shown || this.pathIndex(bundle, state) !== index) return false;
+    if (!(route === "chat" ? extendChat(shown, bundle.chat?.get(index)) : extendPath(shown, bundle))) return false;
+    for (const row of shown.querySelectorAll("button.more:not(.manual)")) this.nearEnd.observe(row);
+    this.finder.drawn(content, bundle, state);
+    if (this.hit && state.tab === "path") this.showHit();
+    if (state.tab === "chat") this.placeInChat(bundle, state, false);
     this.markNode(false);
     this.pin.drawn();
     return true;

@@ -2,9 +2,10 @@
 // strip, the toolbar with its options (given blocks, control characters, logprob colours), the
 // notices, the token readout and the blocks. A pure function of the server's answers (/paths,
 // /graph, the header): it fetches nothing, so the drawer (tab-path.js, which adds what needs the
-// server) and a snapshot file draw the same tab.
+// server) and a snapshot file draw the same tab. A later part's blocks are drawn after those already
+// there (`extendPathView`), not with them again.
 
-import {append, el} from "./dom.js";
+import {append, el, replace} from "./dom.js";
 import {num, pct, plural, sizeIn, unitShort} from "./format.js";
 import {drawMedia} from "./media.js";
 import {strip} from "./strip.js";
@@ -31,9 +32,11 @@ export function pathView(bundle, state, {go, lazy, tools = () => [], panels = ()
   const unit = path.unit;
   const box = el("div", {className: "path-tab"});
   if (paths.length > 1) box.append(picker(paths, index, go));
-  box.append(strip(path.blocks, {tall: true, unit, onpick: (i) => {
+  const overview = () => strip(path.blocks, {tall: true, unit, onpick: (i) => {
     box.querySelector(`.block[data-start="${path.blocks[i].start}"]`)?.scrollIntoView({block: "start"});
-  }}));
+  }});
+  let shownStrip = overview();
+  box.append(shownStrip);
   const tokenMode = unit === "tokens";
   const hasLogprobs = tokenMode && path.logprob_count > 0;
   const toggle = (name, label, title) => optionToggle(state, go, name, label, title);
@@ -50,30 +53,59 @@ export function pathView(bundle, state, {go, lazy, tools = () => [], panels = ()
     box.append(el("p", {className: "notice warn past-last"},
       `path ${state.path} does not exist: showing path ${index} of 0–${paths.length - 1}.`));
   }
-  box.append(...notices(data, path, paths));
+  const noticeBox = el("div", {className: "path-notices"}, notices(data, path, paths));
+  box.append(noticeBox);
   const readout = el("p", {className: "readout", id: "readout", "aria-live": "polite", hidden: !tokenMode},
     "hover a token");
   append(box, [panels(index, path), readout]);
   const blocks = el("div", {className: "blocks"});
   const options = {controls: state.controls, logprobs: state.logprobs, unit};
+  let drawn = 0;
   let shown = 0;
-  path.blocks.forEach((block, at) => {
-    if (!state.given && block.kind === "given") return;
-    const node = data.nodes?.[block.node_id];
-    const section = blockElement(block, node, lazy, options);
-    section.dataset.blk = at;  // its index in the path: what `blk` names
-    gutter?.(section, block, node, at);
-    drawMedia(section, block, node, unit);
-    blocks.append(section);
-    shown += 1;
-  });
-  if (!shown && path.part?.next === undefined) {
-    blocks.append(el("p", {className: "notice"}, path.blocks.length
-      ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));
-  }
+  const grow = () => {  // the sections of the blocks from `drawn` on: what they are, in a fragment
+    const fresh = document.createDocumentFragment();
+    path.blocks.slice(drawn).forEach((block, offset) => {
+      if (!state.given && block.kind === "given") return;
+      const at = drawn + offset;
+      const node = data.nodes?.[block.node_id];
+      const section = blockElement(block, node, lazy, options);
+      section.dataset.blk = at;  // its index in the path: what `blk` names
+      gutter?.(section, block, node, at);
+      drawMedia(section, block, node, unit);
+      fresh.append(section);
+      shown += 1;
+    });
+    drawn = path.blocks.length;
+    if (!shown && path.part?.next === undefined) {
+      fresh.append(el("p", {className: "notice"}, path.blocks.length
+        ? "Every block here is context. Tick \u201cgiven\u201d to see it." : "This path has no blocks."));
+    }
+    return fresh;
+  };
+  blocks.append(grow());
   wireReadout(blocks, readout, onpick);
   box.append(blocks);
+  GROWS.set(box, (now, decorate) => {
+    if (now !== data || state.experts) return false;  // another answer, or a lane of the nodes loaded: all again
+    const next = overview();
+    shownStrip.replaceWith(next);
+    shownStrip = next;
+    replace(noticeBox, notices(data, path, paths));  // some count what is loaded (train-once)
+    const fresh = grow();
+    decorate(fresh);
+    blocks.append(fresh);
+    return true;
+  });
   return box;
+}
+
+const GROWS = new WeakMap();  // a drawn Path tab -> draws the blocks its answer got since
+
+/** Draw the blocks `data` (a /paths answer) got since `box` (a drawn Path tab) was drawn from it after
+ *  the others (`decorate(fragment)` first adds what the caller adds), and the strip and notices again.
+ *  False when `box` was drawn from another answer or must be drawn whole: the caller draws it again. */
+export function extendPathView(box, data, decorate = () => {}) {
+  return Boolean(box && GROWS.get(box)?.(data, decorate));
 }
 
 /** The paths as a list to pick from, scrolled (once drawn) to show the one picked: path 20 of 21 in view. */

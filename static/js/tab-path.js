@@ -5,10 +5,10 @@
 // token-pin.js marks it).
 
 import {markdownButton} from "./block-markdown.js";
-import {append, el} from "./dom.js";
+import {el, replace} from "./dom.js";
 import {expertsLane} from "./experts-lane.js";
 import {moreRow} from "./parts.js";
-import {optionToggle, pathView} from "./path-view.js";
+import {extendPathView, optionToggle, pathView} from "./path-view.js";
 import {markCopies} from "./retok-diff.js";
 import {takeawayButtons} from "./path-takeaway.js";
 
@@ -34,6 +34,23 @@ export function renderPath(bundle, state, {go, lazy, more, notable, pin}) {
   });
   if (!paths.length) return box;
   markCopies(box.querySelector(".blocks"), bundle, go);
-  append(box, [moreRow(paths[index].part, "nodes", () => more("paths", index))]);  // no row when all is here
+  const tail = el("div", {className: "path-tail"});
+  const drawTail = () => replace(tail, moreRow(paths[index].part, "nodes", () => more("paths", index)));  // none if all
+  drawTail();
+  box.append(tail);
+  TAILS.set(box, {bundle, go, drawTail});
   return box;
+}
+
+const TAILS = new WeakMap();  // a drawn Path tab -> what its next part redraws below the blocks
+
+/** The Path tab `box` gets the blocks of the part just fetched for `bundle` after its others (with
+ *  their copies' badges, and the "more" row again); false when it must be drawn whole. */
+export function extendPath(box, bundle) {
+  const tail = TAILS.get(box);
+  if (tail?.bundle !== bundle || !extendPathView(box, bundle.paths, (fresh) => markCopies(fresh, bundle, tail.go))) {
+    return false;
+  }
+  tail.drawTail();
+  return true;
 }

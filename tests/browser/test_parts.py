@@ -1,5 +1,6 @@
 """A record too big for one answer, read as a reader would: opened from its run's table, its Tree
-and Path tabs scrolled to the end, and later nodes arriving in the next parts."""
+and Path tabs scrolled to the end, and later nodes arriving in the next parts (the Path tab's after
+the blocks it drew, which stay as they were)."""
 
 from playwright.sync_api import expect
 
@@ -41,8 +42,11 @@ def test_scrolling_the_tree_and_the_path_brings_later_nodes(page_on, chain_serve
     expect(tab.locator('.block[data-node="n4999"]')).to_have_count(1, timeout=WAIT)
     expect(tab.locator('.block[data-node="n5001"]')).to_have_count(0)
     expect(tab.locator("button.more")).to_have_text("5,000 of 30,000 nodes shown · show more")
+    first = tab.locator('.block[data-node="n0"]')
+    first.evaluate("block => { block.dataset.drawnFirst = 'yes'; }")
     scroll_to_the_end(tab)
     later = tab.locator('.block[data-node="n5001"]')
     expect(later).to_have_count(1, timeout=WAIT)
     expect(later).to_contain_text("turn 5001")
+    expect(first).to_have_attribute("data-drawn-first", "yes")  # the same element: the part came after it
     expect(tab.locator("button[data-tab=calls]")).to_have_text("Calls 15000")  # the record's count, not the rows loaded
