@@ -255,9 +255,10 @@ export class Drawer {
       state.fa, state.fb]);
     const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs,
       state.retok, Boolean(fork && bundle.forks?.has(fork.key)), state.node, Boolean(bundle.timeline),
-      state.experts, state.badTab, state.msg, Boolean(bundle.chat?.has(this.pathIndex(bundle, state)))]);
-    if (this.drawn === drawn && !keepScroll) {
-      this.pin.drawn();  // only the pin may have changed (a click, Esc, Back): mark it on what is drawn
+      state.experts, state.badTab, Boolean(bundle.chat?.has(this.pathIndex(bundle, state)))]);
+    if (this.drawn === drawn && !keepScroll) {  // only a pin may have changed (a click, Esc, Back): mark it
+      this.pin.drawn();
+      if (state.tab === "chat") this.placeInChat(bundle, state, false);  // a message pinned deep in: no jump
       return;
     }
     keepScroll = keepScroll || this.place === place;  // same tab and path, new options: stay put
@@ -373,7 +374,7 @@ export class Drawer {
       const index = this.pathIndex(bundle, state);
       if (index < 0) return el("p", {className: "notice"}, "This trajectory has no path to show.");
       return renderChat(bundle.chat?.get(index), state, {go: this.go, more: () => more("chat", index),
-        message: (card) => this.loadMessage(card), root: this.content});
+        message: (card) => this.loadMessage(card), root: this.content, pinned: () => this.state.msg});
     }
     return renderPath(bundle, state, context);
   }
@@ -386,6 +387,7 @@ export class Drawer {
     const index = this.pathIndex(bundle, state);
     const answer = bundle.chat?.get(index);
     if (!answer?.cards) return;
+    for (const card of this.content.querySelectorAll(".chat-card.pinned")) card.classList.remove("pinned");
     const path = bundle.paths.paths[index];
     const block = state.blk === "" ? null : path?.blocks?.[state.blk];
     const node = state.node || block?.node_id || (this.hit?.trajectory_id === state.traj ? this.hit.node_id : "");
@@ -551,7 +553,6 @@ export class Drawer {
     if (this.isOpen) this.finder.open();
   }
 
-  /** Esc: unpin the Path tab's pinned token or block; false when nothing is pinned. */
   /** Esc: unpin the Chat tab's pinned message when it shows one, else a pinned token or block; false
    *  when nothing was, so Esc closes the drawer. */
   unpin() {

@@ -74,14 +74,15 @@ export function chatTexts(answer) {
 
 /** The path's cards as far as its parts have come. `context`: go(patch) changes the state; more()
  *  fetches the next part; message(card) fetches a message a part left out (null: a file that fetches
- *  nothing); root, the scrolling box the tab sits in (null: the window), where "near" is measured. */
-export function renderChat(answer, state, {go, more = null, message = null, root = null}) {
+ *  nothing); root, the scrolling box the tab sits in (null: the window), where "near" is measured;
+ *  pinned(), the message pinned now (a pin is marked on the drawn tab, not drawn again). */
+export function renderChat(answer, state, {go, more = null, message = null, root = null, pinned = () => state.msg}) {
   if (!answer) return el("p", {className: "muted pad"}, "loading…");
   if (answer.error) return el("p", {className: "notice error"}, `Cannot read the conversation: ${answer.error}`);
   const results = new Map();  // tool_call_id -> the card of its result
   const callers = new Map();  // tool_call_id -> the card of the call
   const unlinked = new Map();  // tool_call_id -> the "no result" note of a drawn call, while its result is to come
-  const links = {results, callers, unlinked, go};
+  const links = {results, callers, unlinked, go, pinned};
   const box = el("div", {className: "chat-tab", dataset: {path: answer.path}});
   if (answer.path_count > 1) box.append(pathPicker(answer, go));
   box.append(el("p", {className: "muted chat-summary"},
@@ -175,7 +176,7 @@ function cardElement(card, answer, state, links, message) {
       {className: "ghost node-link", title: `open ${card.node_id} in the Path tab`, dataset: {link: "node"}}),
     el("span", {className: "muted small"}, `${num(card.size)} ${answer.unit === "tokens" ? "tokens" : "chars"}`),
     el("span", {className: "grow"}),
-    button("pin", () => links.go({msg: card.position === state.msg ? "" : card.position}, {replace: true}),
+    button("pin", () => links.go({msg: card.position === links.pinned() ? "" : card.position}, {replace: true}),
       {className: "ghost pin-msg", title: "pin this message (again: unpin it): its place goes in the URL (msg)"}));
   append(element, [head, el("div", {className: "chat-body"}), model ? facts(card, answer) : null,
     card.failures ? failures(card) : null]);

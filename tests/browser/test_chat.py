@@ -205,3 +205,24 @@ def test_a_later_part_comes_after_the_cards_drawn_and_links_a_call_to_its_result
     expect(result).to_have_class(re.compile(r"\bnode-selected\b"))
     expect(result).to_contain_text("found it")
     expect(result.locator('button[data-jump="n4999"]')).to_have_text("← the call in n4999")
+
+
+def test_pinning_a_message_deep_in_a_long_chat_leaves_it_where_it_is(page_on, chain_server):
+    """A pin is marked on the cards drawn, not drawn again: the cards above it, whose bodies a redraw
+    would leave undrawn, kept their height, so the card stays under the pointer."""
+    page = page_on(chain_server)
+    tab = page.open("#/run/long/rollouts/t/chain?tab=chat")
+    tab.set_default_timeout(120_000)  # the server reads 30k nodes for the first part
+    card = tab.locator('.chat-card[data-node="n3001"]')
+    arrives(card, state="attached")
+    card.scroll_into_view_if_needed()
+    arrives(card.locator(".chat-text"))  # its body is drawn
+    expect(card.locator(".chat-text")).to_have_text("turn 3001")
+    top = card.bounding_box()["y"]
+    card.locator(".pin-msg").click()
+    expect(card).to_have_class(re.compile(r"\bpinned\b"))
+    assert "msg=3001" in page.hash()
+    assert abs(card.bounding_box()["y"] - top) < 1
+    card.locator(".pin-msg").click()
+    expect(tab.locator(".chat-card.pinned")).to_have_count(0)
+    assert abs(card.bounding_box()["y"] - top) < 1
