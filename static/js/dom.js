@@ -92,6 +92,44 @@ export function restoreFocus(root, key) {
   root.querySelector(key)?.focus({preventScroll: true});
 }
 
+/** What sits at the top of the scrolling `box`: the first element of `kinds` ([selector, attribute]
+ *  pairs, the attribute naming it) under its top edge, and how far below the edge it starts; null if
+ *  none. A redraw puts it back there (`restoreScrollAnchor`): the old scrollTop alone lands elsewhere
+ *  when what is above is drawn on sight, its height not known yet. */
+export function scrollAnchor(box, kinds) {
+  if (!box?.isConnected) return null;
+  const edge = box.getBoundingClientRect();
+  for (const below of [4, 16, 32, 64]) {  // a point can fall in the gap between two
+    const hit = document.elementFromPoint(edge.left + edge.width / 2, edge.top + below);
+    for (const [selector, name] of kinds) {
+      const at = hit?.closest(`${selector}[${name}]`);
+      if (at && box.contains(at)) {
+        return {key: `${selector}[${name}="${CSS.escape(at.getAttribute(name))}"]`,
+          offset: at.getBoundingClientRect().top - edge.top};
+      }
+    }
+  }
+  return null;
+}
+
+/** Scroll `box` so the element `anchor` names (from `scrollAnchor`) is where it was, and keep it there
+ *  for the next `frames` frames while what is above it takes its drawn height (elements drawn on sight,
+ *  sized on sight by `content-visibility`, which the browser's own scroll anchoring does not follow),
+ *  unless the reader scrolls meanwhile. */
+export function restoreScrollAnchor(box, anchor, frames = 20) {
+  const at = anchor && box.querySelector(anchor.key);
+  if (!at) return;
+  let placed = null;
+  const place = (left) => {
+    if (!at.isConnected || (placed !== null && box.scrollTop !== placed)) return;  // gone, or scrolled since
+    const off = at.getBoundingClientRect().top - box.getBoundingClientRect().top - anchor.offset;
+    if (Math.abs(off) >= 1) box.scrollTop += off;
+    placed = box.scrollTop;
+    if (left > 0) requestAnimationFrame(() => place(left - 1));
+  };
+  place(frames);
+}
+
 /** Hovering a token (`span.t`) inside `root` marks it and writes `describe(span)` into `readout`
  *  (nothing for a span `describe` says nothing of, nor while the readout holds a pinned token). */
 export function hoverReadout(root, readout, describe) {

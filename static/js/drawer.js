@@ -5,7 +5,9 @@
 import {apiUrl, get, trajectoryPath} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
 import {drawBody, extendChat, renderChat} from "./tab-chat.js";
-import {append, button, copyText, el, focusKey, replace, restoreFocus} from "./dom.js";
+import {
+  append, button, copyText, el, focusKey, replace, restoreFocus, restoreScrollAnchor, scrollAnchor,
+} from "./dom.js";
 import {forkPair, renderForks} from "./tab-forks.js";
 import {FindBar} from "./find-bar.js";
 import {renderJson} from "./tab-json.js";
@@ -26,6 +28,7 @@ import {snapshotTabs} from "./viewer.js";
 
 const WIDTH_KEY = "skycap-viewer.drawer-width";
 const CACHE_SIZE = 8;
+const ANCHORS = [[".chat-card", "data-position"], ["section.block", "data-blk"]];  // what a redraw keeps in place
 
 export class Drawer {
   constructor(root, body, grip, {go, close}) {
@@ -265,6 +268,7 @@ export class Drawer {
     this.drawn = drawn;
     this.place = place;
     const scroll = this.content?.scrollTop ?? 0;
+    const anchor = keepScroll ? scrollAnchor(this.content, ANCHORS) : null;
     const focused = this.focusTab ? `button[data-tab="${state.tab}"]` : focusKey(this.body);
     this.focusTab = false;
     this.lazy?.disconnect();
@@ -284,6 +288,7 @@ export class Drawer {
       append(this.content, [retokPanel(bundle, state, this.go), this.tab(bundle, state)]);
       replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.finder.bar(state.tab), this.content);
       if (keepScroll) this.content.scrollTop = scroll;
+      restoreScrollAnchor(this.content, anchor);
       this.finder.drawn(this.content, bundle, state);
       if (this.hit && state.tab === "path") this.showHit();
       if (state.tab === "chat") this.placeInChat(bundle, state, !keepScroll);

@@ -1,11 +1,15 @@
-"""Records that arrive while the page is open, markup in record text, big rollouts, no records at all."""
+"""Records that arrive while the page is open (and one rewritten while read deep in its Path or Chat
+tab), markup in record text, big rollouts, no records at all."""
 
+import os
 import re
 import shutil
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import arrives, copy_record, read_record, write_record
+from tests.chain import write_chain
 from tests.conftest import FIXTURES
 
 GROUPS_TEXT = FIXTURES / "groups-text"
@@ -117,3 +121,25 @@ def test_no_records_yet_says_where_they_will_appear(temp_server, page_on, tmp_pa
     shutil.copytree(GROUPS_TEXT, empty / "first-run")
     expect(tab.locator('#runs a.run[data-run="first-run"]')).to_be_visible(timeout=20_000)
     expect(tab.locator("tr.group-row").first).to_be_visible(timeout=20_000)
+
+
+@pytest.mark.parametrize("tab_name, item", [("chat", ".chat-card"), ("path", "section.block")])
+def test_a_record_rewritten_while_read_deep_in_keeps_what_is_read_in_place(page_over, tmp_path, tab_name, item):
+    """The poll draws the tab again for the record's new node: what is read stays where it was, though
+    what is above it is drawn (a card's body) and sized (`content-visibility`) only as it comes near."""
+    write_chain(tmp_path / "long", 3000)
+    tab = page_over(tmp_path).open(f"#/run/long/rollouts/t/chain?tab={tab_name}")
+    read = f'{item}[data-node="n2001"]'
+    card = tab.locator(read)
+    arrives(card, state="attached")
+    card.scroll_into_view_if_needed()
+    arrives(card.locator(".chat-text" if tab_name == "chat" else ".text"))
+    top = card.bounding_box()["y"]
+    write_chain(tmp_path / "next", 3001)  # one node more, renamed in as skycap writes
+    os.replace(tmp_path / "next" / "chain.json.zst", tmp_path / "long" / "chain.json.zst")
+    arrives(tab.locator(f'{item}[data-node="n3000"]'), timeout=30_000, state="attached")
+    tab.wait_for_function("""([read, top]) => {  // where it was, for ten frames running: settled, not passing by
+      const at = document.querySelector(read).getBoundingClientRect().top;
+      window.steadyFrames = Math.abs(at - top) < 1 ? (window.steadyFrames || 0) + 1 : 0;
+      return window.steadyFrames >= 10;
+    }""", arg=[read, top], polling="raf", timeout=10_000)
