@@ -112,22 +112,36 @@ export function scrollAnchor(box, kinds) {
   return null;
 }
 
+const READER_MOVES = ["wheel", "touchstart", "keydown", "pointerdown"];
+
 /** Scroll `box` so the element `anchor` names (from `scrollAnchor`) is where it was, and keep it there
- *  for the next `frames` frames while what is above it takes its drawn height (elements drawn on sight,
- *  sized on sight by `content-visibility`, which the browser's own scroll anchoring does not follow),
- *  unless the reader scrolls meanwhile. */
-export function restoreScrollAnchor(box, anchor, frames = 20) {
+ *  while what is above it takes its drawn height (drawn on sight, or sized on sight by
+ *  `content-visibility`, which the browser's own scroll anchoring does not follow): until it has stayed
+ *  put `settled` frames running, `most` frames at most, or the reader moves. */
+export function restoreScrollAnchor(box, anchor, {settled = 10, most = 120} = {}) {
   const at = anchor && box.querySelector(anchor.key);
   if (!at) return;
-  let placed = null;
+  let moved = false;
+  const stop = () => { moved = true; };
+  for (const name of READER_MOVES) window.addEventListener(name, stop, {capture: true, passive: true});
+  let still = 0;
   const place = (left) => {
-    if (!at.isConnected || (placed !== null && box.scrollTop !== placed)) return;  // gone, or scrolled since
-    const off = at.getBoundingClientRect().top - box.getBoundingClientRect().top - anchor.offset;
-    if (Math.abs(off) >= 1) box.scrollTop += off;
-    placed = box.scrollTop;
-    if (left > 0) requestAnimationFrame(() => place(left - 1));
+    if (!moved && at.isConnected) {
+      const off = at.getBoundingClientRect().top - box.getBoundingClientRect().top - anchor.offset;
+      if (Math.abs(off) >= 1) {
+        box.scrollTop += off;
+        still = 0;
+      } else {
+        still += 1;
+      }
+      if (still < settled && left > 0) {
+        requestAnimationFrame(() => place(left - 1));
+        return;
+      }
+    }
+    for (const name of READER_MOVES) window.removeEventListener(name, stop, {capture: true});
   };
-  place(frames);
+  place(most);
 }
 
 /** Hovering a token (`span.t`) inside `root` marks it and writes `describe(span)` into `readout`

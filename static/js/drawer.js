@@ -289,12 +289,7 @@ export class Drawer {
       replace(this.body, this.header(bundle), this.tabs(bundle, state.tab), this.finder.bar(state.tab), this.content);
       if (keepScroll) this.content.scrollTop = scroll;
       restoreScrollAnchor(this.content, anchor);
-      this.finder.drawn(this.content, bundle, state);
-      if (this.hit && state.tab === "path") this.showHit();
-      if (state.tab === "chat") this.placeInChat(bundle, state, !keepScroll);
-      this.markNode(!keepScroll);
-      this.pin.drawn();
-      for (const row of this.content.querySelectorAll("button.more:not(.manual)")) this.nearEnd.observe(row);
+      this.marked(this.content, !keepScroll);
     }
     if (this.wantFocus) {
       this.wantFocus = false;
@@ -502,13 +497,21 @@ export class Drawer {
       : state.tab === "path" && route === "paths" ? content?.querySelector(".path-tab") : null;
     if (!shown || this.pathIndex(bundle, state) !== index) return false;
     if (!(route === "chat" ? extendChat(shown, bundle.chat?.get(index)) : extendPath(shown, bundle))) return false;
-    for (const row of shown.querySelectorAll("button.more:not(.manual)")) this.nearEnd.observe(row);
-    this.finder.drawn(content, bundle, state);
-    if (this.hit && state.tab === "path") this.showHit();
-    if (state.tab === "chat") this.placeInChat(bundle, state, false);
-    this.markNode(false);
-    this.pin.drawn();
+    this.marked(shown, false);
     return true;
+  }
+
+  /** Mark on the tab just drawn (or extended: `root`, what is new) what a draw marks: the find bar's
+   *  hits, the search match, the Chat tab's card, the selected node and the pin; its "more" rows are
+   *  watched. `scroll`: the tab was just opened, so they are scrolled to. */
+  marked(root, scroll) {
+    const {state, bundle} = this;
+    this.finder.drawn(this.content, bundle, state);
+    if (this.hit && state.tab === "path") this.showHit();
+    if (state.tab === "chat") this.placeInChat(bundle, state, scroll);
+    this.markNode(scroll);
+    this.pin.drawn();
+    for (const row of root.querySelectorAll("button.more:not(.manual)")) this.nearEnd.observe(row);
   }
 
   /** Re-read the open rollout; reload and redraw it only if the record changed. */

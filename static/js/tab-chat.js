@@ -118,7 +118,7 @@ export function renderChat(answer, state, {go, more = null, message = null, root
       const id = card.message?.tool_call_id;
       if (typeof id === "string") {
         results.set(id, card);
-        unlinked.get(id)?.replaceWith(" · ", jump(`result in ${card.node_id} →`, card));  // a call drawn before
+        unlinked.get(id)?.replaceWith(...resultLink(card));  // a call drawn before its result came
         unlinked.delete(id);
       }
       for (const call of toolCalls(card.message)) if (typeof call?.id === "string") callers.set(call.id, card);
@@ -231,7 +231,7 @@ function pieceElement(piece, at, card, links) {
   return el("div", {className: "chat-piece call", dataset: {call: piece.id ?? ""}},
     el("p", {className: "chat-call-head"}, el("strong", {}, piece.name),
       el("span", {className: "muted small"}, ` ${piece.id ?? "(no id)"} · ${piece.label}`),
-      result ? [" · ", jump(`result in ${result.node_id} →`, result)] : none),
+      result ? resultLink(result) : none),
     text, show);
 }
 
@@ -239,6 +239,11 @@ function pieceElement(piece, at, card, links) {
 function fold(kind, summary, text, at = null) {
   return el("details", {className: `chat-fold ${kind}`},
     el("summary", {}, summary), el("pre", {className: "chat-text", dataset: at === null ? {} : {piece: at}}, text));
+}
+
+/** A call's link to the card of its result. */
+function resultLink(card) {
+  return [" · ", jump(`result in ${card.node_id} →`, card)];
 }
 
 /** A link to another card of the tab: brings it into sight and marks it. */
