@@ -15,7 +15,7 @@ from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.server import web
 from skycap_viewer.server.api import Api
-from skycap_viewer.server.connections import MAX_LONG_ANSWERS
+from skycap_viewer.server.connections import MAX_LONG_ANSWERS, LongAnswers
 from tests.badrecords import write_text_record
 from tests.process_memory import GIB, PeakMemory
 from tests.server_process import ServerProcess
@@ -101,6 +101,27 @@ def test_a_request_past_the_long_answers_waits_for_a_slot_to_free(chain_run):
             assert connection.recv(12) == b"HTTP/1.1 200"
         for _ in range(MAX_LONG_ANSWERS - 1):
             slots.give_back()
+
+
+def test_as_many_requests_wait_for_a_long_answers_slot_as_there_are_slots():
+    """Past the slots and as many waiting, a request is refused without waiting: a flood of stalled
+    downloads holds twice the slots in connections, not every connection."""
+    slots = LongAnswers(1, wait=60)
+    assert slots.take()
+    waiter = threading.Thread(target=slots.take, daemon=True)
+    waiter.start()
+    deadline = time.monotonic() + 30
+    while not slots.waiting:
+        assert time.monotonic() < deadline, "the second request never waited"
+        time.sleep(0.01)
+    refused = []
+    third = threading.Thread(target=lambda: refused.append(not slots.take()), daemon=True)
+    third.start()
+    third.join(30)  # only to turn a wait of the full 60 s into a failure
+    assert refused == [True]
+    slots.give_back()
+    waiter.join(30)
+    assert slots.sending == 1 and not slots.waiting  # the waiting one got the slot given back
 
 
 def test_a_client_that_trickles_is_cut_off_when_its_answer_time_is_up(chain_run, monkeypatch):

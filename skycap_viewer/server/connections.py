@@ -17,7 +17,10 @@ oversized client costs. The ceilings, and why each:
   export...: from computing them to their last byte); past it such a request waits up to
   `LONG_ANSWER_WAIT_SECONDS` (2) for a slot, then gets a 503, before it is computed. The wait is for
   clients that do read: a burst of them, and a client whose next request comes before the thread that
-  sent its last answer has given its slot back. Short answers land in the
+  sent its last answer has given its slot back. As many wait at most as there are slots; past them a
+  503 comes at once, so a flood of stalled downloads holds 32 connections, not all of them (a waiting
+  request holds its connection, and a full house closes connections whose heads are still unread).
+  Short answers land in the
   socket's buffers whether the client reads or not, so the other connections stay for `/healthz`,
   listings and the page (a full house of stalled downloads cannot refuse them), and the memory of
   answers no one reads is that of 16 at most.
@@ -155,18 +158,25 @@ class Connections:
 
 class LongAnswers:
     """How many long answers are being sent, at most `cap` at once (`MAX_LONG_ANSWERS`); a request past
-    them waits up to `wait` seconds for one to end (`LONG_ANSWER_WAIT_SECONDS`)."""
+    them waits up to `wait` seconds for one to end (`LONG_ANSWER_WAIT_SECONDS`), `cap` requests at most."""
 
     def __init__(self, cap: int, wait: float = LONG_ANSWER_WAIT_SECONDS):
         self.cap = cap
         self.wait = wait
         self.sending = 0
+        self.waiting = 0
         self.freed = threading.Condition()
 
     def take(self) -> bool:
         with self.freed:
-            if not self.freed.wait_for(lambda: self.sending < self.cap, timeout=self.wait):
+            if self.sending >= self.cap and self.waiting >= self.cap:
                 return False
+            self.waiting += 1
+            try:
+                if not self.freed.wait_for(lambda: self.sending < self.cap, timeout=self.wait):
+                    return False
+            finally:
+                self.waiting -= 1
             self.sending += 1
             return True
 
