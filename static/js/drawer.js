@@ -4,7 +4,7 @@
 
 import {apiUrl, get, trajectoryPath} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
-import {drawBody, extendChat, renderChat} from "./tab-chat.js";
+import {drawBody, renderChat} from "./tab-chat.js";
 import {
   append, button, copyText, el, focusKey, replace, restoreFocus, restoreScrollAnchor, scrollAnchor,
 } from "./dom.js";
@@ -20,6 +20,7 @@ import {rewardCell} from "./reward.js";
 import {rolloutHead, tabLabels} from "./rollout-head.js";
 import {TABS} from "./route.js";
 import {fetchNext, partOf} from "./fetch-part.js";
+import {drawLaterPart} from "./parts.js";
 import {locate, markHit} from "./search-mark.js";
 import {PinnedPlace} from "./token-pin.js";
 import {LazyText} from "./tokens.js";
@@ -496,7 +497,7 @@ export class Drawer {
     const shown = state.tab === "chat" && route === "chat" ? content?.querySelector(".chat-tab")
       : state.tab === "path" && route === "paths" ? content?.querySelector(".path-tab") : null;
     if (!shown || this.pathIndex(bundle, state) !== index) return false;
-    if (!(route === "chat" ? extendChat(shown, bundle.chat?.get(index)) : extendPath(shown, bundle))) return false;
+    if (!(route === "chat" ? drawLaterPart(shown, bundle.chat?.get(index)) : extendPath(shown, bundle))) return false;
     this.marked(shown, false);
     return true;
   }

@@ -1,11 +1,27 @@
 // Big answers come in parts: /paths (per path), /graph and /exchanges each say in `part` which
 // window of how many items they hold and where the next part starts. The tabs draw what has
 // come and end with a "more" row; the drawer asks for the next part when that row comes near
-// the viewport or is clicked, merges it into the answer it has (fetch-part.js), and draws again.
+// the viewport or is clicked, merges it into the answer it has (fetch-part.js), and draws the new part
+// after what is drawn (`drawLaterPart`) or, for a tab that cannot, all of it again.
 // This module only draws and merges lists, so a snapshot file (which fetches nothing) holds it too.
 
 import {el} from "./dom.js";
 import {num} from "./format.js";
+
+const LATER_PARTS = new WeakMap();  // a tab drawn from an answer in parts -> draws what the answer got since
+
+/** Say how `box`, a tab drawn from an answer in parts, draws a later part after what it drew:
+ *  `grow(answer, ...rest)` draws it and is true, or is false when `box` must be drawn whole. */
+export function drawsLaterParts(box, grow) {
+  LATER_PARTS.set(box, grow);
+}
+
+/** Draw what `answer` got since `box` was drawn from it after what is there (a part costs its own
+ *  items, not all of them again); false when `box` draws no later part (not drawn from `answer`, or
+ *  it must be drawn whole), and the caller draws it again. */
+export function drawLaterPart(box, answer, ...rest) {
+  return Boolean(box && LATER_PARTS.get(box)?.(answer, ...rest));
+}
 
 /** Push every item of `more` onto `list` (no spread: a part may hold more than a call's arguments). */
 export function extend(list, more) {

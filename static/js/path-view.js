@@ -3,11 +3,12 @@
 // notices, the token readout and the blocks. A pure function of the server's answers (/paths,
 // /graph, the header): it fetches nothing, so the drawer (tab-path.js, which adds what needs the
 // server) and a snapshot file draw the same tab. A later part's blocks are drawn after those already
-// there (`extendPathView`), not with them again.
+// there (parts.js `drawLaterPart`), not with them again.
 
 import {append, el, replace} from "./dom.js";
 import {num, pct, plural, sizeIn, unitShort} from "./format.js";
 import {drawMedia} from "./media.js";
+import {drawsLaterParts} from "./parts.js";
 import {strip} from "./strip.js";
 import {blockElement, wireReadout} from "./tokens.js";
 import {textOnlyNotice} from "./viewer.js";
@@ -85,7 +86,7 @@ export function pathView(bundle, state, {go, lazy, tools = () => [], panels = ()
   blocks.append(grow());
   wireReadout(blocks, readout, onpick);
   box.append(blocks);
-  GROWS.set(box, (now, decorate) => {
+  drawsLaterParts(box, (now, decorate = () => {}) => {  // decorate(fragment): what the caller adds first
     if (now !== data || state.experts) return false;  // another answer, or a lane of the nodes loaded: all again
     const next = overview();
     shownStrip.replaceWith(next);
@@ -99,14 +100,6 @@ export function pathView(bundle, state, {go, lazy, tools = () => [], panels = ()
   return box;
 }
 
-const GROWS = new WeakMap();  // a drawn Path tab -> draws the blocks its answer got since
-
-/** Draw the blocks `data` (a /paths answer) got since `box` (a drawn Path tab) was drawn from it after
- *  the others (`decorate(fragment)` first adds what the caller adds), and the strip and notices again.
- *  False when `box` was drawn from another answer or must be drawn whole: the caller draws it again. */
-export function extendPathView(box, data, decorate = () => {}) {
-  return Boolean(box && GROWS.get(box)?.(data, decorate));
-}
 
 /** The paths as a list to pick from, scrolled (once drawn) to show the one picked: path 20 of 21 in view. */
 function picker(paths, index, go) {

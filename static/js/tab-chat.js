@@ -5,12 +5,12 @@
 // result by `tool_call_id`, long texts are folded past a few lines, and the messages a fork shares
 // with an earlier path are folded into one row. Record text goes in as text (no Markdown, no HTML).
 // A card's body is drawn when it comes near the viewport; a part that comes later is drawn after the
-// cards already drawn (`extendChat`), not with them again. A pure function of the answer: the drawer
+// cards already drawn (parts.js `drawLaterPart`), not with them again. A pure function of the answer: the drawer
 // and a snapshot file draw the same tab.
 
 import {append, button, el, replace} from "./dom.js";
 import {cutText, num, plural} from "./format.js";
-import {moreRow} from "./parts.js";
+import {drawsLaterParts, moreRow} from "./parts.js";
 
 const FOLD_LINES = 12;  // a text longer than this many lines (or FOLD_CHARS) is folded, with "show all"
 const FOLD_CHARS = 1500;
@@ -135,17 +135,8 @@ export function renderChat(answer, state, {go, more = null, message = null, root
     return true;
   };
   grow(answer);
-  GROWS.set(box, grow);
+  drawsLaterParts(box, grow);
   return box;
-}
-
-const GROWS = new WeakMap();  // a drawn Chat tab -> draws the cards its answer got since
-
-/** Draw the cards `answer` got since `box` (a drawn Chat tab) was drawn from it, after the others: a
- *  later part costs its own cards, not all of them again. False when `box` was drawn from another answer
- *  (a reload replaced it): the caller draws the tab again. */
-export function extendChat(box, answer) {
-  return Boolean(box && GROWS.get(box)?.(answer));
 }
 
 /** The path to read, of the record's paths (the Path tab's picker picks the same one). */

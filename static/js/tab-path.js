@@ -7,8 +7,8 @@
 import {markdownButton} from "./block-markdown.js";
 import {el, replace} from "./dom.js";
 import {expertsLane} from "./experts-lane.js";
-import {moreRow} from "./parts.js";
-import {extendPathView, optionToggle, pathView} from "./path-view.js";
+import {drawLaterPart, moreRow} from "./parts.js";
+import {optionToggle, pathView} from "./path-view.js";
 import {markCopies} from "./retok-diff.js";
 import {takeawayButtons} from "./path-takeaway.js";
 
@@ -48,7 +48,7 @@ const TAILS = new WeakMap();  // a drawn Path tab -> what its next part redraws 
  *  their copies' badges, and the "more" row again); false when it must be drawn whole. */
 export function extendPath(box, bundle) {
   const tail = TAILS.get(box);
-  if (tail?.bundle !== bundle || !extendPathView(box, bundle.paths, (fresh) => markCopies(fresh, bundle, tail.go))) {
+  if (tail?.bundle !== bundle || !drawLaterPart(box, bundle.paths, (fresh) => markCopies(fresh, bundle, tail.go))) {
     return false;
   }
   tail.drawTail();
