@@ -22,10 +22,10 @@ import traceback
 import zlib
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib.resources import files
 from urllib.parse import parse_qs, unquote
 
 from skycap_viewer.errors import ApiError
+from skycap_viewer.page import page_folder
 from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, TOKEN_PARAM, Access, hidden_token
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
@@ -172,7 +172,7 @@ def static_files() -> dict:
             if suffix in STATIC_TYPES:
                 table[f"{prefix}{item.name}"] = (item, STATIC_TYPES[suffix])
 
-    walk(files("skycap_viewer.static"), "/")
+    walk(page_folder(), "/")
     return table
 
 

@@ -21,6 +21,7 @@ from importlib.resources import files
 
 from skycap_viewer import __version__
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
+from skycap_viewer.page import page_folder
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
 from skycap_viewer.views.chat import chat_part
 from skycap_viewer.views.trajectory import PartLimit, RecordView
@@ -42,7 +43,7 @@ LIMITS = {"paths": PATHS, "path_nodes": PATH_NODES, "path_tokens": PATH_TOKENS, 
 ESCAPES = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026",
            "\u2028".encode(): b"\\u2028", "\u2029".encode(): b"\\u2029"}
 PAGE_FILES = files("skycap_viewer.views") / "snapshot_page"
-PAGE_JS = files("skycap_viewer.static") / "js"
+PAGE_JS = page_folder() / "js"
 IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([\w.-]+)";\n', re.M)  # the one import form the page uses
 REEXPORT = re.compile(r'^export \{([^}]*)\} from "\./([\w.-]+)";[^\n]*\n', re.M)
 EXPORTED = re.compile(r"^export (?:async function|function|class|const|let) (\w+)", re.M)
@@ -223,7 +224,7 @@ def source_hash(text: str) -> str:
 def snapshot_html(encoded: bytes) -> bytes:
     """The file of `snapshot_data` encoded: the page's stylesheet and the snapshot's, the data, the
     script, and the CSP naming the style and the script by hash (nothing else loads, nothing is fetched)."""
-    style = (files("skycap_viewer.static") / "style.css").read_text("utf-8") + (PAGE_FILES / "snapshot.css").read_text(
+    style = (page_folder() / "style.css").read_text("utf-8") + (PAGE_FILES / "snapshot.css").read_text(
         "utf-8")
     script = snapshot_script()
     policy = (f"default-src 'none'; style-src {source_hash(style)}; script-src {source_hash(script)}; "
