@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import server_process
-from tests.server_process import ServerProcess
+from tests.server_process import AS_A_USER, ServerProcess
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skycap-v1"
 ORACLE_ALL = json.loads((FIXTURES / "oracle.json").read_text())["dirs"]
@@ -58,10 +58,11 @@ def corpus(tmp_path_factory) -> Path:
     return copy_corpus(tmp_path_factory.mktemp("corpus") / "skycap-v1")
 
 
-def run_cli(*args, cwd=None, env=None, timeout=120) -> subprocess.CompletedProcess:
-    """Run `python -m skycap_viewer ARGS` as a user would, capturing its output."""
+def run_cli(*args, cwd=None, env=None, timeout=120, as_user=False) -> subprocess.CompletedProcess:
+    """Run `python -m skycap_viewer ARGS` as a user would, capturing its output (`as_user`: without root's
+    power to read what file permissions refuse)."""
     return subprocess.run(
-        [sys.executable, "-m", "skycap_viewer", *map(str, args)],
+        [*(AS_A_USER if as_user else []), sys.executable, "-m", "skycap_viewer", *map(str, args)],
         capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout,
     )
 

@@ -17,6 +17,10 @@ import urllib.request
 SERVE_WITH_STACKS = ("import faulthandler, runpy, signal; faulthandler.register(signal.SIGUSR1, all_threads=True); "
                      "runpy.run_module('skycap_viewer', run_name='__main__')")
 LIVE = []  # the servers started and not yet stopped, for `stacks()` when a test fails
+# Root reads a chmod 000 directory, and CI runs as root: a command run behind this prefix has lost the
+# capabilities that bypass file permissions, so it meets an unreadable directory as any user does.
+AS_A_USER = (["setpriv", "--inh-caps=-dac_override,-dac_read_search",
+              "--bounding-set=-dac_override,-dac_read_search"] if os.geteuid() == 0 else [])
 
 
 class ServerProcess:
@@ -25,12 +29,13 @@ class ServerProcess:
     It runs with `--no-cache` unless `cache_home` is given: then the persisted index lives under
     that directory (as `$XDG_CACHE_HOME`), never in the user's own cache. `descriptors` sets its
     limit on open descriptors (soft and hard, so the server cannot raise it); `cwd`, where it runs
-    (the bench runs it in the clone, so `-m skycap_viewer` is the clone's code)."""
+    (the bench runs it in the clone, so `-m skycap_viewer` is the clone's code); `as_user`, without
+    root's power to read what file permissions refuse (`AS_A_USER`)."""
 
-    def __init__(self, dirs, *extra_args, env=None, cache_home=None, descriptors=None, cwd=None):
+    def __init__(self, dirs, *extra_args, env=None, cache_home=None, descriptors=None, cwd=None, as_user=False):
         cache = ["--no-cache"] if cache_home is None else []
-        self.args = [sys.executable, "-c", SERVE_WITH_STACKS, *map(str, dirs), "--port", "0", "--quiet",
-                     *cache, *extra_args]
+        self.args = [*(AS_A_USER if as_user else []), sys.executable, "-c", SERVE_WITH_STACKS, *map(str, dirs),
+                     "--port", "0", "--quiet", *cache, *extra_args]
         self.env = {**os.environ, **(env or {})}
         if cache_home is not None:
             self.env["XDG_CACHE_HOME"] = str(cache_home)

@@ -6,6 +6,7 @@ no route answers 5xx, the other runs keep serving, and the server recovers when 
 back. A port already in use is tested with the command line in `test_serve_cli.py`.
 """
 
+import contextlib
 import os
 import shutil
 from urllib.parse import quote
@@ -46,10 +47,16 @@ def ids_in(directory) -> list[str]:
 @pytest.fixture
 def served(tmp_path):
     """`root/steady` and `root/moving` (copies of two corpus runs) under one running server."""
+    with serving_two(tmp_path) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def serving_two(tmp_path, as_user=False):
     root = tmp_path / "root"
     shutil.copytree(FIXTURES / "spec", root / "steady")
     shutil.copytree(FIXTURES / "groups-text", root / "moving")
-    with ServerProcess([root]) as server:
+    with ServerProcess([root], as_user=as_user) as server:
         server.wait_indexed()
         yield server, root, ids_in(root / "steady"), ids_in(root / "moving")
         assert "Traceback" not in server.output(), server.output()[-3000:]
@@ -110,15 +117,14 @@ def test_a_run_directory_replaced_by_a_file(served, tmp_path):
     vanish_and_return(server, root, steady, moving, replace, restore)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root lists a chmod 000 directory (see the file test)")
-def test_a_run_directory_made_unreadable(served):
-    server, root, steady, moving = served
-    try:
-        vanish_and_return(server, root, steady, moving,
-                          lambda: (root / "moving").chmod(0),
-                          lambda: (root / "moving").chmod(0o755))
-    finally:
-        (root / "moving").chmod(0o755)
+def test_a_run_directory_made_unreadable(tmp_path):
+    with serving_two(tmp_path, as_user=True) as (server, root, steady, moving):
+        try:
+            vanish_and_return(server, root, steady, moving,
+                              lambda: (root / "moving").chmod(0),
+                              lambda: (root / "moving").chmod(0o755))
+        finally:
+            (root / "moving").chmod(0o755)
 
 
 @pytest.mark.slow

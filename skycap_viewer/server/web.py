@@ -54,12 +54,8 @@ SECURITY_HEADERS = {
 STATIC_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
-    ".mjs": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
     ".svg": "image/svg+xml",
-    ".json": "application/json; charset=utf-8",
-    ".png": "image/png",
-    ".ico": "image/x-icon",
 }
 JSON_TYPE = "application/json; charset=utf-8"
 GZIP_MIN_BYTES = 1024
