@@ -87,7 +87,7 @@ def anchors(path: Path) -> set[str]:
     return {slug(line.lstrip("#")) for line in path.read_text().splitlines() if re.match(r"#{1,6} ", line)}
 
 
-MARKDOWN = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
+MARKDOWN = [REPO / "README.md", REPO / "CHANGES.md", *sorted(DOCS.glob("*.md"))]
 
 
 @pytest.mark.parametrize("page", MARKDOWN, ids=lambda page: page.name)
@@ -113,7 +113,7 @@ def test_the_readme_links_every_doc():
     assert not unlinked, f"README.md does not link {unlinked}"
 
 
-PRODUCT = [REPO / "README.md", *DOCS.rglob("*"), *(REPO / "skycap_viewer").rglob("*"), *(REPO / "static").rglob("*")]
+PRODUCT = [REPO / "README.md", REPO / "CHANGES.md", *DOCS.rglob("*"), *(REPO / "skycap_viewer").rglob("*"), *(REPO / "static").rglob("*")]
 TEXT_SUFFIXES = {".md", ".py", ".js", ".css", ".html", ".svg", ".json", ".txt"}
 
 
