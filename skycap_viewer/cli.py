@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
-from skycap_viewer.catalog.object_store import ObjectStore, is_url
-from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, RemoteCopy
+from skycap_viewer.catalog.object_store import is_url
+from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, synced_copy
 from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
 from skycap_viewer.record.document import is_document_name, record_id_of
@@ -165,16 +165,10 @@ def local_copies(args, values: list[str], copies: list, serving: bool = False) -
         if is_document_name(url.rsplit("/", 1)[-1]):  # one record: its folder's copy, that record's files only
             url, _, name = url.rpartition("/")
             record_id = record_id_of(name)
-        copy = RemoteCopy(ObjectStore(url, args.storage_options), cache_directory(), args.remote_cache_mib * MIB,
-                          record_id)
-        if serving and copy.directory.is_dir():
-            copy.synced = False  # listed by its first poll, right away
-        elif not copy.sync():
-            if not copy.directory.is_dir():
-                raise UsageError(copy.problem)
-            print(f"skycap-viewer: {safe(copy.problem)}; reading the copy made before", file=sys.stderr, flush=True)
-        elif copy.problem:  # listed, but some objects could not be fetched
-            print(f"skycap-viewer: {safe(copy.problem)}", file=sys.stderr, flush=True)
+        copy, said = synced_copy(url, args.storage_options, cache_directory(), args.remote_cache_mib * MIB,
+                                 record_id, serving)
+        if said:
+            print(f"skycap-viewer: {safe(said)}", file=sys.stderr, flush=True)
         copies.append(copy)
         local.append(str(copy.directory / name) if record_id is not None else str(copy.directory))
     return local
