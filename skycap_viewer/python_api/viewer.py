@@ -145,8 +145,10 @@ class Viewer:
 
     def search(self, text: str, run: str | None = None, regex: bool = False, **options) -> Iterator[dict]:
         """Hits of `text` in one run's records as `/v1/search` gives them, streamed as they are found:
-        the listing's filters and the search's options (`case`, `kind`, `role`, `in`). The search stops
-        when the iterator is closed."""
+        the listing's filters and the search's options (`case`, `kind`, `role`, `in`). A search covers one
+        run: `run`, or the only one there is. The search stops when the iterator is closed."""
+        runs = self.catalog.snapshots()
+        run = runs[0].id if run is None and len(runs) == 1 else run
         params = {**self.scope(run), **query({**options, "text": text, "regex": regex},
                                              LISTING_FILTERS + SEARCH_OPTIONS + ("text", "regex"))}
         page = ask(self.api.search, params=params)
