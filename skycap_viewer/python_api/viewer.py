@@ -27,6 +27,7 @@ from skycap_viewer.python_api.rows import Rows
 from skycap_viewer.record.copies import names_in
 from skycap_viewer.server.api import Api
 from skycap_viewer.views.export import with_rows
+from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit
 from skycap_viewer.wire import encode_json
 
 
@@ -42,13 +43,16 @@ class Viewer:
     """The runs under some directories, and every answer the HTTP API gives about them."""
 
     def __init__(self, sources, cache: bool = True, group_by=DEFAULT_GROUP_BY, verify: bool = True,
-                 storage_options: dict | None = None, remote_cache_bytes: int = DEFAULT_CACHE_BYTES):
+                 storage_options: dict | None = None, remote_cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 part_limit: PartLimit = SERVED_PARTS):
+        """`part_limit`: how much one part of an answer in parts holds (the server's, unless a caller such
+        as the MCP server wants smaller answers)."""
         if not sources:
             raise ValueError("open() needs one or more record directories (or store URLs)")
         self.copies = []
         roots = [self.local(str(source), storage_options or {}, remote_cache_bytes) for source in sources]
         self.catalog = Catalog(roots, IndexFiles(cache_directory() if cache else None), tuple(group_by))
-        self.api = Api(self.catalog)
+        self.api = Api(self.catalog, part_limit)
         self.pool = RowPool()
         self.watcher = Watcher(self.catalog, compute_rows=self.pool.compute_rows, verify=verify,
                                prepare=self.api.run_entry)
@@ -94,6 +98,11 @@ class Viewer:
     def scope(self, run: str | None) -> dict:
         return {} if run is None else {"run_id": [run]}
 
+    def only_run(self, run: str | None) -> str | None:
+        """`run`, or the one run there is when none is named (an answer that covers one run)."""
+        runs = self.catalog.snapshots()
+        return runs[0].id if run is None and len(runs) == 1 else run
+
     # -- listings ---------------------------------------------------------------------------
 
     def runs(self) -> Rows:
@@ -108,12 +117,19 @@ class Viewer:
 
     def listing(self, run: str | None = None, cursor: str | None = None, **filters) -> dict:
         """One page of `/v1/trajectories` whole: its rows, `total`, `health`, `reward_range`, `next_cursor`."""
-        params = {**self.scope(run), **query({**filters, "cursor": cursor}, LISTING_FILTERS + SORTING + ("cursor",))}
-        return ask(self.api.trajectories, params=params)
+        return self.page(self.api.trajectories, run, cursor, filters)
 
     def groups(self, run: str | None = None, **filters) -> Iterator[dict]:
         """Every GRPO group the filters keep, as `/v1/groups` rows, page by page (its names, `group_by` too)."""
         return self.pages(self.api.groups, {**self.scope(run), **query(filters, LISTING_FILTERS + SORTING)})
+
+    def groups_listing(self, run: str | None = None, cursor: str | None = None, **filters) -> dict:
+        """One page of `/v1/groups` whole."""
+        return self.page(self.api.groups, run, cursor, filters)
+
+    def page(self, route, run: str | None, cursor: str | None, filters: dict) -> dict:
+        params = {**self.scope(run), **query({**filters, "cursor": cursor}, LISTING_FILTERS + SORTING + ("cursor",))}
+        return ask(route, params=params)
 
     def pages(self, route, params: dict) -> Iterator[dict]:
         page = ask(route, params=params)
@@ -147,19 +163,23 @@ class Viewer:
         """Hits of `text` in one run's records as `/v1/search` gives them, streamed as they are found:
         the listing's filters and the search's options (`case`, `kind`, `role`, `in`). A search covers one
         run: `run`, or the only one there is. The search stops when the iterator is closed."""
-        runs = self.catalog.snapshots()
-        run = runs[0].id if run is None and len(runs) == 1 else run
-        params = {**self.scope(run), **query({**options, "text": text, "regex": regex},
-                                             LISTING_FILTERS + SEARCH_OPTIONS + ("text", "regex"))}
-        page = ask(self.api.search, params=params)
+        page = self.search_page(text, run, regex, **options)
         try:
             yield from page["data"]
             while page["next_cursor"] is not None:
-                page = ask(self.api.search, params={**params, "cursor": [page["next_cursor"]]})
+                page = self.search_page(text, run, regex, cursor=page["next_cursor"], **options)
                 yield from page["data"]
         finally:
             if page["next_cursor"] is not None:
-                ask(self.api.search, params={**params, "cursor": [page["next_cursor"]], "cancel": ["true"]})
+                self.search_page(text, run, regex, cursor=page["next_cursor"], cancel=True, **options)
+
+    def search_page(self, text: str, run: str | None = None, regex: bool = False, cursor: str | None = None,
+                    **options) -> dict:
+        """One page of `/v1/search` whole: hits, `next_cursor`, `done`, `scanned`, what was skipped."""
+        asked = {**options, "text": text, "regex": regex, "cursor": cursor}
+        params = {**self.scope(self.only_run(run)),
+                  **query(asked, LISTING_FILTERS + SEARCH_OPTIONS + ("text", "regex", "cursor", "cancel"))}
+        return ask(self.api.search, params=params)
 
     def trainer_rows(self, rows) -> Iterator[dict]:
         """Each listing row (from `rollouts()`) with its record's trainer rows, as `/v1/trajectories/export`
