@@ -5,8 +5,12 @@ neither answer changes while they are compared.
 """
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import time
+from html import escape
 from html.parser import HTMLParser
 from urllib.parse import quote, urlencode
 
@@ -14,7 +18,7 @@ import pytest
 
 import skycap_viewer
 from skycap_viewer.errors import ApiError
-from tests.conftest import RECORD_DIRS, run_cli
+from tests.conftest import FIXTURES, RECORD_DIRS, run_cli
 from tests.server_process import served
 
 pytestmark = pytest.mark.slow  # a server and a viewer over the whole corpus, every record asked
@@ -229,3 +233,36 @@ def test_a_plain_install_needs_nothing_for_the_api():
     script = "import skycap_viewer, sys; skycap_viewer.open; print('pandas' in sys.modules, 'mcp' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_an_unreadable_rollout_shows_why_instead_of_a_snapshot(viewer):
+    unreadable = [row for row in viewer.rollouts("broken") if row.get("unreadable")]
+    assert unreadable
+    rollout = viewer.rollout(unreadable[0]["id"], "broken")
+    with pytest.raises(ApiError) as refused:
+        rollout.snapshot()
+    assert refused.value.status == 422
+    assert rollout._repr_html_() == f"<p>rollout {escape(rollout.id)}: {escape(refused.value.detail)}</p>"
+
+
+def test_a_record_written_while_the_viewer_is_open_is_listed(tmp_path):
+    source = FIXTURES / "groups"
+    names = sorted(path.name for path in source.iterdir() if path.is_file())
+    held = names[0].split(".")[0]
+    run = tmp_path / "live"
+    run.mkdir()
+    for name in names:
+        if not name.startswith(held):
+            shutil.copy2(source / name, run / name)
+    with skycap_viewer.open(run, cache=False) as opened:
+        before = [row["id"] for row in opened.rollouts()]
+        assert held not in before
+        for name in names:
+            if name.startswith(held):
+                shutil.copy2(source / name, run / f".{name}")
+                os.replace(run / f".{name}", run / name)  # as skycap writes: renamed in whole
+        deadline = time.monotonic() + 30
+        while held not in [row["id"] for row in opened.rollouts()]:
+            assert time.monotonic() < deadline, "the new record was never listed"
+            time.sleep(0.05)
+        assert opened.rollout(held).header["id"] == held

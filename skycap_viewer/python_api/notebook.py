@@ -16,3 +16,8 @@ def framed(snapshot: bytes, title: str) -> str:
     return (f'<iframe sandbox="allow-scripts" title="{escape(title)}" '
             f'style="width: 100%; height: {FRAME_HEIGHT}; border: 1px solid #ccc" '
             f'srcdoc="{escape(document, quote=True)}"></iframe>')
+
+
+def refused(trajectory_id: str, reason: str) -> str:
+    """What shows instead of a snapshot the API refuses (an unreadable record): the reason, as text."""
+    return f"<p>rollout {escape(trajectory_id)}: {escape(reason)}</p>"

@@ -7,8 +7,9 @@ items put together, so a method gives the whole answer however big the record.
 
 from functools import cached_property
 
+from skycap_viewer.errors import ApiError
 from skycap_viewer.python_api.asking import ask
-from skycap_viewer.python_api.notebook import framed
+from skycap_viewer.python_api.notebook import framed, refused
 from skycap_viewer.python_api.rows import Rows
 
 
@@ -45,7 +46,8 @@ class Rollout:
         return f"<Rollout {self.id} of run {self.run}>"
 
     def paths(self) -> Rows:
-        """Every path's summary and blocks, no text (`/paths?text=false`)."""
+        """Every path's summary, no text (`/paths?text=false`): with its lists (node ids, targets, messages,
+        blocks) as far as the first part holds them (`part` says; `path(n)` has them whole)."""
         return Rows(ask(self.viewer.api.paths, self.id, params={**self.scope, "text": ["false"]})["paths"])
 
     def path(self, number: int) -> "Path":
@@ -69,7 +71,11 @@ class Rollout:
         return ask(self.viewer.api.snapshot, self.id, params={**self.scope, "path": [str(path)], "tab": [tab]})
 
     def _repr_html_(self) -> str:
-        return framed(self.snapshot(), f"rollout {self.id}")
+        """Jupyter's view: the snapshot, framed; a record that has none (unreadable) says why instead."""
+        try:
+            return framed(self.snapshot(), f"rollout {self.id}")
+        except ApiError as error:
+            return refused(self.id, error.detail)
 
 
 class Path:
