@@ -266,3 +266,21 @@ def test_a_record_written_while_the_viewer_is_open_is_listed(tmp_path):
             assert time.monotonic() < deadline, "the new record was never listed"
             time.sleep(0.05)
         assert opened.rollout(held).header["id"] == held
+
+
+def test_a_store_url_opens_as_its_directory_does(tmp_path, monkeypatch):
+    from tests.s3_store import S3Store
+
+    store = S3Store(tmp_path / "cache")
+    try:
+        for name, value in store.env.items():
+            monkeypatch.setenv(name, value)
+        url = store.upload(FIXTURES / "groups", "job/groups")
+        with skycap_viewer.open(url) as remote, skycap_viewer.open(FIXTURES / "groups", cache=False) as here:
+            rows = list(here.rollouts(sort="reward"))
+            assert [row["id"] for row in remote.rollouts(sort="reward")] == [row["id"] for row in rows]
+            assert remote.runs()[0]["source"]["url"] == url
+            assert remote.rollout(rows[0]["id"]).path(0).row() == here.rollout(rows[0]["id"]).path(0).row()
+        assert (tmp_path / "cache" / "skycap-viewer" / "remote").is_dir()
+    finally:
+        store.stop()

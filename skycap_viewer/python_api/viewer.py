@@ -66,12 +66,13 @@ class Viewer:
             copy.poll()
 
     def local(self, source: str, storage_options: dict, cache_bytes: int) -> Path:
-        """The directory read for `source`: itself, or a store URL's local copy (synced now)."""
+        """The directory read for `source`: itself, or a store URL's local copy, synced now (an earlier copy
+        only when the store cannot be listed), so the first answers are the store's as it is."""
         if not is_url(source):
             if not Path(source).is_dir():
                 raise NotADirectoryError(f"not a directory: {source}")
             return Path(source)
-        copy, said = synced_copy(source.rstrip("/"), storage_options, cache_directory(), cache_bytes, serving=True)
+        copy, said = synced_copy(source.rstrip("/"), storage_options, cache_directory(), cache_bytes)
         if said:
             warnings.warn(said, stacklevel=4)
         self.copies.append(copy)
