@@ -29,7 +29,14 @@ The layers, in the order the data flows (each imports only the ones before it, a
   `commands/` (`check`, `show` and its `--html` in `snapshot`, `summary`, `diff`, `export`, `grep`) sit side
   by side on top; neither imports the other. `demo/` (the example run and the writer that makes it) needs only
   `record/`.
+- `python_api/` (the same answers in Python: `open()` gives a `Viewer` asking the server's `Api` in this
+  process) sits on top of `server/` and `commands/`; `mcp_server/` (the MCP server coding agents talk to
+  over stdio) on top of it.
 - `cli` parses the command line and starts one of them; `__main__` runs it.
+
+`skycap_viewer.open` (and `Viewer`, `Rollout`) are `python_api`'s, loaded by `__getattr__` below when
+first used: `import skycap_viewer` loads no layer, so every module's `from skycap_viewer import
+__version__` stays at the base.
 
 Words: a *record* is the files of one trajectory (`{id}.json.zst`, the *document*, plus its sidecar
 files); a *trajectory* is what a record holds, a tree of nodes; a *rollout* is a trajectory as the
@@ -41,3 +48,13 @@ answers in `catalog/index.py`, gzip forms in `wire.py`, and each run's index dat
 """
 
 __version__ = "0.1.0"
+
+OPENED = ("open", "Viewer", "Rollout", "Path", "Rows")  # `python_api`'s face, loaded when first used
+
+
+def __getattr__(name: str):
+    if name in OPENED:
+        from skycap_viewer import python_api
+
+        return getattr(python_api, name)
+    raise AttributeError(f"module 'skycap_viewer' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff`, `grep`, `export` in a terminal.
+"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff`, `grep`, `export` in a terminal,
+or `mcp` for a coding agent.
 
 Arguments are parsed and checked here, so the server and the commands receive directories
 that exist and group keys that are not empty. Usage errors and unreadable arguments exit 2
@@ -12,15 +13,15 @@ import sys
 from pathlib import Path
 
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
-from skycap_viewer.catalog.object_store import ObjectStore, is_url
-from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, RemoteCopy
+from skycap_viewer.catalog.object_store import is_url
+from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, synced_copy
 from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
 from skycap_viewer.record.document import is_document_name, record_id_of
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, WITHIN, Query
 
-COMMANDS = ("summary", "check", "show", "diff", "grep", "export")
+COMMANDS = ("summary", "check", "show", "diff", "grep", "export", "mcp")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
 
 
@@ -165,16 +166,10 @@ def local_copies(args, values: list[str], copies: list, serving: bool = False) -
         if is_document_name(url.rsplit("/", 1)[-1]):  # one record: its folder's copy, that record's files only
             url, _, name = url.rpartition("/")
             record_id = record_id_of(name)
-        copy = RemoteCopy(ObjectStore(url, args.storage_options), cache_directory(), args.remote_cache_mib * MIB,
-                          record_id)
-        if serving and copy.directory.is_dir():
-            copy.synced = False  # listed by its first poll, right away
-        elif not copy.sync():
-            if not copy.directory.is_dir():
-                raise UsageError(copy.problem)
-            print(f"skycap-viewer: {safe(copy.problem)}; reading the copy made before", file=sys.stderr, flush=True)
-        elif copy.problem:  # listed, but some objects could not be fetched
-            print(f"skycap-viewer: {safe(copy.problem)}", file=sys.stderr, flush=True)
+        copy, said = synced_copy(url, args.storage_options, cache_directory(), args.remote_cache_mib * MIB,
+                                 record_id, serving)
+        if said:
+            print(f"skycap-viewer: {safe(said)}", file=sys.stderr, flush=True)
         copies.append(copy)
         local.append(str(copy.directory / name) if record_id is not None else str(copy.directory))
     return local
@@ -194,7 +189,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve = argparse.ArgumentParser(
         prog="skycap-viewer",
         description="Serve a local, read-only viewer for skycap trajectory records. "
-        "Other commands: summary, check, show, diff, grep, export (skycap-viewer COMMAND --help).",
+        "Other commands: summary, check, show, diff, grep, export, mcp (skycap-viewer COMMAND --help).",
     )
     serve.add_argument("dirs", nargs="*", metavar="DIR", help="record directories, or folders holding several")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0 picks a free one)")
@@ -276,7 +271,33 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     for parser in (serve, summary, check, show, diff, grep, export):
         add_store_options(parser)
     return {"serve": serve, "summary": summary, "check": check, "show": show, "diff": diff, "grep": grep,
-            "export": export}
+            "export": export, "mcp": mcp_parser()}
+
+
+def mcp_parser() -> argparse.ArgumentParser:
+    """`mcp`: the directories (or store URLs) served to a coding agent over stdio, as the server takes them."""
+    mcp = argparse.ArgumentParser(prog="skycap-viewer mcp", description="Serve the viewer's answers to a coding "
+                                  "agent as an MCP server on stdin and stdout; it reads only the directories given.")
+    mcp.add_argument("dirs", nargs="*", metavar="DIR", help="record directories, folders of runs, or store URLs")
+    mcp.add_argument("--demo", action="store_true", help="the example run shipped with the viewer")
+    add_file_limit(mcp)
+    mcp.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
+    mcp.add_argument("--no-cache", action="store_true", help="neither read nor write the persisted index")
+    mcp.add_argument("--no-verify", action="store_true", help="do not check every record's sidecars in the background")
+    add_store_options(mcp)
+    return mcp
+
+
+def run_mcp_command(args) -> int:
+    """The MCP server over the demo run and the directories or store URLs given (one at least)."""
+    from skycap_viewer.mcp_server.stdio import run_mcp
+
+    sources = [demo_directory()] if args.demo else []
+    sources += [value if is_url(value) else readable_directories([value])[0] for value in args.dirs]
+    if not sources:
+        raise UsageError("give one or more record directories (or --demo for the example run)")
+    return run_mcp(sources, group_keys(args.group_by), use_cache=not args.no_cache, verify=not args.no_verify,
+                   storage_options=args.storage_options, remote_cache_bytes=args.remote_cache_mib * MIB)
 
 
 def localise(command: str, args, copies: list) -> None:
@@ -325,6 +346,8 @@ def main(argv=None) -> int:
             from skycap_viewer.commands.grep import run_grep
 
             return run_grep(*grep_arguments(args), as_json=args.json)
+        if command == "mcp":
+            return run_mcp_command(args)
         if command == "export":
             from skycap_viewer.commands.export import export_params, run_export
 

@@ -1,12 +1,21 @@
 """The package's layers hold: no module imports a layer above its own, and no imports form a cycle.
 
 The data flows record → catalog → views → server, with the terminal commands beside the server
-and the demo beside the catalog (see `skycap_viewer/__init__.py`). Every import counts, those
-inside functions too: a lazy import hides a cycle from Python, not from this test. The server
+and the demo beside the catalog (see `skycap_viewer/__init__.py`); the Python API asks the server's
+`Api` (and `check`'s verdicts) in process, and the MCP server asks the Python API. Every import counts,
+those inside functions too: a lazy import hides a cycle from Python, not from this test. The server
 keeps to routes and the reading protocol: the store's schema and the groupings are the views'.
+
+One door is named, not counted: the package's face (`skycap_viewer/__init__.py`, the base) hands out
+`skycap_viewer.open` by loading the Python API in its `__getattr__`, the first time a user asks for it.
+No module of the package goes through it (they import the Python API by name, or not at all), and
+`import skycap_viewer` loads nothing of the layers: both are tested below, so the door cannot become
+an import at import time or one hidden elsewhere.
 """
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +32,12 @@ BELOW = {  # layer -> the layers its modules may import (its own included)
     "views": {"base", "record", "catalog", "views"},
     "server": {"base", "record", "catalog", "views", "server"},
     "commands": {"base", "record", "catalog", "views", "commands"},
-    "entry": {"base", "record", "demo", "catalog", "views", "server", "commands", "entry"},
+    "python_api": {"base", "record", "catalog", "views", "server", "commands", "python_api"},
+    "mcp_server": {"base", "record", "catalog", "views", "server", "commands", "python_api", "mcp_server"},
+    "entry": {"base", "record", "demo", "catalog", "views", "server", "commands", "python_api", "mcp_server",
+              "entry"},
 }
+FACE_DOOR = ("__getattr__", "skycap_viewer.python_api")  # the face's function, and the one module it may load
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -60,7 +73,23 @@ def imports_of(path: Path, modules: set[str], top: str) -> set[str]:
 
 def import_graph(root: Path) -> dict[str, set[str]]:
     files = {module_name(path, root): path for path in root.rglob("*.py")}
-    return {name: imports_of(path, set(files), root.name) - {name} for name, path in files.items()}
+    graph = {name: imports_of(path, set(files), root.name) - {name} for name, path in files.items()}
+    face = root / "__init__.py"
+    if face.is_file():
+        graph[root.name] -= face_door(face, root.name)
+    return graph
+
+
+def face_door(face: Path, top: str) -> set[str]:
+    """The Python API, when the package's face imports it inside its `__getattr__`; else nothing."""
+    function, door = FACE_DOOR
+    for node in ast.walk(ast.parse(face.read_text(), str(face))):
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and inner.module == top and \
+                        any(f"{top}.{alias.name}" == door for alias in inner.names):
+                    return {door}
+    return set()
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -132,7 +161,7 @@ def test_the_api_keeps_to_routes_and_the_reading_protocol():
     assert lines <= API_MOST_LINES, f"server/api.py has {lines} lines: move view work to views/"
 
 
-@pytest.mark.parametrize("package", ["record", "server", "commands"])
+@pytest.mark.parametrize("package", ["record", "server", "commands", "python_api", "mcp_server"])
 def test_each_package_face_lists_its_modules(package):
     """A package's docstring says each of its modules' jobs: a module added or renamed is named there."""
     face = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
@@ -169,3 +198,29 @@ def test_the_checks_catch_an_upward_lazy_import_a_cycle_and_the_server_grouping(
     assert sorted(cycles(graph)) == [["skycap_viewer.record.document", "skycap_viewer.server.web"],
                                      ["skycap_viewer.views.a", "skycap_viewer.views.b"]]
     assert server_reaches(graph) == ["skycap_viewer.server.api imports skycap_viewer.catalog.groups"]
+
+
+def test_the_face_door_opens_only_the_python_api_and_only_when_asked(tmp_path):
+    """A face importing the server, or importing the Python API at import time, is an upward import."""
+    root = tmp_path / "skycap_viewer"
+    (root / "python_api").mkdir(parents=True)
+    (root / "python_api" / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("def __getattr__(name):\n    from skycap_viewer import python_api\n")
+    assert upward_imports(import_graph(root)) == []
+    (root / "__init__.py").write_text("from skycap_viewer import python_api\n")
+    assert upward_imports(import_graph(root)) == [
+        "skycap_viewer (base) imports skycap_viewer.python_api (python_api)"]
+    (root / "server").mkdir()
+    (root / "server" / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("def __getattr__(name):\n    from skycap_viewer import server\n")
+    assert upward_imports(import_graph(root)) == ["skycap_viewer (base) imports skycap_viewer.server (server)"]
+
+
+def test_importing_the_package_loads_no_layer_until_open_is_asked_for():
+    script = ("import sys, skycap_viewer\n"
+              "print(sorted(m for m in sys.modules if m.startswith('skycap_viewer.')))\n"
+              "skycap_viewer.open\n"
+              "print('skycap_viewer.python_api' in sys.modules, 'skycap_viewer.server.api' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          cwd=PACKAGE.parent)
+    assert done.stdout.splitlines() == ["[]", "True True"]

@@ -25,7 +25,7 @@ from pathlib import Path
 from skycap_viewer.catalog.discovery import SKYRL_MANIFEST, SKYRL_SHARDS
 from skycap_viewer.catalog.object_store import ObjectStore, describe
 from skycap_viewer.catalog.run_index import INDEX_DIRECTORY, MAX_FILE_BYTES, STEP_FILE
-from skycap_viewer.errors import RecordError
+from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.record.copies import COPY_FILE, copy_listing, mark_root, register_fetcher
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.frames import file_limit
@@ -356,6 +356,23 @@ class RemoteCopy:
 
     def stop(self):
         self.stopped.set()
+
+
+def synced_copy(url: str, storage_options: dict, cache: Path, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                record_id: str | None = None, serving: bool = False) -> tuple[RemoteCopy, str | None]:
+    """(the local copy of the prefix `url`, or of its one record `record_id`, synced now; what to say of
+    the store, or None). When the store cannot be listed an earlier copy is read as it is, and `serving`
+    reads one at once (its first poll syncs it); with no copy to read it is a `UsageError`. What the
+    command line and the Python API share, so a store URL means the same to both."""
+    copy = RemoteCopy(ObjectStore(url, storage_options), cache, cache_bytes, record_id)
+    if serving and copy.directory.is_dir():
+        copy.synced = False  # listed by its first poll, right away
+        return copy, None
+    if not copy.sync():
+        if not copy.directory.is_dir():
+            raise UsageError(copy.problem)
+        return copy, f"{copy.problem}; reading the copy made before"
+    return copy, copy.problem  # listed, but some objects could not be fetched: said
 
 
 class Mirrors:
