@@ -36,7 +36,7 @@ import synth  # noqa: E402
 
 from skycap_viewer.record.document import is_document_name, record_id_of  # noqa: E402
 from skycap_viewer.record.frames import decompress_one_frame  # noqa: E402
-from tests.server_process import ServerProcess  # noqa: E402
+from tests.support.server_process import ServerProcess  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -28,8 +28,8 @@ sys.path.insert(1, str(REPO))
 from run import document_paths, floor_all_cores, tree_rss  # noqa: E402
 
 from skycap_viewer.catalog.remote_copy import copy_directory  # noqa: E402
-from tests.s3_store import BUCKET, S3Store  # noqa: E402
-from tests.server_process import ServerProcess  # noqa: E402
+from tests.support.s3_store import BUCKET, S3Store  # noqa: E402
+from tests.support.server_process import ServerProcess  # noqa: E402
 
 LATENCIES_MS = (0, 20)
 IN_FLIGHT = 32
