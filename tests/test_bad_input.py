@@ -1,6 +1,6 @@
 """Bad input: every damaged record is listed and explained, every good one still served.
 
-One server watches a folder with a run of damaged records (`tests/badrecords.py`: the corpus's
+One server watches a folder with a run of damaged records (`tests/support/bad_records.py`: the corpus's
 `broken/` records plus generated damage) next to a good run. For each damaged record the
 listing, the record's own routes and `skycap-viewer check` must name the problem; nothing may
 answer 5xx, and the good run must stay fully viewable. Special files (a FIFO), symlink loops

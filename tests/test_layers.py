@@ -4,6 +4,10 @@ The data flows record → catalog → views → server, with the terminal comman
 and the demo beside the catalog (see `skycap_viewer/__init__.py`). Every import counts, those
 inside functions too: a lazy import hides a cycle from Python, not from this test. The server
 keeps to routes and the reading protocol: the store's schema and the groupings are the views'.
+
+The tests and the bench hold a layout too: what they share is in `tests/support/` (and the browser's
+`tests/browser/` modules that are no test), so no test module imports another, or a conftest; the
+bench's modules import each other one way only.
 """
 
 import ast
@@ -11,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "skycap_viewer"
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "skycap_viewer"
 BASE = {"skycap_viewer", "skycap_viewer.errors", "skycap_viewer.flags", "skycap_viewer.wire",
         "skycap_viewer.page"}
 ENTRY = {"skycap_viewer.cli", "skycap_viewer.__main__"}
@@ -169,3 +174,66 @@ def test_the_checks_catch_an_upward_lazy_import_a_cycle_and_the_server_grouping(
     assert sorted(cycles(graph)) == [["skycap_viewer.record.document", "skycap_viewer.server.web"],
                                      ["skycap_viewer.views.a", "skycap_viewer.views.b"]]
     assert server_reaches(graph) == ["skycap_viewer.server.api imports skycap_viewer.catalog.groups"]
+
+
+# -- the tests' and the bench's own layout ------------------------------------------------------------
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` names in an import, anywhere in it (`from a import b` names `a` and `a.b`)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def imports_of_tests(root: Path) -> list[str]:
+    """Imports of a test module (`test_*`) or a conftest by any module of `root`'s tests/ and bench/."""
+    return sorted(f"{path.relative_to(root)} imports {module}"
+                  for path in [*(root / "tests").rglob("*.py"), *(root / "bench").glob("*.py")]
+                  for module in imported_modules(path)
+                  if module.startswith("tests.") and module.split(".")[-1].startswith(("test_", "conftest")))
+
+
+def bench_graph(bench: Path) -> dict[str, set[str]]:
+    """The bench's scripts and the ones of them each imports (by their bare names: `bench/` is on the path)."""
+    scripts = {path.stem for path in bench.glob("*.py")}
+    return {path.stem: {module.split(".")[0] for module in imported_modules(path)} & scripts - {path.stem}
+            for path in bench.glob("*.py")}
+
+
+def test_no_test_module_imports_another_or_a_conftest():
+    """Shared helpers live in tests/support/ (browser ones in tests/browser/'s modules that are no test)."""
+    assert imports_of_tests(REPO) == []
+
+
+def test_the_bench_modules_form_no_cycle():
+    assert cycles(bench_graph(REPO / "bench")) == []
+
+
+def test_the_support_package_face_lists_its_modules():
+    face = ast.get_docstring(ast.parse((REPO / "tests" / "support" / "__init__.py").read_text()))
+    modules = sorted(path.stem for path in (REPO / "tests" / "support").glob("*.py") if path.stem != "__init__")
+    assert [name for name in modules if f"`{name}`" not in face] == []
+
+
+def test_the_checks_catch_a_test_importing_a_test_or_a_conftest_and_a_bench_cycle(tmp_path):
+    files = {
+        "tests/test_a.py": "def test_it():\n    from tests.test_b import helper\n",
+        "tests/browser/test_c.py": "from tests.browser import test_d\nfrom tests.support.corpus import FIXTURES\n",
+        "tests/support/x.py": "import tests.conftest\n",
+        "bench/run.py": "def later():\n    from s3 import measure\n",
+        "bench/s3.py": "from run import floor\nimport synth\n",
+        "bench/synth.py": "import json\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert imports_of_tests(tmp_path) == ["tests/browser/test_c.py imports tests.browser.test_d",
+                                          "tests/support/x.py imports tests.conftest",
+                                          "tests/test_a.py imports tests.test_b"]
+    assert cycles(bench_graph(tmp_path / "bench")) == [["run", "s3"]]

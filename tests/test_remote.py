@@ -4,7 +4,7 @@ Every answer of the server over the store's URL must be the local directory's (t
 aside: a store's are named by their URL), and so must every command's. Sidecars are fetched only
 when a rollout is opened; a second start downloads nothing; the prefix is polled, so records added,
 rewritten and deleted in the store are seen; a missing credential and an unreachable endpoint are
-named in one line. `tests/s3_store.py` runs the store (moto's server mode).
+named in one line. `tests/support/s3_store.py` runs the store (moto's server mode).
 """
 
 import json

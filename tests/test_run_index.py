@@ -4,7 +4,7 @@ Rows the index lists get its `trained` and `superseded`, a record it says was no
 superseded, not eval) the `not-trained` flag; its rows whose record is not here are listed on request
 with where the record lives; `/v1/runs` and `summary` say what it holds. A damaged index file is named
 once and ignored; a directory without an index is listed as before. Served by the real handler in
-process (`tests/test_web.py`'s seam) over copies of the fixtures, and by the real server for stderr.
+process (`tests/support/in_process.py`) over copies of the fixtures, and by the real server for stderr.
 """
 
 import json

@@ -123,8 +123,8 @@ CHAIN_NODES = 30_000  # /graph and /paths come in parts of 5,000 nodes: six each
 
 @pytest.fixture(scope="session")
 def chain_server(tmp_path_factory):
-    """The real server over one run, `long`, of one 30,000-node chain record (`tests/chain.py`), shared by the
-    tests that only read it: each writing and indexing its own cost seconds."""
+    """The real server over one run, `long`, of one 30,000-node chain record (`tests/support/chain_record.py`),
+    shared by the tests that only read it: each writing and indexing its own cost seconds."""
     run = tmp_path_factory.mktemp("chain") / "long"
     write_chain(run, CHAIN_NODES)
     with ServerProcess([run]) as server:
