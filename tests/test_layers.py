@@ -145,6 +145,14 @@ def test_each_package_face_lists_its_modules(package):
     assert [name for name in modules if f"`{name}`" not in face] == []
 
 
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write each file (path under `root` → its text), with the directories it needs."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
 @pytest.fixture
 def bad_tree(tmp_path):
     """A package of the same shape where the record layer reaches up, two views import each other and
@@ -161,10 +169,7 @@ def bad_tree(tmp_path):
         "views/a.py": "import skycap_viewer.views.b\n",
         "views/b.py": "from skycap_viewer.views import a\n",
     }
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
+    return write_tree(root, files)
 
 
 def test_the_checks_catch_an_upward_lazy_import_a_cycle_and_the_server_grouping(bad_tree):
@@ -230,9 +235,7 @@ def test_the_checks_catch_a_test_importing_a_test_or_a_conftest_and_a_bench_cycl
         "bench/s3.py": "from run import floor\nimport synth\n",
         "bench/synth.py": "import json\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, files)
     assert imports_of_tests(tmp_path) == ["tests/browser/test_c.py imports tests.browser.test_d",
                                           "tests/support/x.py imports tests.conftest",
                                           "tests/test_a.py imports tests.test_b"]
