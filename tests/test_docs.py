@@ -113,7 +113,8 @@ def test_the_readme_links_every_doc():
     assert not unlinked, f"README.md does not link {unlinked}"
 
 
-PRODUCT = [REPO / "README.md", REPO / "CHANGES.md", *DOCS.rglob("*"), *(REPO / "skycap_viewer").rglob("*"), *(REPO / "static").rglob("*")]
+PRODUCT = [REPO / "README.md", REPO / "CHANGES.md", *DOCS.rglob("*"), *(REPO / "skycap_viewer").rglob("*"),
+           *(REPO / "static").rglob("*")]
 TEXT_SUFFIXES = {".md", ".py", ".js", ".css", ".html", ".svg", ".json", ".txt"}
 
 
