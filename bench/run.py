@@ -16,7 +16,6 @@ import argparse
 import gzip
 import http.client
 import json
-import multiprocessing
 import os
 import shutil
 import signal
@@ -33,10 +32,11 @@ sys.path.insert(1, str(REPO))  # a clean clone works without installing the pack
 
 import run_index  # noqa: E402
 import synth  # noqa: E402
+from floor import document_paths, floor_all_cores, floor_one_process  # noqa: E402
 
-from skycap_viewer.record.document import is_document_name, record_id_of  # noqa: E402
-from skycap_viewer.record.frames import decompress_one_frame  # noqa: E402
-from tests.server_process import ServerProcess  # noqa: E402
+from skycap_viewer.record.document import record_id_of  # noqa: E402
+from tests.support.process_memory import resident_bytes, tree_resident_bytes  # noqa: E402
+from tests.support.server_process import ServerProcess  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -45,68 +45,11 @@ INDEX_TIMEOUT = 1800  # seconds: bounds every wait for the server
 NA = "n/a"
 
 
-# -- the floor: what any indexer pays once -----------------------------------------------------
-
-def parse_documents(paths) -> int:
-    for path in paths:
-        with open(path, "rb") as handle:
-            json.loads(decompress_one_frame(handle.read()))
-    return len(paths)
-
-
-def floor_one_process(paths) -> float:
-    started = time.perf_counter()
-    parse_documents(paths)
-    return time.perf_counter() - started
-
-
-def floor_all_cores(paths, workers: int) -> float:
-    """Every document parsed on all cores, the workers started before the clock: spawned, not forked (a fork
-    of this process, whose server-watching threads may hold a lock, can hang in the child)."""
-    chunks = [paths[i : i + 256] for i in range(0, len(paths), 256)]
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        pool.map(parse_documents, [[] for _ in range(workers)])
-        started = time.perf_counter()
-        sum(pool.imap_unordered(parse_documents, chunks))
-        return time.perf_counter() - started
-
-
 # -- the server under test ---------------------------------------------------------------------
 
-def tree_rss(root_pid: int) -> int:
-    """Resident bytes of a process and all its descendants, from /proc."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-                parents[int(entry)] = int(fields[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    family, frontier = {root_pid}, [root_pid]
-    while frontier:
-        pid = frontier.pop()
-        children = [child for child, parent in parents.items() if parent == pid]
-        family.update(children)
-        frontier += children
-    return sum(process_rss(pid) for pid in family)
-
-
-def process_rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 class Server(ServerProcess):
-    """The tests' server process (`tests/server_process.py`) run in this clone, with its memory sampled, and
-    requests asked as a browser asks them (gzip) for the bytes on the wire."""
+    """The tests' server process (`tests/support/server_process.py`) run in this clone, with its memory sampled,
+    and requests asked as a browser asks them (gzip) for the bytes on the wire."""
 
     def __init__(self, *directories, cache: bool, env: dict):
         super().__init__(directories, env=env, cache_home=env["XDG_CACHE_HOME"] if cache else None, cwd=REPO)
@@ -120,12 +63,12 @@ class Server(ServerProcess):
         return self
 
     def _sample(self):
-        """Peak memory, every 0.2 s (a /proc scan costs ~3 ms: the server's cores stay its own)."""
+        """Peak memory, every 0.2 s (its tree read from /proc: a few ms, so the server's cores stay its own)."""
         while not self._stop.wait(0.2):
-            self.peak_rss = max(self.peak_rss, tree_rss(self.process.pid))
+            self.peak_rss = max(self.peak_rss, tree_resident_bytes(self.process.pid))
 
     def rss(self) -> int:
-        return tree_rss(self.process.pid)
+        return tree_resident_bytes(self.process.pid)
 
     def __exit__(self, *exc):
         self._stop.set()
@@ -388,13 +331,13 @@ def search_figures(server: Server, run_id: str, listings: list[str]) -> dict:
     search runs against the same kind of queries idle."""
     run = urllib.parse.quote(run_id)
     query = f"run_id={run}&limit={SEARCH_LIMIT}&text="
-    server_rss, tree = process_rss(server.process.pid), server.rss()
+    server_rss, tree = resident_bytes(server.process.pid), server.rss()
     peaks = {"server": server_rss, "tree": tree}
     stop = threading.Event()
 
     def sample():
         while not stop.wait(0.05):
-            peaks["server"] = max(peaks["server"], process_rss(server.process.pid))
+            peaks["server"] = max(peaks["server"], resident_bytes(server.process.pid))
             peaks["tree"] = max(peaks["tree"], server.rss())
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -548,10 +491,6 @@ def scroll_frames(page, block) -> list[float]:
 
 
 # -- the suite ---------------------------------------------------------------------------------
-
-def document_paths(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if is_document_name(p.name))
-
 
 def private_env(work: Path) -> dict:
     return {**os.environ, "XDG_CACHE_HOME": str(work / "cache")}  # never the user's own cache

@@ -25,11 +25,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(1, str(REPO))
 
-from run import document_paths, floor_all_cores, tree_rss  # noqa: E402
+from floor import document_paths, floor_all_cores  # noqa: E402
 
 from skycap_viewer.catalog.remote_copy import copy_directory  # noqa: E402
-from tests.s3_store import BUCKET, S3Store  # noqa: E402
-from tests.server_process import ServerProcess  # noqa: E402
+from tests.support.process_memory import tree_resident_bytes  # noqa: E402
+from tests.support.s3_store import BUCKET, S3Store  # noqa: E402
+from tests.support.server_process import ServerProcess  # noqa: E402
 
 LATENCIES_MS = (0, 20)
 IN_FLIGHT = 32
@@ -112,7 +113,7 @@ def served_until_listed(target: str, records: int, env: dict, peak: list | None 
 
     def sample():
         while not sampling.is_set():
-            peak[0] = max(peak[0], tree_rss(server.process.pid))
+            peak[0] = max(peak[0], tree_resident_bytes(server.process.pid))
             time.sleep(0.05)
 
     if peak is not None:

@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from skycap_viewer.server.access import hidden_token, without_token
-from tests.conftest import FIXTURES
-from tests.server_process import ServerProcess
+from tests.support.corpus import FIXTURES
+from tests.support.server_process import ServerProcess
 
 TOKEN = "a-token-for-these-tests"
 ROUTES = ["/", "/index.html", "/js/app.js", "/style.css", "/v1/runs", "/healthz", "/v1/trajectories?run_id=spec",

@@ -6,27 +6,17 @@ Per-record facts are checked against skycap's own answers (`oracle.json`); listi
 
 import gzip
 import json
-import math
 import shutil
 from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import FIXTURES, ORACLE, RECORD_DIRS, oracle_records, trained_paths
-from tests.server_process import ServerProcess
+from tests.support.corpus import FIXTURES
+from tests.support.listings import all_rows, reward_of
+from tests.support.oracle import ORACLE, READABLE, READABLE_IDS, RECORD_DIRS, oracle_records, trained_paths
+from tests.support.server_process import ServerProcess
 
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
-
-
-def all_rows(server, run_id):
-    listing = server.get(f"/v1/trajectories?run_id={run_id}&limit=1000")
-    assert not listing["has_more"]
-    return listing["data"]
-
-
-def readable_records():
-    """Records whose document skycap reads and whose paths the viewer shows from tokens or text."""
-    return [(d, rid, e) for d, rid, e in oracle_records() if d != "broken" and "paths" in e]
 
 
 # -- the server and its runs ------------------------------------------------------------------
@@ -120,8 +110,7 @@ def test_rows_agree_with_the_oracle(corpus_server, directory):
         assert all(a["end"] == b["start"] for a, b in zip(strip, strip[1:], strict=False))
 
 
-@pytest.mark.parametrize("directory,record_id,entry", readable_records(),
-                         ids=[f"{d}/{r}" for d, r, _ in readable_records()])
+@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=READABLE_IDS)
 def test_paths_agree_with_the_oracle(corpus_server, directory, record_id, entry):
     payload = corpus_server.get(f"/v1/trajectories/{record_id}/paths?run_id={directory}")
     assert payload["trajectory"]["id"] == record_id and payload["trajectory"]["run_id"] == directory
@@ -218,8 +207,7 @@ def test_broken_records_are_listed_with_their_error(corpus_server):
 # -- the other record views -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("directory,record_id,entry", readable_records(),
-                         ids=[f"{d}/{r}" for d, r, _ in readable_records()])
+@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=READABLE_IDS)
 def test_graph_and_exchanges_agree_with_the_oracle(corpus_server, directory, record_id, entry):
     graph = corpus_server.get(f"/v1/trajectories/{record_id}/graph?run_id={directory}")
     assert len(graph["nodes"]) == entry["nodes"]
@@ -276,13 +264,6 @@ def test_forks_compare_two_paths(corpus_server):
 
 
 # -- listing: filters, sorts, paging, reward range, health ----------------------------------------------
-
-
-def reward_of(row):
-    reward = row["annotations"].get("reward")
-    if isinstance(reward, bool):
-        return int(reward)
-    return reward if isinstance(reward, (int, float)) and math.isfinite(reward) else None
 
 
 def created_of(row):

@@ -1,6 +1,6 @@
 """Bad input: every damaged record is listed and explained, every good one still served.
 
-One server watches a folder with a run of damaged records (`tests/badrecords.py`: the corpus's
+One server watches a folder with a run of damaged records (`tests/support/bad_records.py`: the corpus's
 `broken/` records plus generated damage) next to a good run. For each damaged record the
 listing, the record's own routes and `skycap-viewer check` must name the problem; nothing may
 answer 5xx, and the good run must stay fully viewable. Special files (a FIFO), symlink loops
@@ -21,19 +21,11 @@ from urllib.parse import quote
 import pytest
 
 from skycap_viewer.record.frames import compress
-from tests.badrecords import (
-    BAD_CASES,
-    BAD_IDS,
-    BROKEN,
-    FIXTURES,
-    copy_record,
-    load_document,
-    restore_permissions,
-    write_bad_run,
-    write_text_record,
-)
-from tests.conftest import run_cli
-from tests.server_process import ServerProcess, served
+from tests.support.bad_records import BAD_CASES, BAD_IDS, restore_permissions, write_bad_run
+from tests.support.cli import run_cli
+from tests.support.corpus import BROKEN, FIXTURES
+from tests.support.records import copy_record, load_document, write_text_record
+from tests.support.server_process import ServerProcess, served
 
 RECORD_ROUTES = ("", "/paths", "/paths?text=false", "/graph", "/exchanges", "/timeline")
 

@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from skycap_viewer.record.frames import zstd
-from tests.badrecords import BASE_ID, BROKEN, atomic_write, copy_record, encode_document, load_document
-from tests.chain import write_chain
-from tests.process_memory import GIB, PeakMemory
-from tests.server_process import ServerProcess
+from tests.support.chain_record import write_chain
+from tests.support.corpus import BROKEN
+from tests.support.process_memory import GIB, PeakMemory
+from tests.support.records import BASE_ID, atomic_write, copy_record, encode_document, load_document
+from tests.support.server_process import ServerProcess
 
 MIB = 2**20
 BOMB_BYTES = 2 * GIB

@@ -16,9 +16,10 @@ from skycap_viewer.catalog.rows import (
     public,
 )
 from skycap_viewer.wire import encode_json
-from tests.badrecords import BROKEN, atomic_write, copy_record, encode_document
-from tests.process_memory import PeakMemory, tree_resident_bytes
-from tests.server_process import ServerProcess
+from tests.support.corpus import BROKEN
+from tests.support.process_memory import PeakMemory, tree_resident_bytes
+from tests.support.records import atomic_write, copy_record, encode_document
+from tests.support.server_process import ServerProcess
 
 MIB = 2**20
 BIG = 4_000_000  # integers in a huge meta value: ~30 MB of JSON, ~150 MB as Python objects

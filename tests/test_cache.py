@@ -12,8 +12,9 @@ from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
 from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.catalog.watcher import Watcher
-from tests.conftest import RECORD_DIRS, copy_corpus
-from tests.server_process import ServerProcess
+from tests.support.corpus import copy_corpus
+from tests.support.oracle import RECORD_DIRS
+from tests.support.server_process import ServerProcess
 
 REWRITTEN = ("groups", "tr_08862b0a923de527.json.zst")  # rewritten between two starts
 DELETED = ("real-like", "tr_175c734c42332c87.json.zst")  # deleted between two starts

@@ -4,10 +4,11 @@ where skycap trains, in parts for a long path, a message too big for a part left
 
 import pytest
 
-from tests.badrecords import copy_record
-from tests.chain import write_chain
-from tests.conftest import FIXTURES, oracle_records, trained_paths
-from tests.server_process import served
+from tests.support.chain_record import write_chain
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import oracle_records, trained_paths
+from tests.support.records import copy_record
+from tests.support.server_process import served
 
 READABLE = [(d, rid, entry) for d, rid, entry in oracle_records() if entry["load"] == "ok"]
 

@@ -9,8 +9,8 @@ import pytest
 
 from skycap_viewer.commands.terminal import Progress
 from skycap_viewer.record.frames import compress, decompress_one_frame
-from tests.conftest import ORACLE, RECORD_DIRS, run_cli
-from tests.test_oracle import DAMAGED, NOTES
+from tests.support.cli import run_cli
+from tests.support.oracle import DAMAGED, NOTES, ORACLE, RECORD_DIRS
 
 DAMAGED_IDS = {rid for d, rid, _ in DAMAGED if d == "broken"}
 # words the message for each damage must contain: the problem named, not just "bad record"

@@ -11,10 +11,10 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.badrecords import BROKEN, copy_record
-from tests.server_process import ServerProcess
-from tests.test_api import all_rows, reward_of
-from tests.test_groups import all_groups, walk_keys
+from tests.support.corpus import BROKEN
+from tests.support.listings import all_groups, all_rows, reward_of, walk_keys
+from tests.support.records import copy_record
+from tests.support.server_process import ServerProcess
 
 ROLLOUT_RUNS = ("groups", "real-like", "spec")
 

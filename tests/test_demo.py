@@ -9,7 +9,7 @@ from skycap_viewer.demo import make
 from skycap_viewer.record.document import list_record_ids, read_document
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.sidecars import read_tokens
-from tests.conftest import run_cli
+from tests.support.cli import run_cli
 
 DEMO = make.RECORDS
 

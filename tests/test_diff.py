@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from tests.conftest import FIXTURES, run_cli
-from tests.test_compare import expected, node_ids
+from tests.support.cli import run_cli
+from tests.support.common_prefix import expected, node_ids
+from tests.support.corpus import FIXTURES
 
 GROUPS = FIXTURES / "groups"
 PASSED, FAILED = "tr_3c509741a7521e5e", "tr_0e32dadf1ca07c39"  # step 3, instance a: reward 1 and reward 0

@@ -2,9 +2,10 @@
 children, their children) are named once on stderr, and in `/v1/runs`, not skipped without a word."""
 
 from skycap_viewer.catalog.discovery import discover_runs
-from tests.badrecords import copy_record
-from tests.conftest import FIXTURES, run_cli
-from tests.test_web import InProcess
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.in_process import InProcess
+from tests.support.records import copy_record
 
 WHY = ("skycap records three levels below the directory given, deeper than runs are looked for (two levels): "
        "give this directory, or a folder nearer it")
@@ -28,8 +29,7 @@ def test_a_record_directory_too_deep_is_named_once_and_in_runs(tmp_path, capsys)
         assert [run["id"] for run in runs["data"]] == ["job-7"]
         assert runs["skipped"] == [{"path": str(deep), "why": WHY}]
     finally:
-        web.server.api.searches.close()
-        web.server.server_close()
+        web.close()
     summary = run_cli("summary", root)
     assert summary.returncode == 0 and summary.stderr.splitlines() == [f"skycap-viewer: {deep}: {WHY}: skipped"]
     assert run_cli("summary", root / "a" / "b").returncode == 0  # given nearer, it is a run
@@ -53,8 +53,7 @@ def test_an_entry_that_cannot_be_looked_at_hides_none_of_its_siblings(tmp_path, 
         assert capsys.readouterr().err.splitlines() == [line]
         assert [run["id"] for run in web.json("/v1/runs")["data"]] == ["job-1", "job-2"]
     finally:
-        web.server.api.searches.close()
-        web.server.server_close()
+        web.close()
     for command in ("summary", "check"):
         result = run_cli(command, root)
         assert result.returncode == 0 and result.stderr.splitlines() == [line], (command, result.stderr)

@@ -5,7 +5,8 @@ import time
 
 from skycap_viewer.server import caches
 from skycap_viewer.server.caches import DocumentCache, ViewCache
-from tests.badrecords import BASE_ID, BROKEN, copy_record
+from tests.support.corpus import BROKEN
+from tests.support.records import BASE_ID, copy_record
 
 
 def test_documents_are_bounded_by_their_json_and_the_last_one_is_kept(tmp_path):

@@ -12,7 +12,7 @@ from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.record.document import read_document
 from skycap_viewer.record.frames import compress
 from skycap_viewer.views.experts import EXPERT_ROWS
-from tests.server_process import ServerProcess
+from tests.support.server_process import ServerProcess
 
 LAYERS, K = 3, 4
 BASE = {"uint8": 200, "uint16": 60000, "int16": 30000, "int32": 2_000_000}  # near each dtype's top

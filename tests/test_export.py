@@ -17,10 +17,12 @@ import pytest
 
 from skycap_viewer.catalog.store import READERS
 from skycap_viewer.views import export
-from tests.badrecords import BROKEN, copy_record
-from tests.conftest import FIXTURES, PULLED, oracle_records, run_cli, trained_paths
-from tests.server_process import served, wait_for
-from tests.test_web import InProcess
+from tests.support.cli import run_cli
+from tests.support.corpus import BROKEN, PULLED, copy_runs
+from tests.support.in_process import InProcess, in_process_fixture
+from tests.support.oracle import oracle_records, trained_paths
+from tests.support.records import copy_record
+from tests.support.server_process import served, wait_for
 
 FILTERS = [  # (run, listing query): every kind of filter, alone and together, and sorts
     ("groups", ""),
@@ -313,21 +315,21 @@ def test_a_rewritten_record_is_not_given_another_version_s_rows(tmp_path):
         line = json.loads(b"".join(export.exported(spool, snapshot.location.path, ask)))
         assert line["row_error"].startswith("the record was rewritten after it was listed")
     finally:
-        web.server.api.searches.close()
+        web.close()
 
 
 # -- what the server holds while an export is sent ----------------------------------------------------
 
 
 @pytest.fixture
-def web(tmp_path, monkeypatch):
+def small_batches(tmp_path, monkeypatch):
+    """`groups/` and `groups2/`, exported in batches of 5 rows spooled to disk past 4 KiB."""
     monkeypatch.setattr(export, "BATCH", 5)  # every run spans batches: each starts where the one before ended
     monkeypatch.setattr(export, "SPOOL_MEMORY", 4096)
-    for name in ("groups", "groups2"):
-        shutil.copytree(FIXTURES / name, tmp_path / "root" / name)
-    server = InProcess(tmp_path / "root")
-    yield server
-    server.server.api.searches.close()
+    return copy_runs(tmp_path / "root", "groups", "groups2")
+
+
+web = in_process_fixture("small_batches")
 
 
 def test_batches_follow_one_another_in_the_listing_order(web):
@@ -372,7 +374,7 @@ def test_a_record_named_export_is_still_a_record(tmp_path):
         response = web.get("/v1/trajectories/export?run_id=names")  # the export, written as such
         assert response.headers["content-type"] == "application/x-ndjson; charset=utf-8"
     finally:
-        web.server.api.searches.close()
+        web.close()
 
 
 def test_the_file_name_keeps_only_safe_characters(tmp_path):
@@ -385,7 +387,7 @@ def test_the_file_name_keeps_only_safe_characters(tmp_path):
         assert response.status == 200
         assert response.headers["content-disposition"] == 'attachment; filename="we_ird_run_name_x-rollouts.jsonl"'
     finally:
-        web.server.api.searches.close()
+        web.close()
 
 
 # -- the terminal -------------------------------------------------------------------------------------

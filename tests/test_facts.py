@@ -10,15 +10,8 @@ import math
 
 import pytest
 
-from tests.conftest import ORACLE, oracle_records, run_cli, trained_paths
-
-
-def readable_records():
-    return [(d, rid, e) for d, rid, e in oracle_records() if d != "broken" and "paths" in e]
-
-
-READABLE = readable_records()
-IDS = [f"{d}/{r}" for d, r, _ in READABLE]
+from tests.support.cli import run_cli
+from tests.support.oracle import ORACLE, READABLE, READABLE_IDS, trained_paths
 
 
 def as_number(reward):
@@ -37,7 +30,7 @@ def test_the_catalogues_say_what_rows_show_and_why_text_only(corpus_server):
     assert mirror["text_only"] == "tokens-missing" and notes["tokens-missing"]["level"] == "warn"
 
 
-@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=IDS)
+@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=READABLE_IDS)
 @pytest.mark.slow
 def test_the_graph_says_children_roots_and_where_each_node_trains(corpus_server, directory, record_id, entry):
     graph = corpus_server.get(f"/v1/trajectories/{record_id}/graph?run_id={directory}")
@@ -53,7 +46,7 @@ def test_the_graph_says_children_roots_and_where_each_node_trains(corpus_server,
     assert {int(n["node_id"][1:]): n["trained_in"] for n in graph["nodes"] if n["trained_in"] is not None} == trained
 
 
-@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=IDS)
+@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=READABLE_IDS)
 def test_each_call_carries_the_duration_the_calls_tab_shows(corpus_server, directory, record_id, entry):
     graph = corpus_server.get(f"/v1/trajectories/{record_id}/graph?run_id={directory}")
     exchanges = corpus_server.get(f"/v1/trajectories/{record_id}/exchanges?run_id={directory}")["data"]
@@ -67,7 +60,7 @@ def test_each_call_carries_the_duration_the_calls_tab_shows(corpus_server, direc
     assert graph_durations == listed
 
 
-@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=IDS)
+@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=READABLE_IDS)
 @pytest.mark.slow
 def test_the_header_says_the_size_unit_and_reward_value(corpus_server, directory, record_id, entry):
     header = corpus_server.get(f"/v1/trajectories/{record_id}?run_id={directory}")

@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import FIXTURES
-from tests.server_process import ServerProcess, wait_for
+from tests.support.corpus import FIXTURES
+from tests.support.server_process import ServerProcess, wait_for
 
 
 def runs_of(server) -> dict:

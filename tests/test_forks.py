@@ -13,7 +13,9 @@ from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import document_path, read_document
 from skycap_viewer.record.forks import trajectory_forks
 from skycap_viewer.record.frames import compress, decompress_one_frame, zstd
-from tests.conftest import FIXTURES, ORACLE, RECORD_DIRS, oracle_records, run_cli
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import ORACLE, RECORD_DIRS, oracle_records
 
 CHECKED = [(d, rid, e["check"]) for d, rid, e in oracle_records() if e.get("check") and e["check"]["error"] is None]
 FORKED = [(d, rid, c) for d, rid, c in CHECKED if c["forks"]]

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from tests.conftest import FIXTURES, run_cli
-from tests.test_search import CATASTROPHIC, MADE, made_record, raw_nodes
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.search_records import CATASTROPHIC, MADE, made_record, raw_nodes
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,10 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import FIXTURES, ORACLE
-from tests.server_process import ServerProcess
+from tests.support.corpus import FIXTURES
+from tests.support.listings import all_groups, walk_keys
+from tests.support.oracle import ORACLE
+from tests.support.server_process import ServerProcess
 
 GROUP_RUNS = ("groups", "groups-text", "groups2")
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "created")
@@ -55,22 +57,6 @@ def expected_groups(run_id):
         group["flags"] = flags
         group["rewards"] = [e["annotations"].get("reward") for e in entries]
     return groups, modal_n
-
-
-def all_groups(server, run_id, query=""):
-    listing = server.get(f"/v1/groups?run_id={run_id}&limit=1000{query}")
-    assert not listing["has_more"]
-    return listing
-
-
-def walk_keys(value):
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from walk_keys(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from walk_keys(item)
 
 
 @pytest.mark.parametrize("run_id", GROUP_RUNS)

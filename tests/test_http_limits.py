@@ -18,8 +18,8 @@ import pytest
 from skycap_viewer.server.caches import AnswerCache
 from skycap_viewer.server.connections import HEAD_SECONDS, MAX_CONNECTIONS
 from skycap_viewer.wire import RawJson
-from tests.process_memory import PeakMemory, tree_resident_bytes
-from tests.server_process import ServerProcess, served, wait_for
+from tests.support.process_memory import PeakMemory, tree_resident_bytes
+from tests.support.server_process import ServerProcess, served, wait_for
 
 MIB = 2**20
 SLOW_HEAD = b"GET /v1/runs HTTP/1.1\r\nHost: localhost\r\nX-Slow: "  # a head that never ends

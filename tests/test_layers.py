@@ -11,6 +11,10 @@ One door is named, not counted: the package's face (`skycap_viewer/__init__.py`,
 No module of the package goes through it (they import the Python API by name, or not at all), and
 `import skycap_viewer` loads nothing of the layers: both are tested below, so the door cannot become
 an import at import time or one hidden elsewhere.
+
+The tests and the bench hold a layout too: what they share is in `tests/support/` (and the browser's
+`tests/browser/` modules that are no test), so no test module imports another, or a conftest; the
+bench's modules import each other one way only.
 """
 
 import ast
@@ -20,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "skycap_viewer"
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "skycap_viewer"
 BASE = {"skycap_viewer", "skycap_viewer.errors", "skycap_viewer.flags", "skycap_viewer.wire",
         "skycap_viewer.page"}
 ENTRY = {"skycap_viewer.cli", "skycap_viewer.__main__"}
@@ -169,6 +174,14 @@ def test_each_package_face_lists_its_modules(package):
     assert [name for name in modules if f"`{name}`" not in face] == []
 
 
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write each file (path under `root` → its text), with the directories it needs."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
 @pytest.fixture
 def bad_tree(tmp_path):
     """A package of the same shape where the record layer reaches up, two views import each other and
@@ -185,10 +198,7 @@ def bad_tree(tmp_path):
         "views/a.py": "import skycap_viewer.views.b\n",
         "views/b.py": "from skycap_viewer.views import a\n",
     }
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
+    return write_tree(root, files)
 
 
 def test_the_checks_catch_an_upward_lazy_import_a_cycle_and_the_server_grouping(bad_tree):
@@ -224,3 +234,63 @@ def test_importing_the_package_loads_no_layer_until_open_is_asked_for():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           cwd=PACKAGE.parent)
     assert done.stdout.splitlines() == ["[]", "True True"]
+
+# -- the tests' and the bench's own layout ------------------------------------------------------------
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module `path` names in an import, anywhere in it (`from a import b` names `a` and `a.b`)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def imports_of_tests(root: Path) -> list[str]:
+    """Imports of a test module (`test_*`) or a conftest by any module of `root`'s tests/ and bench/."""
+    return sorted(f"{path.relative_to(root)} imports {module}"
+                  for path in [*(root / "tests").rglob("*.py"), *(root / "bench").glob("*.py")]
+                  for module in imported_modules(path)
+                  if module.startswith("tests.") and module.split(".")[-1].startswith(("test_", "conftest")))
+
+
+def bench_graph(bench: Path) -> dict[str, set[str]]:
+    """The bench's scripts and the ones of them each imports (by their bare names: `bench/` is on the path)."""
+    scripts = {path.stem for path in bench.glob("*.py")}
+    return {path.stem: {module.split(".")[0] for module in imported_modules(path)} & scripts - {path.stem}
+            for path in bench.glob("*.py")}
+
+
+def test_no_test_module_imports_another_or_a_conftest():
+    """Shared helpers live in tests/support/ (browser ones in tests/browser/'s modules that are no test)."""
+    assert imports_of_tests(REPO) == []
+
+
+def test_the_bench_modules_form_no_cycle():
+    assert cycles(bench_graph(REPO / "bench")) == []
+
+
+def test_the_support_package_face_lists_its_modules():
+    face = ast.get_docstring(ast.parse((REPO / "tests" / "support" / "__init__.py").read_text()))
+    modules = sorted(path.stem for path in (REPO / "tests" / "support").glob("*.py") if path.stem != "__init__")
+    assert [name for name in modules if f"`{name}`" not in face] == []
+
+
+def test_the_checks_catch_a_test_importing_a_test_or_a_conftest_and_a_bench_cycle(tmp_path):
+    files = {
+        "tests/test_a.py": "def test_it():\n    from tests.test_b import helper\n",
+        "tests/browser/test_c.py": "from tests.browser import test_d\nfrom tests.support.corpus import FIXTURES\n",
+        "tests/support/x.py": "import tests.conftest\n",
+        "bench/run.py": "def later():\n    from s3 import measure\n",
+        "bench/s3.py": "from run import floor\nimport synth\n",
+        "bench/synth.py": "import json\n",
+    }
+    write_tree(tmp_path, files)
+    assert imports_of_tests(tmp_path) == ["tests/browser/test_c.py imports tests.browser.test_d",
+                                          "tests/support/x.py imports tests.conftest",
+                                          "tests/test_a.py imports tests.test_b"]
+    assert cycles(bench_graph(tmp_path / "bench")) == [["run", "s3"]]

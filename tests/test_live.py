@@ -7,19 +7,10 @@ import shutil
 import pytest
 
 from skycap_viewer.record.frames import compress, decompress_one_frame
-from tests.conftest import FIXTURES
-from tests.server_process import ServerProcess, wait_for
-from tests.test_web import InProcess
-
-
-def copy_record(source_dir, record_id, target_dir, as_name=None):
-    """Copy a record's sidecars first and its document last, through a temporary name (as skycap writes)."""
-    files = sorted(source_dir.glob(f"{record_id}.*"), key=lambda p: p.name.endswith(".json.zst"))
-    for source in files:
-        name = source.name if as_name is None else source.name.replace(record_id, as_name)
-        temporary = target_dir / f".{name}.tmp"
-        shutil.copyfile(source, temporary)
-        os.replace(temporary, target_dir / name)
+from tests.support.corpus import FIXTURES
+from tests.support.in_process import InProcess
+from tests.support.records import copy_record
+from tests.support.server_process import ServerProcess, wait_for
 
 
 def ids(server, run_id):
@@ -46,7 +37,7 @@ def test_records_and_runs_appear_change_and_go(tmp_path):
         before = server.get("/v1/trajectories/tr_g1a0a0?run_id=live")
         assert before["annotations"]["reward"] == 1
         # rewrite tr_g1a0a0 with another record's content (same id in the file name, so malformed)
-        copy_record(FIXTURES / "spec", "tr_text", run, as_name="tr_g1a0a0")
+        copy_record(FIXTURES / "spec", "tr_text", run, file_id="tr_g1a0a0")
         def rewritten():
             row = server.get("/v1/trajectories/tr_g1a0a0?run_id=live")
             return row if row["revision"] != before["revision"] else None
@@ -112,5 +103,4 @@ def test_a_rewrite_that_keeps_size_and_mtime_is_noticed(tmp_path):
         web.watcher.poll()
         assert listed() == 0
     finally:
-        web.server.api.searches.close()
-        web.server.server_close()
+        web.close()

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.server_process import served
+from tests.support.server_process import served
 
 CLIENTS = 16
 LOAD_SECONDS = 15

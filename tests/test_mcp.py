@@ -14,8 +14,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from skycap_viewer.mcp_server.bounds import ANSWER_CHARS, TooLong, fitted
-from tests.conftest import run_cli
-from tests.server_process import served
+from tests.support.cli import run_cli
+from tests.support.server_process import served
 
 pytestmark = pytest.mark.slow  # two servers over the corpus, a session of MCP calls
 REPO = Path(__file__).resolve().parents[1]

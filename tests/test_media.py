@@ -10,9 +10,12 @@ import json
 import pytest
 
 from skycap_viewer.views.trajectory import MEDIA_IN_NODE
-from tests.badrecords import copy_record
-from tests.conftest import FIXTURES, ORACLE, run_cli
-from tests.server_process import served
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.media_records import IMAGE_BYTES, MANY, heavy
+from tests.support.oracle import ORACLE
+from tests.support.records import copy_record
+from tests.support.server_process import served
 
 SPEC = FIXTURES / "spec"
 ORACLE_MEDIA = ORACLE["spec"]["records"]["tr_media"]
@@ -162,19 +165,6 @@ def test_show_without_tokens_names_the_items_without_a_range(root):
     assert "    media image · cat · 3 tokens  tokens 21–24 of the node (not shown: no tokens)" in lines
     assert "⟦" not in "\n".join(lines)
     assert "    [image_url]" in lines
-
-
-MANY = 100_000  # media items of one node
-IMAGE_BYTES = 11_000_000  # of one data URL
-
-
-def heavy(document):
-    """Node 0 with 100k media items (each a valid one-token range), node 2 with an image as an 11 MB data URL."""
-    nodes = document["nodes"]
-    item = nodes[0]["tokens"]["media"][0]
-    nodes[0]["tokens"]["media"] = [{**item, "offset": i % 20, "length": 1, "hash": f"h{i:06d}"} for i in range(MANY)]
-    nodes[2]["message"]["content"] = [{"type": "text", "text": "look"}, {
-        "type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * IMAGE_BYTES}}]
 
 
 @pytest.fixture(scope="module")

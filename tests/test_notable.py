@@ -11,7 +11,8 @@ import pytest
 
 from skycap_viewer.record.frames import decompress_one_frame
 from skycap_viewer.record.sidecars import read_sidecar
-from tests.conftest import FIXTURES, oracle_records, trained_paths
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import oracle_records, trained_paths
 
 
 def token_records():

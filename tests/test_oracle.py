@@ -5,7 +5,6 @@ silently wrong, are classified from `_notes.json` (what the damage is) and the o
 skycap said), and our reader must report them instead of showing numbers.
 """
 
-import json
 import os
 from pathlib import Path
 
@@ -16,22 +15,10 @@ from skycap_viewer.record.document import document_path, read_document
 from skycap_viewer.record.manifest import EXPECTED_ARRAYS, token_nodes
 from skycap_viewer.record.rollout import ABSENT, Rollout, bridged_value
 from skycap_viewer.record.sidecars import mask_problems, read_sidecar, read_tokens
-from tests.conftest import FIXTURES, oracle_records, trained_paths
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import ALLOWED, DAMAGED, NOTES, oracle_records, trained_paths
 
-NOTES = json.loads((FIXTURES / "_notes.json").read_text())["broken"]
 RECORDS = oracle_records()
-
-
-def format_allows(directory: str, record_id: str) -> bool:
-    """Outside `broken/` every record is valid; inside, the notes say which damage the format allows."""
-    if directory != "broken":
-        return True
-    note = NOTES[record_id]
-    return (
-        note.startswith(("VALID", "intact"))
-        or "allowed by format" in note  # unknown fields: skycap's reader is stricter than its format
-        or "manifest still lists it" in note  # a listed sidecar whose file is absent: a mirror's copy
-    )
 
 
 def reader_problems(directory: Path, record_id: str) -> list[str]:
@@ -61,10 +48,6 @@ def reader_problems(directory: Path, record_id: str) -> list[str]:
 
 def ids(records):
     return [f"{d}/{rid}" for d, rid, _ in records]
-
-
-ALLOWED = [r for r in RECORDS if format_allows(r[0], r[1])]
-DAMAGED = [r for r in RECORDS if not format_allows(r[0], r[1])]
 
 
 def test_the_corpus_is_classified():

@@ -8,25 +8,17 @@ import json
 
 import pytest
 
-from skycap_viewer.catalog.index import Catalog
-from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.frames import compress
 from skycap_viewer.server.api import Api
 from skycap_viewer.views.trajectory import WHOLE, PartLimit
 from skycap_viewer.wire import encode_json
-from tests.chain import chain_document, write_chain
-from tests.conftest import copy_corpus
+from tests.support.chain_record import chain_document, write_chain
+from tests.support.corpus import copy_corpus
+from tests.support.small_parts import SMALL, api_over
 
 CHAIN = 30_000
-SMALL = PartLimit(items=400, bytes=96 * 2**10)
 ENVELOPE = 8 * 2**10  # what a part carries beside its items: the first part's header, counts and summaries
-
-
-def api_over(root, limit=SMALL) -> Api:
-    catalog = Catalog([root])
-    Watcher(catalog).poll()
-    return Api(catalog, part_limit=limit)
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,9 @@ from skycap_viewer.catalog import pool as pool_module
 from skycap_viewer.catalog.pool import MAX_CHUNK, RowPool, announce, chunked, compute_chunk, compute_rows_here
 from skycap_viewer.catalog.rows import public
 from skycap_viewer.record.document import is_document_name
-from tests.conftest import FIXTURES, RECORD_DIRS
-from tests.server_process import ServerProcess
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import RECORD_DIRS
+from tests.support.server_process import ServerProcess
 
 
 def document_names(directory: Path) -> list[str]:

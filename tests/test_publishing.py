@@ -10,7 +10,7 @@ from skycap_viewer.catalog import watcher as watcher_module
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.rows import compute_row
 from skycap_viewer.catalog.watcher import PUBLISH_COST_FACTOR, PUBLISH_SECONDS, Watcher
-from tests.conftest import FIXTURES
+from tests.support.corpus import FIXTURES
 
 
 class Clock:

@@ -18,8 +18,10 @@ import pytest
 
 import skycap_viewer
 from skycap_viewer.errors import ApiError
-from tests.conftest import FIXTURES, RECORD_DIRS, run_cli
-from tests.server_process import served
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import RECORD_DIRS
+from tests.support.server_process import served
 
 pytestmark = pytest.mark.slow  # a server and a viewer over the whole corpus, every record asked
 
@@ -269,7 +271,7 @@ def test_a_record_written_while_the_viewer_is_open_is_listed(tmp_path):
 
 
 def test_a_store_url_opens_as_its_directory_does(tmp_path, monkeypatch):
-    from tests.s3_store import S3Store
+    from tests.support.s3_store import S3Store
 
     store = S3Store(tmp_path / "cache")
     try:

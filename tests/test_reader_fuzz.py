@@ -27,7 +27,7 @@ from skycap_viewer.record.frames import compress, decompress_one_frame
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.sidecars import read_tokens
 from skycap_viewer.views.trajectory import paths_payload
-from tests.conftest import FIXTURES
+from tests.support.corpus import FIXTURES
 
 SEEDS = [
     ("spec", "tr_tokens"),

@@ -19,8 +19,9 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import FIXTURES, NOT_CORPUS, PULLED, copy_corpus, run_cli
-from tests.server_process import ServerProcess
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES, NOT_CORPUS, PULLED, copy_corpus
+from tests.support.server_process import ServerProcess
 
 
 def fingerprint(root: Path) -> dict:

@@ -10,9 +10,10 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.badrecords import BROKEN, copy_record
-from tests.conftest import run_cli
-from tests.server_process import served
+from tests.support.cli import run_cli
+from tests.support.corpus import BROKEN
+from tests.support.records import copy_record
+from tests.support.server_process import served
 
 ODD_IDS = ["with space", "hash#tag", "what?q=1", "100%25 sure", "ünïcødé—名前", "-leading-dash", "plus+and&amp",
            "tr..dots"]

@@ -4,12 +4,11 @@ Every answer of the server over the store's URL must be the local directory's (t
 aside: a store's are named by their URL), and so must every command's. Sidecars are fetched only
 when a rollout is opened; a second start downloads nothing; the prefix is polled, so records added,
 rewritten and deleted in the store are seen; a missing credential and an unreachable endpoint are
-named in one line. `tests/s3_store.py` runs the store (moto's server mode).
+named in one line. `tests/support/s3_store.py` runs the store (moto's server mode).
 """
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -18,11 +17,13 @@ import pytest
 from skycap_viewer.catalog.object_store import ObjectStore
 from skycap_viewer.catalog.remote_copy import RemoteCopy, copy_directory
 from skycap_viewer.record.copies import ensure_local
-from tests.badrecords import copy_record, encode_document, load_document
-from tests.conftest import FIXTURES, PULLED, copy_corpus, run_cli
-from tests.s3_store import S3Store
-from tests.server_process import ServerProcess, wait_for
-from tests.test_skyrl_capture import capture_tree
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES, PULLED, copy_corpus
+from tests.support.mirrors import LOCAL_MIRROR, MIRRORED, ON_GCS, pulled_with_a_mirror
+from tests.support.records import copy_record, encode_document, load_document
+from tests.support.s3_store import S3Store
+from tests.support.server_process import ServerProcess, wait_for
+from tests.support.skyrl_capture import capture_tree
 
 ROUTES = ("paths", "graph", "exchanges", "timeline", "paths/0/messages", "paths/0/row", "retokenized", "notable")
 CHANGING = ("revision", "updated_at", "path", "source")  # what the copy says differently: when and where it was read
@@ -233,31 +234,6 @@ def test_fetched_sidecars_are_kept_within_the_cache_bound(store, tmp_path):
     assert all((copy.directory / name).exists() for name in sidecars["tr_b"])
     assert not any((copy.directory / name).exists() for name in sidecars["tr_a"]), "the older ones went"
     assert (copy.directory / "tr_a.json.zst").exists(), "documents stay: they are the listing"
-
-
-MIRRORED = "tr_5fa54f8267d222c5"  # a row of pulled/'s run index whose record is not in the copy, but mirrored
-ON_GCS = "tr_3c509741a7521e5e"  # another, mirrored on gs:// (gcsfs is not installed)
-LOCAL_MIRROR = "tr_36b6c64e3e74d609"  # a third, given a file:// mirror
-
-
-def pulled_with_a_mirror(store, tmp_path) -> tuple:
-    """`pulled/new/train` whose index names an S3 mirror for `MIRRORED`, and that record in the mirror."""
-    train = tmp_path / "new" / "train"
-    shutil.copytree(PULLED / "new" / "train", train)
-    mirror = store.url(f"mirror/{tmp_path.name}/train")
-    for step in (train / "index").glob("step-*.json"):
-        text = step.read_text().replace(f"gs://skycap-runs/grpo-demo/train/{MIRRORED}", f"{mirror}/{MIRRORED}")
-        step.write_text(text)
-    step = train / "index" / "step-2.json"  # and one row whose mirror is a local path: never followed
-    document = json.loads(step.read_text())
-    local_row = next(row for row in document["rows"] if row["id"] == LOCAL_MIRROR)
-    local_row["record"] = {"mirror": f"file:///etc/{LOCAL_MIRROR}.json.zst"}
-    step.write_text(json.dumps(document))
-    record = tmp_path / "record"
-    record.mkdir()
-    copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", record, MIRRORED)
-    store.upload(record, f"mirror/{tmp_path.name}/train")
-    return train, mirror
 
 
 def test_a_run_index_row_whose_record_is_mirrored_opens_from_the_mirror(store, tmp_path):

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.server_process import served
+from tests.support.server_process import served
 
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 LOOPBACK = ("localhost", "127.0.0.1", "[::1]")

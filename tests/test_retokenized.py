@@ -8,8 +8,10 @@ import pytest
 
 from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.views.retokenized import first_difference
-from tests.conftest import FIXTURES, ORACLE, run_cli
-from tests.server_process import ServerProcess, wait_for
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import ORACLE
+from tests.support.server_process import ServerProcess, wait_for
 
 RETOK = ORACLE["retok"]["records"]
 

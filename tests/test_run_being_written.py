@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.badrecords import FIXTURES, copy_record
-from tests.server_process import ServerProcess
+from tests.support.corpus import FIXTURES
+from tests.support.records import copy_record
+from tests.support.server_process import ServerProcess
 
 GROUPS = FIXTURES / "groups"
 ORACLE = json.loads((FIXTURES / "oracle.json").read_text())["dirs"]["groups"]["records"]

@@ -4,7 +4,7 @@ Rows the index lists get its `trained` and `superseded`, a record it says was no
 superseded, not eval) the `not-trained` flag; its rows whose record is not here are listed on request
 with where the record lives; `/v1/runs` and `summary` say what it holds. A damaged index file is named
 once and ignored; a directory without an index is listed as before. Served by the real handler in
-process (`tests/test_web.py`'s seam) over copies of the fixtures, and by the real server for stderr.
+process (`tests/support/in_process.py`) over copies of the fixtures, and by the real server for stderr.
 """
 
 import json
@@ -21,10 +21,11 @@ import pytest
 from skycap_viewer.catalog import index as catalog_index
 from skycap_viewer.catalog import run_index, store
 from skycap_viewer.catalog.run_index import IndexProblem, read_index_file
-from tests.conftest import FIXTURES, PULLED, run_cli
-from tests.process_memory import GIB, PeakMemory
-from tests.server_process import ServerProcess
-from tests.test_web import InProcess
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES, PULLED
+from tests.support.in_process import InProcess, in_process_fixture
+from tests.support.process_memory import GIB, PeakMemory
+from tests.support.server_process import ServerProcess
 
 EXPECTED = json.loads((FIXTURES / "pulled-expected.json").read_text())["layouts"]
 RUN_OF = {"new": "train", "old": "old"}  # the run id each layout's record directory is served as
@@ -43,12 +44,7 @@ def pulled(tmp_path):
     return root
 
 
-@pytest.fixture
-def web(pulled):
-    server = InProcess(pulled)
-    yield server
-    server.server.api.searches.close()
-    server.server.server_close()
+web = in_process_fixture("pulled")
 
 
 def record_dir(root, layout: str):
@@ -192,8 +188,7 @@ def test_a_directory_without_an_index_is_listed_as_before(tmp_path, pulled):
         assert plain.json("/v1/trajectories?run_id=groups&missing=true")["data"] == []
     finally:
         for server in (with_index, without, plain):
-            server.server.api.searches.close()
-            server.server.server_close()
+            server.close()
 
 
 DAMAGES = {

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from skycap_viewer.record.document import document_path, list_record_ids, read_document
-from tests.conftest import FIXTURES
+from tests.support.corpus import FIXTURES
 
 KEYS = json.loads((FIXTURES / "groups2-keys.json").read_text())
 

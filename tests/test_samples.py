@@ -9,9 +9,11 @@ import shutil
 
 import pytest
 
-from skycap_viewer.record.frames import compress, decompress_one_frame
-from tests.conftest import FIXTURES, ORACLE, run_cli
-from tests.server_process import ServerProcess
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import ORACLE
+from tests.support.sampled_records import inner_row_record, with_samples
+from tests.support.server_process import ServerProcess
 
 RULES = ORACLE["rules"]["records"]
 
@@ -95,12 +97,6 @@ def test_text_mode_trained_tokens_are_null_in_the_rows_the_export_and_the_summar
     assert "no tokens (text mode)" in run_cli("summary", tmp_path).stdout
 
 
-def with_samples(source, target, samples):
-    document = json.loads(decompress_one_frame(source.read_bytes()))
-    document["samples"] = samples
-    target.write_bytes(compress(json.dumps(document).encode()))
-
-
 @pytest.mark.parametrize("samples,problem", [
     ({"paths": "custom", "rows": [{"leaf": 99, "targets": [1]}]}, "leaf 99 names a node the graph doesn't have"),
     ({"paths": "custom", "rows": [{"leaf": 1, "targets": [0]}]}, "target 0 is not model-authored"),
@@ -122,21 +118,6 @@ def test_samples_that_do_not_fit_the_graph_are_record_problems(tmp_path, samples
         server.wait_indexed()
         row = server.get("/v1/trajectories?run_id=run")["data"][0]
         assert "malformed-record" in row["flags"] and any(problem in p for p in row["record_problems"])
-
-
-def inner_row_record(directory):
-    """A linear 3-turn record finished with a custom rule: row 0 ends at the first reply (targets: it),
-    row 1 is the whole line (targets: the last reply). skycap hands the trainer two samples."""
-    from skycap_viewer.demo.writer import RecordBuilder
-
-    builder = RecordBuilder("tr_inner_row", "tokens", meta={"task": "inner"})
-    parent = None
-    for turn in range(3):
-        parent = builder.add_model(builder.add_client(parent, "user", f"question {turn}"), f"answer {turn}")
-    builder.write(directory)
-    path = directory / "tr_inner_row.json.zst"
-    with_samples(path, path, {"paths": "custom", "rows": [{"leaf": 1, "targets": [1]}, {"leaf": 5, "targets": [5]}]})
-    return json.loads(decompress_one_frame(path.read_bytes()))
 
 
 def test_a_row_ending_at_an_inner_node_is_a_sample_of_its_own(tmp_path):

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from tests.conftest import FIXTURES, run_cli
-from tests.server_process import ServerProcess
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.server_process import ServerProcess
 
 
 def error_line(result) -> str:

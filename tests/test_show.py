@@ -14,8 +14,8 @@ from skycap_viewer.flags import FLAG_BY_NAME
 from skycap_viewer.record.document import read_document
 from skycap_viewer.record.frames import compress, decompress_one_frame
 from skycap_viewer.views.trajectory import paths_payload
-from tests.conftest import ORACLE, run_cli, trained_paths
-from tests.test_oracle import ALLOWED
+from tests.support.cli import run_cli
+from tests.support.oracle import ALLOWED, ORACLE, trained_paths
 
 SHOWN = [(d, rid, o) for d, rid, o in ALLOWED if "paths" in o and d in ("spec", "real-like", "mirror-text")]
 ESC = "\x1b"

@@ -20,9 +20,9 @@ import pytest
 from skycap_viewer.cli import main
 from skycap_viewer.demo import make
 from skycap_viewer.record.frames import compress, decompress_one_frame
-from tests.conftest import run_cli
-from tests.test_oracle import ALLOWED
-from tests.test_terminal_text import HOSTILE, RAW
+from tests.support.cli import run_cli
+from tests.support.oracle import ALLOWED
+from tests.support.terminal_text import HOSTILE, RAW
 
 FORKED = [(d, rid) for d, rid, o in ALLOWED if len(o.get("paths") or []) > 1]
 OLD_OUTPUT = Path(__file__).parent / "show_full"  # `show`'s text before it printed shared prefixes once (c143f8e)

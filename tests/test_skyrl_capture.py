@@ -12,21 +12,14 @@ import shutil
 import pytest
 
 from skycap_viewer.catalog.discovery import discover_runs, skyrl_capture_version
-from tests.badrecords import copy_record
-from tests.conftest import FIXTURES, run_cli
-from tests.server_process import ServerProcess, wait_for
-from tests.test_web import InProcess
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.in_process import InProcess
+from tests.support.records import copy_record
+from tests.support.server_process import ServerProcess, wait_for
+from tests.support.skyrl_capture import capture_tree
 
 SPEC = FIXTURES / "spec"
-
-
-def capture_tree(directory, manifest: bytes = b'{"record_version": 3, "shards": ["shard-0000", "shard-0001"]}'):
-    """A skyrl-capture directory whose two shards hold copies of skycap records."""
-    for shard in ("shard-0000", "shard-0001"):
-        (directory / "committed" / shard).mkdir(parents=True)
-        copy_record(SPEC, "tr_tokens", directory / "committed" / shard, f"tr_{shard}")
-    (directory / "manifest.json").write_bytes(manifest)
-    return directory
 
 
 @pytest.fixture
@@ -105,8 +98,7 @@ def test_the_watcher_says_it_once_not_every_poll(root, capsys):
     web.watcher.poll()
     assert capsys.readouterr().err.splitlines() == [said(root / "capture")]
     assert [run["id"] for run in web.json("/v1/runs")["data"]] == ["job-7"]
-    web.server.api.searches.close()
-    web.server.server_close()
+    web.close()
 
 
 def test_the_server_lists_no_shard_and_says_it_once(root):

@@ -8,7 +8,6 @@ import base64
 import hashlib
 import json
 import re
-import shutil
 import subprocess
 import sys
 import urllib.parse
@@ -23,26 +22,25 @@ from skycap_viewer.views import snapshot as snapshot_module
 from skycap_viewer.views.snapshot import PAGE_FILES, snapshot_data
 from skycap_viewer.views.trajectory import RecordView
 from skycap_viewer.wire import safe_file_name
-from tests.badrecords import BAD_CASES, restore_permissions, write_bad_run, write_text_record
-from tests.chain import write_chain
-from tests.conftest import FIXTURES, copy_corpus
-from tests.test_web import FORKED, InProcess
+from tests.support.bad_records import BAD_CASES, restore_permissions, write_bad_run
+from tests.support.chain_record import write_chain
+from tests.support.corpus import FIXTURES, FORKED, copy_corpus, copy_runs
+from tests.support.in_process import InProcess, in_process_fixture
+from tests.support.records import write_text_record
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = '</script><script>window.__pwned=1</script><!-- & \u2028 \u2029 </style>'
 
 
 @pytest.fixture
-def web(tmp_path):
-    root = tmp_path / "root"
-    for name in ("real-like", "groups-text"):
-        shutil.copytree(FIXTURES / name, root / name)
+def root(tmp_path):
+    root = copy_runs(tmp_path / "root", "real-like", "groups-text")
     (root / "odd").mkdir()
     write_text_record(root / "odd", 'tr_odd "name" é;x', HOSTILE, f"reply {HOSTILE}")
-    server = InProcess(root)
-    yield server
-    server.server.api.searches.close()
-    server.server.server_close()
+    return root
+
+
+web = in_process_fixture("root")
 
 
 def show_html(*args) -> subprocess.CompletedProcess:
@@ -256,8 +254,8 @@ def test_past_the_paths_it_holds_the_file_has_each_paths_summary_and_says_it_hol
 def test_every_record_of_the_corpus_and_every_bad_record_gets_a_file_or_a_clear_error(tmp_path):
     root = copy_corpus(tmp_path / "root")
     write_bad_run(root / "bad")
-    server = InProcess(root)
     try:
+        server = InProcess(root)
         rows = []
         for run in server.server.api.catalog.snapshots():
             rows += [(run.id, row["id"], row.get("unreadable")) for row in run.rows_where("1 = 1", [])]
@@ -277,8 +275,7 @@ def test_every_record_of_the_corpus_and_every_bad_record_gets_a_file_or_a_clear_
             assert data["trajectory"]["record_problems"] == verified["record_problems"]
             assert data["trajectory"]["flags"] == verified["flags"]  # the sidecars' flags too, as the drawer's
     finally:
-        server.server.api.searches.close()
-        server.server.server_close()
+        server.close()
         restore_permissions(root)
 
 

@@ -16,29 +16,18 @@ from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.server import web
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.connections import MAX_LONG_ANSWERS, LongAnswers
-from tests.badrecords import write_text_record
-from tests.process_memory import GIB, PeakMemory
-from tests.server_process import ServerProcess
+from tests.support.process_memory import GIB, PeakMemory
+from tests.support.records import write_text_record
+from tests.support.server_process import ServerProcess
+from tests.support.stalled_clients import BIG, LONG_TEXT, stalled_connection
 
 STALLED = 130
-BIG = b"GET /v1/trajectories/tr_long/paths?run_id=long HTTP/1.1\r\nHost: localhost\r\n\r\n"  # 8 MB, no gzip
-LONG_TEXT = "a long prompt " * 600_000  # 8.4 MB of message text
-
-
 @pytest.fixture(scope="module")
 def chain_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("stalled")
     (root / "long").mkdir()
     write_text_record(root / "long", "tr_long", LONG_TEXT, "ok")
     return root
-
-
-def stalled_connection(port: int) -> socket.socket:
-    connection = socket.socket()
-    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: the window stays small
-    connection.connect(("127.0.0.1", port))
-    connection.sendall(BIG)
-    return connection
 
 
 def probe_seconds(server, path: str) -> float:

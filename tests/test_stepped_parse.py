@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skycap_viewer.record.document import STEPPED_PARSE_CHARS, parse_in_steps, read_document
-from tests.chain import write_chain
+from tests.support.chain_record import write_chain
 
 DECODER = json.JSONDecoder()
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()

@@ -12,7 +12,8 @@ from skycap_viewer.commands.counts import reward_summary
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import document_path, read_document
 from skycap_viewer.record.frames import compress, decompress_one_frame
-from tests.conftest import ORACLE, RECORD_DIRS, run_cli
+from tests.support.cli import run_cli
+from tests.support.oracle import ORACLE, RECORD_DIRS
 
 
 def readable(corpus, name) -> dict[str, dict]:

@@ -9,8 +9,9 @@ import pytest
 
 from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.flags import FORCED_RUN_TOKENS
-from tests.conftest import ORACLE, copy_corpus
-from tests.server_process import ServerProcess, wait_for
+from tests.support.corpus import copy_corpus
+from tests.support.oracle import ORACLE
+from tests.support.server_process import ServerProcess, wait_for
 
 MASKS = ORACLE["masks"]["records"]
 

@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from skycap_viewer.record.frames import compress, decompress_one_frame
-from tests.conftest import FIXTURES
-from tests.test_live import copy_record
-from tests.test_web import InProcess
+from tests.support.corpus import FIXTURES
+from tests.support.in_process import InProcess
+from tests.support.records import copy_record
 
 ROUTES = ["/v1/trajectories?run_id=run", "/v1/trajectories/tr_text?run_id=run",
           "/v1/trajectories/tr_tokens/paths?run_id=run", "/v1/trajectories/tr_tokens/paths/0/messages?run_id=run",
@@ -49,8 +49,7 @@ def test_every_route_answers_valid_utf8_with_the_string_as_its_escape(root):
         messages = web.json("/v1/trajectories/tr_text/paths/0/messages?run_id=run")["messages"]
         assert messages[0]["content"] == "lone \ud800 here"
     finally:
-        web.server.api.searches.close()
-        web.server.server_close()
+        web.close()
 
 
 @pytest.mark.parametrize("args", [["show", "run/tr_text.json.zst"], ["show", "run/tr_tokens.json.zst", "--html"],

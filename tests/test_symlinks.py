@@ -8,9 +8,10 @@ import os
 
 import pytest
 
-from tests.badrecords import BROKEN, copy_record
-from tests.conftest import run_cli
-from tests.server_process import served
+from tests.support.cli import run_cli
+from tests.support.corpus import BROKEN
+from tests.support.records import copy_record
+from tests.support.server_process import served
 
 
 @pytest.fixture(scope="module")

@@ -10,16 +10,14 @@ fields and in the run directory's name. On a terminal (a pty), `export` escapes 
 import json
 import os
 import pty
-import re
 import shutil
 import subprocess
 import sys
 
 from skycap_viewer.record.frames import compress, decompress_one_frame
-from tests.conftest import FIXTURES, run_cli
-
-HOSTILE = "\x1b]0;owned\x07\x1b[2J\rfine\x9b31m\u2028 \u202eexe.txt\u2066\u200f"
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.terminal_text import HOSTILE, RAW
 
 
 def hostile_run(tmp_path):

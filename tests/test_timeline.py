@@ -9,10 +9,10 @@ import pytest
 
 from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.record.document import read_document
-from tests.conftest import FIXTURES
-from tests.server_process import ServerProcess
-from tests.test_facts import IDS, READABLE
-from tests.timeline_record import RECORD, T0, write_timeline_record
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import READABLE, READABLE_IDS
+from tests.support.server_process import ServerProcess
+from tests.support.timeline_record import RECORD, T0, write_timeline_record
 
 
 def timeline_of(server, directory: str, record_id: str) -> dict:
@@ -50,7 +50,7 @@ def ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=IDS)
+@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=READABLE_IDS)
 def test_every_call_is_drawn_from_its_start_on_its_root_s_lane(corpus_server, directory, record_id, entry):
     timeline = timeline_of(corpus_server, directory, record_id)
     document = document_of(directory, record_id)
@@ -94,7 +94,7 @@ def check_sub_lanes(timeline: dict):
         assert lane["sub_lanes"] == at_once
 
 
-@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=IDS)
+@pytest.mark.parametrize("directory,record_id,entry", READABLE, ids=READABLE_IDS)
 def test_calls_on_one_sub_lane_never_overlap(corpus_server, directory, record_id, entry):
     check_sub_lanes(timeline_of(corpus_server, directory, record_id))
 

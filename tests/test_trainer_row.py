@@ -15,8 +15,10 @@ import pytest
 from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.frames import compress, decompress_one_frame
-from tests.conftest import FIXTURES, ORACLE, oracle_records, run_cli
-from tests.server_process import served
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import ORACLE, oracle_records
+from tests.support.server_process import served
 
 CORPUS = [(d, rid, entry) for d, rid, entry in oracle_records() if d != "broken"]
 STRUCT_CODES = {"int32": "i", "float64": "d"}

@@ -12,8 +12,9 @@ import pytest
 
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.watcher import VERIFY_BATCH, VERIFY_FIRST, VERIFY_SECONDS, Watcher
-from tests.conftest import FIXTURES, run_cli
-from tests.server_process import ServerProcess, wait_for
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
+from tests.support.server_process import ServerProcess, wait_for
 
 
 def check_problems(run):

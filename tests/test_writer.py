@@ -15,7 +15,8 @@ from skycap_viewer.record.frames import decompress_one_frame
 from skycap_viewer.record.manifest import layout_problems
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.sidecars import read_present_sidecar, read_tokens
-from tests.conftest import FIXTURES, run_cli
+from tests.support.cli import run_cli
+from tests.support.corpus import FIXTURES
 
 DOCUMENT_KEYS = [
     "id", "status", "meta", "capture", "ended", "annotations", "created_at", "finished_at", "tools",

@@ -4,9 +4,9 @@ without its token, a reload is let in by the cookie, and a browser without it se
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Page
-from tests.conftest import FIXTURES
-from tests.server_process import ServerProcess
+from tests.browser.tab import Page
+from tests.support.corpus import FIXTURES
+from tests.support.server_process import ServerProcess
 
 TOKEN = "a-browser-token"
 

@@ -7,8 +7,8 @@ import socket
 from playwright.sync_api import expect
 
 from skycap_viewer.server.connections import MAX_LONG_ANSWERS
-from tests.badrecords import write_text_record
-from tests.test_stalled_clients import LONG_TEXT, stalled_connection
+from tests.support.records import write_text_record
+from tests.support.stalled_clients import LONG_TEXT, stalled_connection
 
 
 def test_a_rollout_opened_while_the_server_is_busy_shows_once_it_is_not(page_over, tmp_path):

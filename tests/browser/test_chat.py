@@ -8,9 +8,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.badrecords import write_text_record
-from tests.browser.conftest import arrives
-from tests.chain import write_chain
+from tests.browser.tab import arrives
+from tests.support.chain_record import write_chain
+from tests.support.records import write_text_record
 
 TOOLS = "tr_75f4b514aac0a32f"  # real-like: a system prompt, a tool call, its result, three more turns
 

@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 from playwright.sync_api import expect
 
-from tests.browser.test_tables import table_ids
+from tests.browser.tab import table_ids
 
 RUN = "real-like"
 

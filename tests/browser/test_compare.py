@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import expect
 
 from skycap_viewer.record.frames import compress
-from tests.chain import chain_document
+from tests.support.chain_record import chain_document
 
 GROUP = "2~c"  # groups/, step 2 task c: rewards 0.2, 0.5, 0.9, 0.5; rep 3 forked (two paths)
 

@@ -6,8 +6,8 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import downloaded
 from tests.browser.rollout_checks import Answers, check_rollout
+from tests.browser.tab import downloaded
 
 FORKED = "tr_86f0b750382298e2"  # real-like: 5 paths, 2 branch points
 FAILURES = "tr_f4c44e2c3f5f9d60"  # real-like: calls that failed
@@ -335,7 +335,7 @@ def test_a_pasted_path_past_the_last_says_which_path_it_shows(page, corpus_serve
 
 
 def test_a_drawer_whose_record_is_deleted_says_it_is_gone(page_over, corpus, tmp_path):
-    from tests.browser.conftest import copy_record
+    from tests.support.records import copy_record
 
     run = tmp_path / "going"
     run.mkdir()
@@ -394,7 +394,7 @@ def test_the_path_picker_keeps_the_picked_path_in_view(page_over, tmp_path):
 def test_a_path_carrying_two_samples_says_so(page_over, tmp_path):
     """A custom rule's row ending at an inner node: the header counts two samples, and the Path says
     which rows it carries, each a sample of its own."""
-    from tests.test_samples import inner_row_record
+    from tests.support.sampled_records import inner_row_record
 
     run = tmp_path / "inner"
     run.mkdir()

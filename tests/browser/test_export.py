@@ -5,8 +5,9 @@ import json
 
 from playwright.sync_api import expect
 
-from tests.badrecords import BROKEN, copy_record
-from tests.browser.conftest import downloaded
+from tests.browser.tab import downloaded
+from tests.support.corpus import BROKEN
+from tests.support.records import copy_record
 
 RUN = "groups"
 

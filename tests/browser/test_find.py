@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import arrives
+from tests.browser.tab import arrives
 
 HIGHLIGHT = "() => { const h = CSS.highlights.get('find-hit'); return h && h.size ? [...h][0].toString() : null; }"
 

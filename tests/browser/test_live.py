@@ -8,9 +8,10 @@ import shutil
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import arrives, copy_record, read_record, write_record
-from tests.chain import write_chain
-from tests.conftest import FIXTURES
+from tests.browser.tab import arrives
+from tests.support.chain_record import write_chain
+from tests.support.corpus import FIXTURES
+from tests.support.records import copy_record, load_document, write_record
 
 GROUPS_TEXT = FIXTURES / "groups-text"
 MARKUP = "<img src=x onerror=alert(1)>"
@@ -49,7 +50,7 @@ def test_new_records_appear_without_a_reload_keeping_the_open_group_and_drawer(p
     assert page.hash() == hash_before
     page.shot("live-after")
 
-    document = read_record(run / "tr_g1a0a0.json.zst")  # the open rollout is rewritten
+    document = load_document(run / "tr_g1a0a0.json.zst")  # the open rollout is rewritten
     document["nodes"][1]["message"]["content"] = "answer 0, revised"
     write_record(run, document)
     expect(tab.locator(".block.kind-sampled .text")).to_have_text("answer 0, revised", timeout=20_000)
@@ -58,7 +59,7 @@ def test_new_records_appear_without_a_reload_keeping_the_open_group_and_drawer(p
 def test_markup_in_a_record_shows_as_text_and_never_runs(page_over, tmp_path):
     run = tmp_path / "markup"
     run.mkdir()
-    document = read_record(GROUPS_TEXT / "tr_g1a0a0.json.zst")
+    document = load_document(GROUPS_TEXT / "tr_g1a0a0.json.zst")
     document["id"] = "tr_markup"
     document["nodes"][0]["message"]["content"] = MARKUP
     document["nodes"][1]["message"]["content"] = f"reply {MARKUP}"

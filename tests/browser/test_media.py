@@ -4,9 +4,9 @@ hash · tokens) on its node's block; shown as text, and still listed when the to
 from playwright.sync_api import expect
 
 from skycap_viewer.views.trajectory import MEDIA_IN_NODE
-from tests.badrecords import copy_record
-from tests.conftest import FIXTURES
-from tests.test_media import MANY, heavy
+from tests.support.corpus import FIXTURES
+from tests.support.media_records import MANY, heavy
+from tests.support.records import copy_record
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

@@ -7,7 +7,8 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
-from tests.badrecords import BROKEN, copy_record
+from tests.support.corpus import BROKEN
+from tests.support.records import copy_record
 
 ODD_IDS = ["hash#tag", "what?q=1", "100%25 sure", "ünï — 名前"]
 

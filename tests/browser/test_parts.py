@@ -4,19 +4,9 @@ the blocks it drew, which stay as they were)."""
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import arrives
+from tests.browser.tab import arrives, scroll_to_the_end
 
 WAIT = 120_000  # ms: the server reads 30k nodes for the first parts while the page polls (slow on a loaded machine)
-
-
-def scroll_to_the_end(tab, times=3):
-    """Wheel the drawer's content down, as far as it goes, a few times over."""
-    content = tab.locator(".drawer-content")
-    box = content.bounding_box()
-    tab.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    for _ in range(times):
-        tab.mouse.wheel(0, 10**6)
-        tab.wait_for_timeout(100)
 
 
 def test_scrolling_the_tree_and_the_path_brings_later_nodes(page_on, chain_server):

@@ -4,11 +4,11 @@ run index row whose record is only in the mirror opens from there."""
 
 from playwright.sync_api import expect
 
-from tests.badrecords import copy_record
-from tests.conftest import FIXTURES
-from tests.s3_store import S3Store
-from tests.server_process import ServerProcess
-from tests.test_remote import MIRRORED, ON_GCS, pulled_with_a_mirror
+from tests.support.corpus import FIXTURES
+from tests.support.mirrors import MIRRORED, ON_GCS, pulled_with_a_mirror
+from tests.support.records import copy_record
+from tests.support.s3_store import S3Store
+from tests.support.server_process import ServerProcess
 
 
 def test_a_run_in_a_store_opens_with_its_tokens(page_on, tmp_path):

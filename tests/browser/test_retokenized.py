@@ -7,7 +7,8 @@ import shutil
 
 from playwright.sync_api import expect
 
-from tests.conftest import FIXTURES, ORACLE
+from tests.support.corpus import FIXTURES
+from tests.support.oracle import ORACLE
 
 RETOK = ORACLE["retok"]["records"]
 

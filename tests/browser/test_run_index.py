@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from playwright.sync_api import expect
 
-from tests.conftest import FIXTURES, PULLED
+from tests.support.corpus import FIXTURES, PULLED
 
 EXPECTED = json.loads((FIXTURES / "pulled-expected.json").read_text())["layouts"]
 MARKUP = "<img src=x onerror=alert(1)>"

@@ -9,8 +9,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.layout import table_problems
-from tests.conftest import FIXTURES
-from tests.server_process import served
+from tests.support.corpus import FIXTURES
+from tests.support.server_process import served
 
 KEYS = json.loads((FIXTURES / "groups2-keys.json").read_text())
 SHOTS = "/tmp"

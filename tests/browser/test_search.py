@@ -13,8 +13,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.badrecords import write_text_record, write_token_record
-from tests.chain import write_chain
+from tests.support.chain_record import write_chain
+from tests.support.records import write_text_record, write_token_record
 
 RUN = "searchable"
 SCAFFOLD = "<s>assistant\n"

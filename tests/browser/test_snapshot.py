@@ -14,12 +14,12 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
-from tests.badrecords import write_text_record, write_token_record
-from tests.browser.conftest import ARTIFACTS, VIEWPORT, downloaded
+from tests.browser.hostile_text import DANGEROUS, HOSTILE, PAYLOADS, SCAFFOLD, dress_up
 from tests.browser.rollout_checks import Answers, check_rollout
-from tests.browser.test_hostile import DANGEROUS, HOSTILE, PAYLOADS, SCAFFOLD, dress_up
-from tests.chain import write_chain
-from tests.conftest import FIXTURES
+from tests.browser.tab import ARTIFACTS, VIEWPORT, downloaded
+from tests.support.chain_record import write_chain
+from tests.support.corpus import FIXTURES
+from tests.support.records import write_text_record, write_token_record
 
 FORKED = "tr_86f0b750382298e2"
 

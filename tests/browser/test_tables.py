@@ -5,9 +5,7 @@ from urllib.parse import quote
 
 from playwright.sync_api import expect
 
-
-def table_ids(tab):
-    return tab.locator("table.rows tr.rollout-row").evaluate_all("rows => rows.map(r => r.dataset.traj)")
+from tests.browser.tab import table_ids
 
 
 def group_keys(tab):
@@ -266,7 +264,7 @@ def test_a_narrow_window_hides_the_sidebar_and_offers_a_run_picker(page_on, corp
 
 
 def test_rollouts_with_no_group_key_are_counted_and_listed_not_hidden(page_over, corpus, tmp_path):
-    from tests.browser.conftest import copy_record
+    from tests.support.records import copy_record
 
     run = tmp_path / "mixed"
     run.mkdir()
@@ -326,7 +324,7 @@ def test_table_ids_keep_their_end_and_the_whole_id_in_the_title(page, corpus_ser
 def test_the_run_header_says_how_many_sidecars_are_verified_until_all_are(page_on, corpus, corpus_server, tmp_path):
     import shutil
 
-    from tests.server_process import ServerProcess
+    from tests.support.server_process import ServerProcess
 
     shutil.copytree(corpus / "broken", tmp_path / "broken")
     with ServerProcess([tmp_path], "--no-verify") as server:  # nothing verifies in the background: N < M stays

@@ -4,8 +4,9 @@ import json
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import copy_record, downloaded
-from tests.conftest import FIXTURES
+from tests.browser.tab import downloaded
+from tests.support.corpus import FIXTURES
+from tests.support.records import copy_record
 
 CLIPBOARD = ["clipboard-read", "clipboard-write"]
 

@@ -3,9 +3,9 @@ without time listed; a bar selects its node in Path and Tree, and the tab and no
 
 from playwright.sync_api import expect
 
-from tests.browser.test_parts import scroll_to_the_end
-from tests.chain import write_chain
-from tests.timeline_record import RECORD, write_timeline_record
+from tests.browser.tab import scroll_to_the_end
+from tests.support.chain_record import write_chain
+from tests.support.timeline_record import RECORD, write_timeline_record
 
 FORKED = "tr_86f0b750382298e2"  # real-like: two roots, five paths
 

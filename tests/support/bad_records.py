@@ -11,154 +11,16 @@ tests hold the server and `check` to it.
 """
 
 import json
-import math
 import os
 import re
 import shutil
 import stat
-from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
-from skycap_viewer.record.frames import compress, decompress_one_frame
-
-FIXTURES = Path(__file__).parent / "fixtures" / "skycap-v1"
-BROKEN = FIXTURES / "broken"
-BASE_ID = "tr_ok"  # the intact two-node token record every generated case starts from
-
-
-# --- reading and writing records -------------------------------------------------------------
-
-
-def load_document(path) -> dict:
-    return json.loads(decompress_one_frame(Path(path).read_bytes()))
-
-
-def encode_document(document) -> bytes:
-    """Compact UTF-8 JSON in one zstd frame (skycap writes orjson output the same way)."""
-    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return compress(text.encode("utf-8", "surrogatepass"))
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `path` as skycap does: a hidden temporary name in the same directory, then rename."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
-
-
-def write_record(directory, document: dict, sidecars: dict[str, bytes]) -> Path:
-    """Write sidecar files (file name → compressed bytes) then the document, each atomically."""
-    directory = Path(directory)
-    for name, data in sidecars.items():
-        atomic_write(directory / name, data)
-    path = directory / f"{document['id']}.json.zst"
-    atomic_write(path, encode_document(document))
-    return path
-
-
-def copy_record(source_dir, source_id: str, target_dir, new_id: str, edit=None) -> Path:
-    """Copy a record under a new id (its sidecar names follow), optionally editing the document."""
-    source_dir = Path(source_dir)
-    document = load_document(source_dir / f"{source_id}.json.zst")
-    document["id"] = new_id
-    sidecars = {}
-    for kind, manifest in (document.get("sidecars") or {}).items():
-        source_file = source_dir / manifest["file"]
-        manifest["file"] = f"{new_id}.{kind}.zst"
-        if source_file.is_file():
-            sidecars[manifest["file"]] = source_file.read_bytes()
-    if edit is not None:
-        edit(document)
-    return write_record(target_dir, document, sidecars)
-
-
-# --- token data from text: one token per character, like the corpus's fake renderer ----------
-
-
-def pack_arrays(arrays: list[tuple[str, str, array]]) -> tuple[bytes, dict]:
-    """Little-endian arrays at 8-aligned offsets, and their manifest entries."""
-    payload, manifest = bytearray(), {}
-    for name, dtype, values in arrays:
-        payload += bytes(-len(payload) % 8)
-        manifest[name] = {"dtype": dtype, "shape": [len(values)], "offset": len(payload)}
-        payload += values.tobytes()
-    return bytes(payload), manifest
-
-
-def set_token_texts(document: dict, texts: dict[int, tuple[str, int | None]]) -> bytes:
-    """Give token nodes new text (`{node id: (text, sampled_start)}`, others keep an empty text).
-
-    Rebuilds the tokens sidecar (returned, compressed) and every node's `tokens`, one token per
-    character, and drops the experts and sampling-mask sidecars so the record stays consistent.
-    Each node's message content becomes the text after its scaffold, so text mode agrees.
-    """
-    ids, logprobs, offsets, text = array("i"), array("d"), array("i"), bytearray()
-    for node in document["nodes"]:
-        if node.get("tokens") is None:
-            continue
-        node_text, sampled_start = texts.get(node["id"], ("", None))
-        is_model = node["author"] == "model"
-        start, byte_start = len(ids), len(text)
-        for k, char in enumerate(node_text):
-            offsets.append(len(text) - byte_start)
-            ids.append(ord(char) + 100)
-            sampled = is_model and sampled_start is not None and k >= sampled_start
-            logprobs.append(-0.01 * (k - sampled_start + 1) if sampled else (0.0 if is_model else math.nan))
-            text += char.encode("utf-8")
-        node["tokens"] = {
-            "offset": start,
-            "length": len(node_text),
-            "sampled_start": sampled_start if is_model else None,
-            "has_logprobs": is_model,
-            "text_offset": byte_start,
-            "text_bytes": len(text) - byte_start,
-            "experts_offset": None,
-            "experts_rows": 0,
-            "mask_offset": None,
-            "mask_rows": 0,
-            "media": [],
-        }
-        if isinstance(node.get("message"), dict):
-            node["message"]["content"] = node_text[sampled_start or 0 :] if is_model else node_text
-    payload, arrays = pack_arrays(
-        [
-            ("token_ids", "int32", ids),
-            ("logprobs", "float64", logprobs),
-            ("text_offsets", "int32", offsets),
-            ("text", "uint8", array("B", text)),
-        ]
-    )
-    document["sidecars"] = {"tokens": {"file": f"{document['id']}.tokens.zst", "arrays": arrays}}
-    return compress(payload)
-
-
-def write_token_record(
-    directory, record_id: str, texts: dict[int, tuple[str, int | None]], edit=None
-) -> Path:
-    """A two-node token record (user, then model) with the given texts, from `tr_ok`."""
-    document = load_document(BROKEN / f"{BASE_ID}.json.zst")
-    document["id"] = record_id
-    tokens = set_token_texts(document, texts)
-    if edit is not None:
-        edit(document)
-    return write_record(directory, document, {f"{record_id}.tokens.zst": tokens})
-
-
-def write_text_record(directory, record_id: str, user_text: str, reply_text: str, edit=None) -> Path:
-    """A two-node text-mode record (user, then model) with the given message texts."""
-
-    def as_text(document):
-        document["sidecars"] = {}
-        document["capture"] = {"mode": "text"}
-        for node, content in zip(document["nodes"], (user_text, reply_text), strict=True):
-            node["tokens"] = None
-            node["message"]["content"] = content
-        if edit is not None:
-            edit(document)
-
-    return copy_record(BROKEN, BASE_ID, directory, record_id, as_text)
-
+from skycap_viewer.record.frames import compress
+from tests.support.corpus import BROKEN
+from tests.support.records import BASE_ID, atomic_write, copy_record, load_document
 
 # --- the catalogue of bad input ---------------------------------------------------------------
 

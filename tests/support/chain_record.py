@@ -1,6 +1,6 @@
 """A legal record that is one long chain of nodes: the shape whose answers must come in parts.
 
-`python -m tests.chain N DIR` writes `DIR/chain.json.zst` of N nodes, for measuring by hand."""
+`python -m tests.support.chain_record N DIR` writes `DIR/chain.json.zst` of N nodes, for measuring by hand."""
 
 import json
 import sys
