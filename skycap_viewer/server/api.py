@@ -68,8 +68,8 @@ from skycap_viewer.views.retokenized import AROUND, AROUND_MAX
 from skycap_viewer.views.row import path_messages, trainer_row
 from skycap_viewer.views.runs_listing import found_row, rollouts_page
 from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
-from skycap_viewer.views.step_timeline import StepTimeline, step_timeline_answer
 from skycap_viewer.views.snapshot import snapshot_data, snapshot_html
+from skycap_viewer.views.step_timeline import StepTimeline, step_timeline_answer
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import Download, RawJson, encode_json, safe_file_name

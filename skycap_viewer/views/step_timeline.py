@@ -18,8 +18,8 @@ from skycap_viewer.catalog.blobs import unpack
 from skycap_viewer.catalog.rows import cut_marker
 from skycap_viewer.catalog.store import bit_flags
 from skycap_viewer.errors import ApiError, RecordError
-from skycap_viewer.record.fields import is_finite_number, iso_time, reward_as_number, wire_id
 from skycap_viewer.record.document import read_document
+from skycap_viewer.record.fields import is_finite_number, iso_time, reward_as_number, wire_id
 from skycap_viewer.views.listing import Filters
 from skycap_viewer.views.params import as_written, parse_sort, part_start
 from skycap_viewer.views.timeline import ms, time_order, times
