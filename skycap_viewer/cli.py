@@ -195,7 +195,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve = argparse.ArgumentParser(
         prog="skycap-viewer",
         description="Serve a local, read-only viewer for skycap trajectory records. "
-        "Other commands: summary, check, show, diff, grep, export (skycap-viewer COMMAND --help).",
+        "Other commands: summary, check, show, diff, grep, export, timeline (skycap-viewer COMMAND --help).",
     )
     serve.add_argument("dirs", nargs="*", metavar="DIR", help="record directories, or folders holding several")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0 picks a free one)")
@@ -280,7 +280,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     timeline.add_argument("--json", action="store_true", help="print /v1/steps/timeline's answer, every lane")
     for parser in (export, serve, show, grep, diff, timeline):
         add_file_limit(parser)
-    for parser in (serve, summary, check, show, diff, grep, export):
+    for parser in (serve, summary, check, show, diff, grep, export, timeline):
         add_store_options(parser)
     return {"serve": serve, "summary": summary, "check": check, "show": show, "diff": diff, "grep": grep,
             "export": export, "timeline": timeline}
@@ -296,7 +296,7 @@ def localise(command: str, args, copies: list) -> None:
         args.records = local_copies(args, args.records, copies)
     elif command == "grep":
         args.args = local_copies(args, args.args[:-1], copies) + args.args[-1:]
-    elif command == "export":
+    elif command in ("export", "timeline"):
         args.dir = local_copies(args, [args.dir], copies)[0]
 
 

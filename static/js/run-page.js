@@ -157,7 +157,8 @@ export class RunPage {
       (id) => this.go({...emptyState(), run: id}), {className: "run-switch", "aria-label": "run"}));
     this.drawCompareForm();
     const view = this.view();
-    const views = run.groupable ? ["groups", "rollouts", "timeline"] : run.steps?.length ? ["rollouts", "timeline"] : [];
+    const stepped = run.steps?.length ? ["timeline"] : [];
+    const views = run.groupable ? ["groups", "rollouts", ...stepped] : stepped.length ? ["rollouts", ...stepped] : [];
     replace(this.toggleBox, views.map((name) => el("button", {
       type: "button", role: "tab", className: `toggle${view === name ? " active" : ""}`, dataset: {view: name},
       "aria-selected": view === name ? "true" : "false",

@@ -19,7 +19,7 @@ const ENDINGS = [["stop", "stop"], ["length", "cut at max tokens (length)"], ["t
   ["other", "other / not said"], ["failed", "failed call"]];
 
 /** A length of time for a label. */
-export function duration(ms) {
+function duration(ms) {
   if (ms === null || ms === undefined) return "-";
   if (Math.abs(ms) < 1000) return `${Math.round(ms)} ms`;
   if (Math.abs(ms) < 60_000) return `${(ms / 1000).toFixed(1)} s`;
@@ -231,7 +231,8 @@ export class StepTimeline {
     const width = this.view.to - this.view.from;
     const moves = {
       ArrowLeft: () => this.pan(-width / 10), ArrowRight: () => this.pan(width / 10),
-      ArrowUp: () => this.selectLane(this.view.lane - 1, true), ArrowDown: () => this.selectLane(this.view.lane + 1, true),
+      ArrowUp: () => this.selectLane(this.view.lane - 1, true),
+      ArrowDown: () => this.selectLane(this.view.lane + 1, true),
       "+": () => this.zoom(0.5), "=": () => this.zoom(0.5), "-": () => this.zoom(2), 0: () => this.fit(),
       Enter: () => this.openLane(this.view.lane, null),
     };
@@ -309,9 +310,10 @@ export class StepTimeline {
     }
     const {lane, call, failure} = found;
     const what = call
-      ? `call ${call.node_id} · ${duration(call.start_ms)} → ${duration(call.end_ms)} · finish ${call.finish_reason ?? "-"}`
-        + ` · ${call.tokens ?? "-"} completion tokens`
-      : failure ? `failed call at ${duration(failure.at_ms)} · status ${failure.status ?? "-"} · ${failure.message}` : "";
+      ? `call ${call.node_id} · ${duration(call.start_ms)} → ${duration(call.end_ms)}`
+        + ` · finish ${call.finish_reason ?? "-"} · ${call.tokens ?? "-"} completion tokens`
+      : failure ? `failed call at ${duration(failure.at_ms)} · status ${failure.status ?? "-"} · ${failure.message}`
+        : "";
     this.canvas.title = [`group ${lane.group_key ?? "-"}`, laneText(lane, this.answer.critical), what]
       .filter(Boolean).join("\n");
   }
