@@ -123,7 +123,7 @@ def test_past_a_part_the_lanes_come_in_parts_from_next(web):
     assert "critical" not in rest and "origin_at" not in rest  # the first part's
 
 
-def test_the_lanes_are_read_once_per_index_generation_from_the_documents_alone(web, run_dir, monkeypatch):
+def test_the_lanes_are_read_once_while_the_step_is_unchanged_from_the_documents_alone(web, run_dir, monkeypatch):
     reads = []
     read = step_timeline_view.read_document
     monkeypatch.setattr(step_timeline_view, "read_document", lambda path: reads.append(path.name) or read(path))
@@ -136,7 +136,11 @@ def test_the_lanes_are_read_once_per_index_generation_from_the_documents_alone(w
     assert ids(timeline(web, "&from=1")) == BY_START[1:]
     assert len(reads) == 3  # other sorts and parts: the same lanes
     assert first["lanes"][0] == LANE_A
-    rollout(run_dir, "tr_step_e", created=20, calls=[(20, 25, "stop")], finished=26)  # a new generation
+    rollout(run_dir, "tr_step_f", created=0, calls=[(0, 1, "stop")], finished=2, step=4)  # a new generation...
+    web.watcher.poll()
+    assert ids(timeline(web, "&sort=duration&order=asc")) == ["tr_step_c", "tr_step_a", "tr_step_b"]
+    assert len(reads) == 3  # ...that leaves step 3 as it was
+    rollout(run_dir, "tr_step_e", created=20, calls=[(20, 25, "stop")], finished=26)  # one that does not
     web.watcher.poll()
     again = timeline(web)
     assert ids(again) == [*BY_START, "tr_step_e"] and again["critical"] == "tr_step_e"

@@ -7,11 +7,14 @@ failed or hit their token limit, and what the trainer did with each attempt (`tr
 
 The lanes are read from the step's documents alone (never a sidecar), each call and failure timed
 as a rollout's Timeline tab times it (`views.timeline`), and laid out once per run snapshot and
-step (`StepTimeline`, kept by the server per index generation): each lane is encoded then, so a
-request only picks the lanes its filters keep (the listing's own SQL), sorts them and sends a part.
+step (`StepTimeline`, kept by the server by what the step's rows are: `step_version`, once per index
+generation), each lane encoded then: a request only picks the lanes its filters keep (the listing's
+own SQL), sorts them and sends a part, and a generation that leaves the step as it was (a live run's
+records of a later step) keeps them.
 Times are milliseconds from the step's `origin_at`, the earliest start of any of its rollouts.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 
 from skycap_viewer.catalog.blobs import unpack
@@ -243,15 +246,28 @@ def timeline_part(timeline: StepTimeline, kept: set[str] | None, key: str, order
     return answer
 
 
+def step_version(snapshot, step: float) -> str:
+    """What the step's lanes are made of, as one digest: each of its rows' file version and what the store
+    says of it (the run index's `trained` and `superseded`, flags, group, task, status)."""
+    digest = hashlib.blake2b(digest_size=16)
+    with snapshot.reading() as db:
+        for row in db.execute(f"SELECT {ROW_COLUMNS}, size, mtime_ns, stamp, unreadable FROM rows WHERE step = ?"
+                              " ORDER BY name", (step,)):
+            digest.update(repr(row).encode())
+    return digest.hexdigest()
+
+
 def step_timeline_answer(snapshot, params: dict, timelines, limit: PartLimit) -> dict:
     """The `/v1/steps/timeline` answer for one run: `step` and the listing's filters (its own parser),
-    `sort` / `order`, `from`; the step's lanes laid out once and kept in `timelines` (a `ViewCache`) by
-    the run's snapshot, so a later part, another sort or other filters do not read the documents again."""
+    `sort` / `order`, `from`; the step's lanes laid out once and kept in `timelines` (a `ViewCache`) by the
+    step's version (looked up once per snapshot), so a later part, another sort, other filters or a new
+    generation that leaves the step as it was do not read the documents again."""
     filters = Filters.parse(params)
     if filters.step is None:
         raise ApiError(400, "a timeline covers one step: pass step=S")
     key, order, _ = parse_sort(params, SORTS, ("start", "asc"))
     start = part_start(params)
-    timeline = timelines.get((snapshot.id, snapshot.database, snapshot.generation, filters.step),
+    version = snapshot.memoized(("step-version", filters.step), lambda: step_version(snapshot, filters.step))
+    timeline = timelines.get((snapshot.id, snapshot.database, filters.step, version),
                              lambda: step_timeline(snapshot, filters.step))
     return timeline_part(timeline, kept_ids(snapshot, filters), key, order, start, limit)
