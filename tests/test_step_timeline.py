@@ -138,12 +138,14 @@ def test_the_lanes_are_read_once_while_the_step_is_unchanged_from_the_documents_
     assert first["lanes"][0] == LANE_A
     rollout(run_dir, "tr_step_f", created=0, calls=[(0, 1, "stop")], finished=2, step=4)  # a new generation...
     web.watcher.poll()
-    assert ids(timeline(web, "&sort=duration&order=asc")) == ["tr_step_c", "tr_step_a", "tr_step_b"]
+    kept = timeline(web, "&sort=duration&order=asc")
+    assert ids(kept) == ["tr_step_c", "tr_step_a", "tr_step_b"] and kept["version"] == first["version"]
     assert len(reads) == 3  # ...that leaves step 3 as it was
     rollout(run_dir, "tr_step_e", created=20, calls=[(20, 25, "stop")], finished=26)  # one that does not
     web.watcher.poll()
     again = timeline(web)
     assert ids(again) == [*BY_START, "tr_step_e"] and again["critical"] == "tr_step_e"
+    assert again["version"] != first["version"]
     assert len(reads) == 3 + 4
 
 

@@ -17,7 +17,7 @@ from skycap_viewer.commands.terminal import json_text, print_out, safe
 from skycap_viewer.errors import ApiError, UsageError
 from skycap_viewer.record.fields import iso_time
 from skycap_viewer.views.listing import Filters
-from skycap_viewer.views.step_timeline import kept_ids, step_timeline, timeline_part
+from skycap_viewer.views.step_timeline import kept_ids, step_timeline, step_version, timeline_part
 from skycap_viewer.views.trajectory import WHOLE
 from skycap_viewer.wire import encode_json
 
@@ -43,7 +43,7 @@ def run_timeline(directory: Path, step: str, run_id: str | None = None, as_json:
     catalog = Catalog([directory])
     Watcher(catalog, verify=False).poll()
     snapshot = chosen_run(catalog, directory, run_id)
-    timeline = step_timeline(snapshot, filters.step)
+    timeline = step_timeline(snapshot, filters.step, step_version(snapshot, filters.step))
     if not timeline.lanes and not timeline.skipped:
         raise UsageError(f"no rollouts at step {step} in {directory}")
     if as_json:

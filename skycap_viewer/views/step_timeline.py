@@ -60,6 +60,7 @@ class StepTimeline:
     rollouts it holds that could not be read (with why)."""
 
     step: float
+    version: str = ""  # `step_version`: what the step's rows were when it was laid out
     origin: float | None = None  # Unix seconds
     span_ms: float = 0.0
     critical: str | None = None
@@ -74,25 +75,27 @@ class StepTimeline:
 
 @dataclass
 class Timed:
-    """One rollout's calls and failures in Unix seconds, before the step's origin is known."""
+    """What a lane needs of one rollout, its times in Unix seconds (the step's origin is not known yet): the
+    document itself is not kept, so laying out thousands holds one document at a time."""
 
     row: tuple  # the store's (id, name, gkey, task, status, trained, superseded, flags)
-    document: dict
-    calls: list = field(default_factory=list)  # (start, end, node index, call)
-    failures: list = field(default_factory=list)  # (t, failure)
+    created: object  # the document's `created_at`, `finished_at`, `annotations.reward` as recorded
+    finished: object
+    reward: object
+    reward_number: float | None
+    calls: list = field(default_factory=list)  # (start, end, node id, finish_reason, completion tokens)
+    failures: list = field(default_factory=list)  # (t, status, message)
 
     @property
     def start(self) -> float | None:
-        created = self.document.get("created_at")
-        firsts = [t for t in (created, *(c[0] for c in self.calls[:1]), *(f[0] for f in self.failures[:1]))
+        firsts = [t for t in (self.created, *(c[0] for c in self.calls[:1]), *(f[0] for f in self.failures[:1]))
                   if is_finite_number(t)]
         return min(firsts) if firsts else None
 
     @property
     def end(self) -> float | None:
         """When the rollout ended: the latest of its calls' and failures' ends and its `finished_at`."""
-        finished = self.document.get("finished_at")
-        ends = [t for t in (finished, *(c[1] for c in self.calls), *(f[0] for f in self.failures))
+        ends = [t for t in (self.finished, *(c[1] for c in self.calls), *(f[0] for f in self.failures))
                 if is_finite_number(t)]
         return max(ends) if ends else None
 
@@ -100,12 +103,12 @@ class Timed:
 ROW_COLUMNS = "id, name, gkey, task, status, trained, superseded, flags"
 
 
-def step_timeline(snapshot, step: float) -> StepTimeline:
+def step_timeline(snapshot, step: float, version: str = "") -> StepTimeline:
     """Read every rollout of `step` in the run (`snapshot`) and lay them out on one axis."""
     with snapshot.reading() as db:
         found = db.execute(f"SELECT {ROW_COLUMNS}, unreadable, kept FROM rows WHERE step = ? ORDER BY id",
                            (step,)).fetchall()
-    timeline = StepTimeline(step)
+    timeline = StepTimeline(step, version)
     timed = []
     for *row, unreadable, kept in found:
         if unreadable:
@@ -131,21 +134,27 @@ def step_timeline(snapshot, step: float) -> StepTimeline:
 
 def timed_rollout(row: tuple, document: dict) -> Timed:
     """The rollout's calls and failures with a valid time, in time order (`views.timeline`'s reading)."""
-    timed = Timed(row, document)
+    annotations = document.get("annotations")
+    annotations = annotations if isinstance(annotations, dict) else {}
+    timed = Timed(row, document.get("created_at"), document.get("finished_at"), recorded_reward(annotations),
+                  reward_as_number(annotations))
     for node_index, at in time_order(document):
         start, end, _ = times(document, node_index, at)
         if start is None:
             continue
         if node_index is None:
-            timed.failures.append((start, document["failures"][at]))
+            failure = document["failures"][at]
+            timed.failures.append((start, failure.get("status"), str(failure.get("error") or "")[:MESSAGE_CHARS]))
         else:
-            timed.calls.append((start, end, node_index, document["nodes"][node_index]["calls"][at]))
+            call = document["nodes"][node_index]["calls"][at]
+            timed.calls.append((start, end, wire_id(document["nodes"][node_index]["id"]), call.get("finish_reason"),
+                                completion_tokens(call)))
     return timed
 
 
-def recorded_reward(annotations) -> object:
+def recorded_reward(annotations: dict) -> object:
     """The reward as the record has it: a scalar as is (text cut), anything bigger as a cut marker."""
-    reward = (annotations or {}).get("reward") if isinstance(annotations, dict) else None
+    reward = annotations.get("reward")
     if isinstance(reward, str) and len(reward) > REWARD_CHARS:
         return reward[:REWARD_CHARS] + "…"
     if isinstance(reward, (dict, list)):
@@ -166,31 +175,26 @@ def longest_gap(calls: list) -> float | None:
 def lane_of(timed: Timed, origin: float | None) -> Lane:
     """The rollout's lane, its times in ms from `origin`."""
     record_id, _, gkey, task, status, trained, superseded, bits = timed.row
-    document = timed.document
 
     def at(seconds):
         return ms(seconds - origin)
 
     start, end = timed.start, timed.end
-    calls = [{"start_ms": at(s), "end_ms": at(e), "node_id": wire_id(document["nodes"][n]["id"]),
-              "finish_reason": call.get("finish_reason"), "tokens": completion_tokens(call)}
-             for s, e, n, call in timed.calls]
-    failures = [{"at_ms": at(t), "end_ms": at(t), "status": failure.get("status"),
-                 "message": str(failure.get("error") or "")[:MESSAGE_CHARS]} for t, failure in timed.failures]
+    calls = [{"start_ms": at(s), "end_ms": at(e), "node_id": node_id, "finish_reason": reason, "tokens": tokens}
+             for s, e, node_id, reason, tokens in timed.calls]
+    failures = [{"at_ms": at(t), "end_ms": at(t), "status": status_code, "message": message}
+                for t, status_code, message in timed.failures]
     gap = longest_gap(timed.calls)
-    annotations = document.get("annotations")
     payload = {
-        "trajectory_id": record_id, "group_key": gkey, "task_id": task, "status": status,
-        "reward": recorded_reward(annotations),
-        "started_at": iso_time(document.get("created_at")), "ended_at": iso_time(document.get("finished_at")),
+        "trajectory_id": record_id, "group_key": gkey, "task_id": task, "status": status, "reward": timed.reward,
+        "started_at": iso_time(timed.created), "ended_at": iso_time(timed.finished),
         "start_ms": None if start is None else at(start), "end_ms": None if end is None else at(end),
         "trained": None if trained is None else bool(trained),
         "superseded": None if superseded is None else bool(superseded),
         "flags": bit_flags(bits), "longest_gap_ms": gap, "calls": calls, "failures": failures,
     }
-    reward = reward_as_number(annotations) if isinstance(annotations, dict) else None
-    return Lane(record_id, payload["start_ms"], payload["end_ms"], reward, task, len(calls), len(failures), gap,
-                RawJson(encode_json(payload)))
+    return Lane(record_id, payload["start_ms"], payload["end_ms"], timed.reward_number, task, len(calls),
+                len(failures), gap, RawJson(encode_json(payload)))
 
 
 def completion_tokens(call: dict):
@@ -236,7 +240,7 @@ def timeline_part(timeline: StepTimeline, kept: set[str] | None, key: str, order
     except ValueError as error:
         raise ApiError(400, str(error)) from None
     items, end, _ = window(lambda i: lanes[i].encoded, start, len(lanes), limit, size_of=len)
-    answer = {"step": as_written(timeline.step), "sort": {"key": key, "order": order}}
+    answer = {"step": as_written(timeline.step), "version": timeline.version, "sort": {"key": key, "order": order}}
     if not start:
         answer.update(origin_at=iso_time(timeline.origin), span_ms=timeline.span_ms, lanes_total=len(lanes),
                       rollouts=len(timeline.lanes) + len(timeline.skipped), critical=timeline.critical,
@@ -269,5 +273,5 @@ def step_timeline_answer(snapshot, params: dict, timelines, limit: PartLimit) ->
     start = part_start(params)
     version = snapshot.memoized(("step-version", filters.step), lambda: step_version(snapshot, filters.step))
     timeline = timelines.get((snapshot.id, snapshot.database, filters.step, version),
-                             lambda: step_timeline(snapshot, filters.step))
+                             lambda: step_timeline(snapshot, filters.step, version))
     return timeline_part(timeline, kept_ids(snapshot, filters), key, order, start, limit)

@@ -10,6 +10,7 @@
 import {get} from "./api.js";
 import {append, button, el, replace, select} from "./dom.js";
 import {num, plural} from "./format.js";
+import {duration} from "./tab-timeline.js";
 
 const LANE_HEIGHT = 14;
 const AXIS_HEIGHT = 22;
@@ -17,14 +18,6 @@ const MOST_HEIGHT = 560;  // px of lanes in sight at once; the rest scroll
 const SORTS = [["start", "start"], ["end", "end"], ["duration", "duration"], ["reward", "reward"], ["task", "task"]];
 const ENDINGS = [["stop", "stop"], ["length", "cut at max tokens (length)"], ["tool_calls", "tool calls"],
   ["other", "other / not said"], ["failed", "failed call"]];
-
-/** A length of time for a label. */
-function duration(ms) {
-  if (ms === null || ms === undefined) return "-";
-  if (Math.abs(ms) < 1000) return `${Math.round(ms)} ms`;
-  if (Math.abs(ms) < 60_000) return `${(ms / 1000).toFixed(1)} s`;
-  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
-}
 
 /** How a call ended, as the legend and the colours name it. */
 function ending(call) {
@@ -95,7 +88,8 @@ export class StepTimeline {
     let first;
     try {
       const {body, changed} = await get("/steps/timeline", params, {poll: true});
-      if (key !== this.key || (poll && !changed)) return;
+      // a poll draws again only when the step's lanes changed (a new generation of another step's records: not)
+      if (key !== this.key || (poll && (!changed || body.version === this.answer?.version))) return;
       first = body;
     } catch (error) {
       if (key !== this.key) return;
@@ -105,7 +99,7 @@ export class StepTimeline {
     }
     this.answer = first;
     this.lanes = [...first.lanes];
-    this.view = {from: 0, to: Math.max(first.span_ms, 1), top: 0, lane: 0};
+    if (!poll) this.view = {from: 0, to: Math.max(first.span_ms, 1), top: 0, lane: 0};  // a poll keeps the place
     this.build();
     for (let next = first.part?.next; next !== undefined && next !== null;) {
       const part = await get("/steps/timeline", {...params, from: next});
