@@ -33,6 +33,7 @@ SORTS = ("start", "end", "duration", "reward", "task")
 MESSAGE_CHARS = 300  # of a failure's `error`: the upstream body can be 2,000 characters
 REWARD_CHARS = 200  # of a reward recorded as text
 SKIPPED_SHOWN = 100  # rollouts of the step that could not be read, named in the first part
+PART_BYTES = 2**20  # of lanes in a part (about 330 of 30 calls): a first screen needs a few dozen, not thousands
 
 
 @dataclass
@@ -274,4 +275,4 @@ def step_timeline_answer(snapshot, params: dict, timelines, limit: PartLimit) ->
     version = snapshot.memoized(("step-version", filters.step), lambda: step_version(snapshot, filters.step))
     timeline = timelines.get((snapshot.id, snapshot.database, filters.step, version),
                              lambda: step_timeline(snapshot, filters.step, version))
-    return timeline_part(timeline, kept_ids(snapshot, filters), key, order, start, limit)
+    return timeline_part(timeline, kept_ids(snapshot, filters), key, order, start, limit.within(PART_BYTES))
