@@ -100,3 +100,26 @@ def test_the_lanes_follow_the_sort_the_band_and_the_filters(page_over, tmp_path)
     expect(tab.locator(".st-summary")).to_contain_text("1 lane of 3 rollouts")
     tab.select_option(".st-controls select[data-filter=timeline-step]", "4")
     expect(tab.locator(".st-lanes li")).to_contain_text("No rollout of this step passes the filters.")
+
+
+def test_the_drawing_zooms_pans_and_moves_between_lanes_by_key(page_over, tmp_path):
+    page, tab = open_timeline(page_over, tmp_path)
+    canvas = tab.locator(".st-canvas")
+    canvas.focus()
+
+    def window():
+        return canvas.evaluate("(c) => [+c.dataset.from, +c.dataset.to]")
+
+    assert window() == [0, 12000]
+    tab.keyboard.press("+")  # around the middle
+    tab.wait_for_function("() => document.querySelector('.st-canvas').dataset.to === '9000'")
+    assert window() == [3000, 9000]
+    tab.keyboard.press("ArrowRight")  # a tenth of the window
+    tab.wait_for_function("() => document.querySelector('.st-canvas').dataset.to === '9600'")
+    tab.keyboard.press("0")
+    tab.wait_for_function("() => document.querySelector('.st-canvas').dataset.to === '12000'")
+    tab.keyboard.press("ArrowDown")
+    expect(tab.locator(".st-readout")).to_contain_text("tr_step_c · 500 ms → 2.0 s · 1 call · superseded")
+    tab.keyboard.press("Enter")
+    expect(tab.locator("#drawer .tab[data-tab=timeline]")).to_have_attribute("aria-selected", "true")
+    assert "/t/tr_step_c" in page.hash() and "node=n1" in page.hash()
