@@ -1,5 +1,5 @@
 """A step on one time axis: `/v1/steps/timeline` and `skycap-viewer timeline`, against a run whose call times
-are known (`tests/step_timeline_run.py`) with a run index marking trained and superseded attempts.
+are known (`tests/support/step_timeline_run.py`) with a run index marking trained and superseded attempts.
 
 Served by the real handler in process (`tests/test_web.py`'s seam); the command is run as a user runs it.
 """
@@ -12,7 +12,7 @@ import pytest
 from skycap_viewer.views import step_timeline as step_timeline_view
 from skycap_viewer.views.trajectory import PartLimit
 from tests.conftest import run_cli
-from tests.step_timeline_run import BY_START, CRITICAL, STEP, rollout, write_step_run
+from tests.support.step_timeline_run import BY_START, CRITICAL, STEP, rollout, write_step_run
 from tests.test_web import InProcess
 
 LANE_A = {

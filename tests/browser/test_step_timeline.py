@@ -1,11 +1,11 @@
 """The run page's Timeline view in Chromium: a step's rollouts as lanes on one canvas, over a run whose call
-times are known (`tests/step_timeline_run.py`): the lane list's count and order, the bars' colours by how
+times are known (`tests/support/step_timeline_run.py`): the lane list's count and order, the bars' colours by how
 each call ended, superseded lanes shaded, a click on a bar opening the rollout's drawer on its Timeline tab
 at that call, the keyboard's way in through the lane list, and the run page's sort, band and filters."""
 
 from playwright.sync_api import expect
 
-from tests.step_timeline_run import BY_START, CRITICAL, write_step_run
+from tests.support.step_timeline_run import BY_START, CRITICAL, write_step_run
 
 LANE_HEIGHT, AXIS_HEIGHT = 14, 22  # static/js/step-timeline.js
 
