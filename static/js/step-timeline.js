@@ -85,6 +85,10 @@ export class StepTimeline {
       replace(this.body(), el("p", {className: "notice"}, "Pick a step."));
       return;
     }
+    if (!poll) {
+      replace(this.body(), el("p", {className: "muted st-loading"},
+        "reading the step's rollouts… (the first time a step is asked, the server reads every rollout of it)"));
+    }
     let first;
     try {
       const {body, changed} = await get("/steps/timeline", params, {poll: true});
@@ -156,7 +160,8 @@ export class StepTimeline {
     const skipped = answer.skipped_count ? el("p", {className: "notice warn st-skipped"},
       `${plural(answer.skipped_count, "rollout")} of this step could not be read: `,
       answer.skipped.map((s) => `${s.trajectory_id} (${s.why})`).join("; ")) : null;
-    this.list = el("ol", {className: "st-lanes", "aria-label": `lanes of step ${answer.step}`});
+    this.list = el("ol", {className: "st-lanes", "aria-label": `lanes of step ${answer.step}`,
+      onkeydown: (event) => this.onListKey(event)});
     this.canvas = el("canvas", {className: "st-canvas", tabindex: "0", role: "img",
       "aria-label": `step ${answer.step}: ${plural(answer.lanes_total, "lane")} on one time axis; `
         + "the list beside it names each lane"});
@@ -171,14 +176,25 @@ export class StepTimeline {
     this.draw();
   }
 
-  /** The lane list's items for `lanes`, the first at position `from`. */
+  /** The lane list's items for `lanes`, the first at position `from`. One of them is in the tab order (the
+   *  current lane's): ↑ / ↓, Home and End move along the list, so Tab passes a step of thousands in one. */
   listLanes(lanes, from) {
     const critical = this.answer.critical;
     this.list.append(...lanes.map((lane, i) => el("li", {},
       el("button", {type: "button", className: `st-lane${lane.trajectory_id === critical ? " critical" : ""}`,
+        tabindex: from + i === this.view.lane ? "0" : "-1",
         dataset: {traj: lane.trajectory_id, lane: from + i}, title: `group ${lane.group_key ?? "-"}`,
         onfocus: () => this.selectLane(from + i), onclick: () => this.openLane(from + i, null)},
       laneText(lane, critical)))));
+  }
+
+  /** ↑ / ↓ / Home / End in the lane list: focus the lane above, below, first or last. */
+  onListKey(event) {
+    const moves = {ArrowUp: this.view.lane - 1, ArrowDown: this.view.lane + 1, Home: 0, End: this.lanes.length - 1};
+    if (!(event.key in moves)) return;
+    event.preventDefault();
+    event.stopPropagation();
+    this.selectLane(moves[event.key], true);
   }
 
   wire() {
@@ -225,8 +241,8 @@ export class StepTimeline {
     const width = this.view.to - this.view.from;
     const moves = {
       ArrowLeft: () => this.pan(-width / 10), ArrowRight: () => this.pan(width / 10),
-      ArrowUp: () => this.selectLane(this.view.lane - 1, true),
-      ArrowDown: () => this.selectLane(this.view.lane + 1, true),
+      ArrowUp: () => this.selectLane(this.view.lane - 1),
+      ArrowDown: () => this.selectLane(this.view.lane + 1),
       "+": () => this.zoom(0.5), "=": () => this.zoom(0.5), "-": () => this.zoom(2), 0: () => this.fit(),
       Enter: () => this.openLane(this.view.lane, null),
     };
@@ -272,15 +288,27 @@ export class StepTimeline {
     this.draw();
   }
 
-  /** Make lane `index` the current one (marked, in sight, its item focusable); `focus`: move focus there. */
+  /** Make lane `index` the current one (marked, in sight, its item the list's one in the tab order); `focus`:
+   *  move the focus to its item. */
   selectLane(index, focus = false) {
     if (!this.lanes.length) return;
     const lane = Math.max(0, Math.min(index, this.lanes.length - 1));
+    const item = (at) => this.list.querySelector(`button[data-lane="${at}"]`);
+    item(this.view.lane)?.setAttribute("tabindex", "-1");
+    item(lane)?.setAttribute("tabindex", "0");
     this.view.lane = lane;
     if (lane < this.view.top) this.view.top = lane;
     if (lane >= this.view.top + this.lanesInSight()) this.view.top = this.clampTop(lane - this.lanesInSight() + 1);
     this.readout.textContent = laneText(this.lanes[lane], this.answer.critical);
-    if (focus) this.list.querySelector(`button[data-lane="${lane}"]`)?.scrollIntoView({block: "nearest"});
+    const node = item(lane);
+    if (focus) node?.focus();
+    else if (node) {  // in sight in the list, without scrolling the page
+      const list = this.list;
+      if (node.offsetTop < list.scrollTop) list.scrollTop = node.offsetTop;
+      else if (node.offsetTop + node.offsetHeight > list.scrollTop + list.clientHeight) {
+        list.scrollTop = node.offsetTop + node.offsetHeight - list.clientHeight;
+      }
+    }
     this.draw();
   }
 

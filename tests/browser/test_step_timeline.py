@@ -80,7 +80,14 @@ def test_a_bar_opens_its_rollouts_drawer_on_the_timeline_tab_at_that_call(page_o
 
 def test_the_lane_list_is_the_keyboards_way_in(page_over, tmp_path):
     page, tab = open_timeline(page_over, tmp_path)
-    tab.locator(f'.st-lanes button[data-traj="{CRITICAL}"]').focus()
+    lanes = tab.locator(".st-lanes button.st-lane")
+    assert lanes.evaluate_all("(nodes) => nodes.map((n) => n.tabIndex)") == [0, -1, -1]  # one tab stop
+    tab.locator(".st-controls [data-zoom=fit]").focus()
+    tab.keyboard.press("Tab")
+    expect(lanes.first).to_be_focused()
+    tab.keyboard.press("End")  # along the list by arrows, Home and End
+    expect(tab.locator(f'.st-lanes button[data-traj="{CRITICAL}"]')).to_be_focused()
+    assert lanes.evaluate_all("(nodes) => nodes.map((n) => n.tabIndex)") == [-1, -1, 0]
     expect(tab.locator(".st-readout")).to_contain_text(f"{CRITICAL} · 2.0 s → 12.0 s · 1 call · 1 failure")
     tab.keyboard.press("Enter")
     expect(tab.locator('#drawer .tl-bar.node-selected')).to_have_attribute("data-node", "n1")
@@ -120,6 +127,8 @@ def test_the_drawing_zooms_pans_and_moves_between_lanes_by_key(page_over, tmp_pa
     tab.wait_for_function("() => document.querySelector('.st-canvas').dataset.to === '12000'")
     tab.keyboard.press("ArrowDown")
     expect(tab.locator(".st-readout")).to_contain_text("tr_step_c · 500 ms → 2.0 s · 1 call · superseded")
+    expect(canvas).to_be_focused()  # the drawing keeps the focus; the list's tab stop follows
+    expect(tab.locator('.st-lanes button[data-traj="tr_step_c"]')).to_have_attribute("tabindex", "0")
     tab.keyboard.press("Enter")
     expect(tab.locator("#drawer .tab[data-tab=timeline]")).to_have_attribute("aria-selected", "true")
     assert "/t/tr_step_c" in page.hash() and "node=n1" in page.hash()
