@@ -145,8 +145,15 @@ def test_the_lanes_are_read_once_while_the_step_is_unchanged_from_the_documents_
     web.watcher.poll()
     again = timeline(web)
     assert ids(again) == [*BY_START, "tr_step_e"] and again["critical"] == "tr_step_e"
-    assert again["version"] != first["version"]
-    assert len(reads) == 3 + 4
+    assert again["version"] != first["version"] and again["lanes"][0] == LANE_A
+    assert reads[3:] == ["tr_step_e.json.zst"]  # only what is new: the other lanes were kept
+    rollout(run_dir, "tr_step_0", created=-5, calls=[(-4, -3, "stop")], finished=-2)  # before the origin:
+    web.watcher.poll()
+    moved = timeline(web)
+    moved_ids = ["tr_step_0", *BY_START, "tr_step_e"]
+    assert ids(moved) == moved_ids and moved["span_ms"] == 31000.0
+    assert moved["lanes"][1]["calls"][0]["start_ms"] == 6000.0  # every lane on the new axis...
+    assert sorted(reads[4:]) == sorted(f"{record_id}.json.zst" for record_id in moved_ids)  # ...read again, once
 
 
 def test_without_a_run_index_trained_and_superseded_are_null(tmp_path):

@@ -15,8 +15,9 @@ can no longer come up (an older index generation, an older file version) just ag
   `RECORD_VIEW_CACHE_NODES` nodes (the last one made kept whatever its size), so each part
   of a big record's answers does not build its rollout again.
 - A step's lanes (`views.step_timeline.StepTimeline`, what `/v1/steps/timeline` parts are cut from):
-  `ViewCache` by (run, its database, step, the step's rows' digest: `step_version`, one per snapshot
-  in `Snapshot.memo`), `STEP_TIMELINE_CACHE_STEPS` of
+  `ViewCache` by (run, its database, step), laid out again when the step's rows' digest moves
+  (`step_version`, one per snapshot in `Snapshot.memo`), reading only the changed rollouts;
+  `STEP_TIMELINE_CACHE_STEPS` of
   them and at most `STEP_TIMELINE_CACHE_BYTES` of encoded lanes (the last one made kept whatever its size).
 - Elsewhere, beside what they cache: a snapshot's derived answers (the picker's value tables) in
   `Snapshot.memo`, one snapshot's life long; an encoded answer's gzip form on the `RawJson`

@@ -41,6 +41,8 @@ class Lane:
     """One rollout of the step as sent (`encoded`), with what lanes are sorted by and the CLI prints."""
 
     trajectory_id: str
+    source: tuple  # what it was read from: the store's row and the document's version (`step_timeline`)
+    start_at: float | None  # Unix seconds: where it starts, whatever the step's origin
     start_ms: float | None
     end_ms: float | None
     reward: float | None  # as a number to sort by (`reward_as_number`)
@@ -80,6 +82,7 @@ class Timed:
     document itself is not kept, so laying out thousands holds one document at a time."""
 
     row: tuple  # the store's (id, name, gkey, task, status, trained, superseded, flags)
+    source: tuple  # the row and the document's (size, mtime_ns, stamp)
     created: object  # the document's `created_at`, `finished_at`, `annotations.reward` as recorded
     finished: object
     reward: object
@@ -104,26 +107,40 @@ class Timed:
 ROW_COLUMNS = "id, name, gkey, task, status, trained, superseded, flags"
 
 
-def step_timeline(snapshot, step: float, version: str = "") -> StepTimeline:
-    """Read every rollout of `step` in the run (`snapshot`) and lay them out on one axis."""
+def step_timeline(snapshot, step: float, version: str = "", previous: StepTimeline | None = None) -> StepTimeline:
+    """Read every rollout of `step` in the run (`snapshot`) and lay them out on one axis. Given the step's
+    `previous` lanes, a rollout whose row and document are as they were keeps its lane unread (a live step
+    gains a few rollouts a poll), unless the step's origin moved: then those are read again too."""
     with snapshot.reading() as db:
-        found = db.execute(f"SELECT {ROW_COLUMNS}, unreadable, kept FROM rows WHERE step = ? ORDER BY id",
-                           (step,)).fetchall()
+        found = db.execute(f"SELECT {ROW_COLUMNS}, size, mtime_ns, stamp, unreadable, kept FROM rows WHERE step = ?"
+                           " ORDER BY id", (step,)).fetchall()
     timeline = StepTimeline(step, version)
-    timed = []
-    for *row, unreadable, kept in found:
-        if unreadable:
-            timeline.skipped.append({"trajectory_id": row[0], "why": unpack(kept).get("error")})
-            continue
+    before = {lane.source: lane for lane in previous.lanes} if previous is not None else {}
+    reused, timed = [], []
+
+    def read(source: tuple):
+        row = source[:-3]  # less (size, mtime_ns, stamp)
         try:
-            document = read_document(snapshot.location.path / row[1])
+            timed.append(timed_rollout(row, source, read_document(snapshot.location.path / row[1])))
         except RecordError as error:
             timeline.skipped.append({"trajectory_id": row[0], "why": str(error)})
-            continue
-        timed.append(timed_rollout(tuple(row), document))
-    starts = [t.start for t in timed if t.start is not None]
+
+    for *row, size, mtime_ns, stamp, unreadable, kept in found:
+        source = (*row, size, mtime_ns, stamp)
+        if unreadable:
+            timeline.skipped.append({"trajectory_id": row[0], "why": unpack(kept).get("error")})
+        elif source in before:
+            reused.append(before[source])
+        else:
+            read(source)
+    starts = [lane.start_at for lane in reused if lane.start_at is not None]
+    starts += [t.start for t in timed if t.start is not None]
     timeline.origin = min(starts) if starts else None
-    lanes = [lane_of(t, timeline.origin) for t in timed]
+    if reused and timeline.origin != previous.origin:  # the axis moved: the kept lanes are read again on it
+        for lane in reused:
+            read(lane.source)
+        reused = []
+    lanes = reused + [lane_of(t, timeline.origin) for t in timed]
     lanes.sort(key=lambda lane: (lane.start_ms is None, lane.start_ms or 0, lane.trajectory_id))
     timeline.lanes = lanes
     ended = [lane for lane in lanes if lane.end_ms is not None]
@@ -133,11 +150,11 @@ def step_timeline(snapshot, step: float, version: str = "") -> StepTimeline:
     return timeline
 
 
-def timed_rollout(row: tuple, document: dict) -> Timed:
+def timed_rollout(row: tuple, source: tuple, document: dict) -> Timed:
     """The rollout's calls and failures with a valid time, in time order (`views.timeline`'s reading)."""
     annotations = document.get("annotations")
     annotations = annotations if isinstance(annotations, dict) else {}
-    timed = Timed(row, document.get("created_at"), document.get("finished_at"), recorded_reward(annotations),
+    timed = Timed(row, source, document.get("created_at"), document.get("finished_at"), recorded_reward(annotations),
                   reward_as_number(annotations))
     for node_index, at in time_order(document):
         start, end, _ = times(document, node_index, at)
@@ -194,7 +211,8 @@ def lane_of(timed: Timed, origin: float | None) -> Lane:
         "superseded": None if superseded is None else bool(superseded),
         "flags": bit_flags(bits), "longest_gap_ms": gap, "calls": calls, "failures": failures,
     }
-    return Lane(record_id, payload["start_ms"], payload["end_ms"], timed.reward_number, task, len(calls),
+    return Lane(record_id, timed.source, start, payload["start_ms"], payload["end_ms"], timed.reward_number, task,
+                len(calls),
                 len(failures), gap, RawJson(encode_json(payload)))
 
 
@@ -264,15 +282,20 @@ def step_version(snapshot, step: float) -> str:
 
 def step_timeline_answer(snapshot, params: dict, timelines, limit: PartLimit) -> dict:
     """The `/v1/steps/timeline` answer for one run: `step` and the listing's filters (its own parser),
-    `sort` / `order`, `from`; the step's lanes laid out once and kept in `timelines` (a `ViewCache`) by the
-    step's version (looked up once per snapshot), so a later part, another sort, other filters or a new
-    generation that leaves the step as it was do not read the documents again."""
+    `sort` / `order`, `from`; the step's lanes laid out once and kept in `timelines` (a `ViewCache`) by run
+    and step, laid out again only when the step's version (looked up once per snapshot) moved, then reading
+    only what changed: a later part, another sort, other filters or a new generation do not read the
+    documents again."""
     filters = Filters.parse(params)
     if filters.step is None:
         raise ApiError(400, "a timeline covers one step: pass step=S")
     key, order, _ = parse_sort(params, SORTS, ("start", "asc"))
     start = part_start(params)
     version = snapshot.memoized(("step-version", filters.step), lambda: step_version(snapshot, filters.step))
-    timeline = timelines.get((snapshot.id, snapshot.database, filters.step, version),
-                             lambda: step_timeline(snapshot, filters.step, version))
+    kept_as = (snapshot.id, snapshot.database, filters.step)
+    timeline = timelines.get(kept_as, lambda: step_timeline(snapshot, filters.step, version))
+    if timeline.version != version:
+        previous = timeline
+        timelines.drop(kept_as)
+        timeline = timelines.get(kept_as, lambda: step_timeline(snapshot, filters.step, version, previous))
     return timeline_part(timeline, kept_ids(snapshot, filters), key, order, start, limit.within(PART_BYTES))
