@@ -6,12 +6,12 @@ failed or hit their token limit, and what the trainer did with each attempt (`tr
 `superseded`, as the run index says and the store keeps on the rows).
 
 The lanes are read from the step's documents alone (never a sidecar), each call and failure timed
-as a rollout's Timeline tab times it (`views.timeline`), and laid out once per run snapshot and
-step (`StepTimeline`, kept by the server by what the step's rows are: `step_version`, once per index
-generation), each lane encoded then: a request only picks the lanes its filters keep (the listing's
-own SQL), sorts them and sends a part, and a generation that leaves the step as it was (a live run's
-records of a later step) keeps them.
-Times are milliseconds from the step's `origin_at`, the earliest start of any of its rollouts.
+as a rollout's Timeline tab times it (`views.timeline`), each lane encoded once (`StepTimeline`, kept
+by the server per run and step): a request only picks the lanes its filters keep (the listing's own
+SQL), sorts them and sends a part. The step's rows are looked at once per index generation
+(`step_version`); when they changed, only the new or changed rollouts are read again (a live step
+gains a few a poll). Times are milliseconds from the step's `origin_at`, the earliest start of any of
+its rollouts (whatever the filters keep, so the axis stays put).
 """
 
 import hashlib
@@ -212,8 +212,7 @@ def lane_of(timed: Timed, origin: float | None) -> Lane:
         "flags": bit_flags(bits), "longest_gap_ms": gap, "calls": calls, "failures": failures,
     }
     return Lane(record_id, timed.source, start, payload["start_ms"], payload["end_ms"], timed.reward_number, task,
-                len(calls),
-                len(failures), gap, RawJson(encode_json(payload)))
+                len(calls), len(failures), gap, RawJson(encode_json(payload)))
 
 
 def completion_tokens(call: dict):
