@@ -1,5 +1,5 @@
-"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff`, `grep`, `export` in a terminal,
-or `mcp` for a coding agent.
+"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff`, `grep`, `export`, `timeline`
+in a terminal, or `mcp` for a coding agent.
 
 Arguments are parsed and checked here, so the server and the commands receive directories
 that exist and group keys that are not empty. Usage errors and unreadable arguments exit 2
@@ -21,7 +21,7 @@ from skycap_viewer.record.document import is_document_name, record_id_of
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, WITHIN, Query
 
-COMMANDS = ("summary", "check", "show", "diff", "grep", "export", "mcp")
+COMMANDS = ("summary", "check", "show", "diff", "grep", "export", "timeline", "mcp")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
 
 
@@ -189,7 +189,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve = argparse.ArgumentParser(
         prog="skycap-viewer",
         description="Serve a local, read-only viewer for skycap trajectory records. "
-        "Other commands: summary, check, show, diff, grep, export, mcp (skycap-viewer COMMAND --help).",
+        "Other commands: summary, check, show, diff, grep, export, timeline, mcp (skycap-viewer COMMAND --help).",
     )
     serve.add_argument("dirs", nargs="*", metavar="DIR", help="record directories, or folders holding several")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0 picks a free one)")
@@ -266,12 +266,18 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     for name in ("annotation", "flag", "exclude-flag"):
         export.add_argument(f"--{name}", action="append", metavar="VALUE", help="repeatable")
     export.add_argument("--format", choices=("rollouts", "rows"), help="rows: each record's trainer rows too")
-    for parser in (export, serve, show, grep, diff):
+    timeline = argparse.ArgumentParser(prog="skycap-viewer timeline", description="One training step's rollouts on "
+                                       "one time axis: a line per rollout, the one that ended last first.")
+    timeline.add_argument("dir", metavar="DIR", help="a record directory, or a folder of runs with --run-id")
+    timeline.add_argument("--step", required=True, metavar="S", help="the step (meta.step)")
+    timeline.add_argument("--run-id", metavar="RUN", help="the run, when DIR holds several")
+    timeline.add_argument("--json", action="store_true", help="print /v1/steps/timeline's answer, every lane")
+    for parser in (export, serve, show, grep, diff, timeline):
         add_file_limit(parser)
-    for parser in (serve, summary, check, show, diff, grep, export):
+    for parser in (serve, summary, check, show, diff, grep, export, timeline):
         add_store_options(parser)
     return {"serve": serve, "summary": summary, "check": check, "show": show, "diff": diff, "grep": grep,
-            "export": export, "mcp": mcp_parser()}
+            "export": export, "timeline": timeline, "mcp": mcp_parser()}
 
 
 def mcp_parser() -> argparse.ArgumentParser:
@@ -310,7 +316,7 @@ def localise(command: str, args, copies: list) -> None:
         args.records = local_copies(args, args.records, copies)
     elif command == "grep":
         args.args = local_copies(args, args.args[:-1], copies) + args.args[-1:]
-    elif command == "export":
+    elif command in ("export", "timeline"):
         args.dir = local_copies(args, [args.dir], copies)[0]
 
 
@@ -352,6 +358,10 @@ def main(argv=None) -> int:
             from skycap_viewer.commands.export import export_params, run_export
 
             return run_export(existing_directories([args.dir])[0], export_params(args))
+        if command == "timeline":
+            from skycap_viewer.commands.timeline import run_timeline
+
+            return run_timeline(existing_directories([args.dir])[0], args.step, args.run_id, as_json=args.json)
         from skycap_viewer.server.serve import run_serve
 
         for copy in copies:

@@ -59,6 +59,7 @@ def route_targets(web):
         "search": "/v1/search?run_id=groups&text=no-such-text",
         "compare_runs": "/v1/compare/runs?a=groups&b=real-like",
         "lineage": "/v1/lineage?run_id=groups&key=instance_id&value=a",
+        "step_timeline": "/v1/steps/timeline?run_id=groups&step=2",
     }
 
 

@@ -6,5 +6,6 @@
 - `summary`: what each run holds, from its documents (`counts`: the run statistics it prints).
 - `export`: the rows a listing's filters keep, as JSON lines.
 - `grep`: the API's run-wide text search.
+- `timeline`: one step's rollouts on one time axis, a line each (`/v1/steps/timeline`'s lanes).
 - `terminal`: colour on a terminal only, a progress line, record text escaped for a terminal.
 """

@@ -29,6 +29,8 @@ from skycap_viewer.server.caches import (
     PATHS_CACHE_BYTES,
     RECORD_VIEW_CACHE_NODES,
     RECORD_VIEW_CACHE_SIZE,
+    STEP_TIMELINE_CACHE_BYTES,
+    STEP_TIMELINE_CACHE_STEPS,
     AnswerCache,
     DocumentCache,
     ViewCache,
@@ -67,6 +69,7 @@ from skycap_viewer.views.row import path_messages, trainer_row
 from skycap_viewer.views.runs_listing import found_row, rollouts_page
 from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
 from skycap_viewer.views.snapshot import snapshot_data, snapshot_html
+from skycap_viewer.views.step_timeline import StepTimeline, step_timeline_answer
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
 from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import Download, RawJson, encode_json, safe_file_name
@@ -92,6 +95,7 @@ class Api:
         self.group_by = catalog.group_by  # the store's groups are the catalog's
         self.searches = Searches()  # its worker processes start with the first search
         self.runs_answer = (None, None)  # (the published snapshots it was encoded from, `/v1/runs` encoded)
+        self.step_timelines = ViewCache(STEP_TIMELINE_CACHE_STEPS, STEP_TIMELINE_CACHE_BYTES, StepTimeline.weight.fget)
 
     # -- the server and its runs --------------------------------------------------------
 
@@ -520,6 +524,14 @@ class Api:
     def group(self, group_key: str, params):
         snapshot, group, keys = self.scoped_group(group_key, params)
         return 200, group_answer(snapshot, group, keys, params)
+
+    # -- a step on one time axis ------------------------------------------------------------------
+
+    def step_timeline(self, params):
+        """Every rollout of one step of one run as a lane of its calls and failures (`views.step_timeline`)."""
+        if one(params, "run_id") is None:
+            raise ApiError(400, "a timeline covers one run's step: pass run_id")
+        return 200, step_timeline_answer(self.scope(params)[0], params, self.step_timelines, self.part_limit)
 
     # -- comparing runs and steps ---------------------------------------------------------------
 

@@ -102,7 +102,7 @@ class Route:
 
 RECORD_SIZED = {"export", "paths", "path_row", "path_messages", "path_chat", "graph", "exchanges", "timeline", "forks",
                 "notable", "retokenized", "experts", "snapshot", "lineup", "compare", "node_message", "node_media",
-                "trajectory_mirror"}
+                "trajectory_mirror", "step_timeline"}
 ROUTES = (
     Route(("healthz",), "healthz"),
     Route(("__viewer",), "viewer"),
@@ -134,6 +134,7 @@ ROUTES = (
     # answers over two runs may be kept per generation too: the generation is the whole catalog's
     Route(("v1", "compare", "runs"), "compare_runs", per_generation=True),
     Route(("v1", "lineage"), "lineage", per_generation=True),
+    Route(("v1", "steps", "timeline"), "step_timeline", per_generation=True),
 )
 
 

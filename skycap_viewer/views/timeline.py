@@ -38,6 +38,21 @@ class Layout:
     lanes: list[dict] = field(default_factory=list)
 
 
+def time_key(value) -> tuple:
+    """Calls and failures sort by time; those without one go last, in the order they were found."""
+    return (not is_finite_number(value), value if is_finite_number(value) else 0)
+
+
+def time_order(document: dict) -> list[tuple[int | None, int]]:
+    """Every call as (node index, call index) and every failure as (None, failure index), in time order
+    (ties: calls by node, then failures): what a rollout's Timeline tab and a step's lanes are laid out in."""
+    keyed = [(call.get("t_start"), n, j) for n, node in enumerate(document["nodes"])
+             for j, call in enumerate(node.get("calls") or [])]
+    keyed += [(failure.get("t"), None, k) for k, failure in enumerate(document.get("failures") or [])]
+    keyed.sort(key=lambda item: time_key(item[0]))
+    return [(n, j) for _, n, j in keyed]
+
+
 def times(document: dict, node_index: int | None, at: int) -> tuple[float | None, float | None, str | None]:
     """(start, end, why not drawn) of a call (node index, call index) or a failure (None, failure index)."""
     if node_index is None:

@@ -24,7 +24,7 @@ from skycap_viewer.record.support import NodeSupport, read_mask, support_by_node
 from skycap_viewer.record.verify import verified_rollout
 from skycap_viewer.views.notable import notable_tokens
 from skycap_viewer.views.retokenized import retokenized_payload
-from skycap_viewer.views.timeline import Layout, lay_out
+from skycap_viewer.views.timeline import Layout, lay_out, time_order
 from skycap_viewer.wire import RawJson, encode_json
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
@@ -247,10 +247,6 @@ def fork_payload(fork: Fork) -> dict:
     return {"node_id": wire_id(fork.node_id), "parent_id": wire_id(fork.parent_id),
             "sibling_id": wire_id(fork.sibling_id), "kind": fork.kind, "detail": fork.detail}
 
-
-def time_key(value) -> tuple:
-    """Calls and failures sort by time; those without one go last, in the order they were found."""
-    return (not _is_time(value), value if _is_time(value) else 0)
 
 def _is_time(value) -> bool:
     return is_finite_number(value)
@@ -572,11 +568,7 @@ class RecordView:
     def exchange_order(self) -> list[tuple[int | None, int]]:
         """Every call as (node index, call index) and every failure as (None, failure index), in
         time order: sorted once, so each part makes only its own rows."""
-        keyed = [(call.get("t_start"), n, j) for n, node in enumerate(self.document["nodes"])
-                 for j, call in enumerate(node.get("calls") or [])]
-        keyed += [(failure.get("t"), None, k) for k, failure in enumerate(self.document.get("failures") or [])]
-        keyed.sort(key=lambda item: time_key(item[0]))
-        return [(n, j) for _, n, j in keyed]
+        return time_order(self.document)
 
     def exchange_row(self, sequence: int) -> dict:
         node_index, at = self.exchange_order[sequence]

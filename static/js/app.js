@@ -31,8 +31,9 @@ function runOf(id) {
 /** Move to a new state: a new history entry, or `replace` the current one. */
 function go(patch, {replace: replacing = false} = {}) {
   const next = {...state, badTab: "", ...patch};  // a tab the link asked for and there is not: said until a move
-  if ("traj" in patch && patch.traj !== state.traj) {
-    Object.assign(next, {path: 0, tok: "", blk: "", msg: "", fa: 0, fb: 1, retok: "", node: ""});
+  if ("traj" in patch && patch.traj !== state.traj) {  // a new rollout starts at its top, unless the patch places it
+    const fresh = {path: 0, tok: "", blk: "", msg: "", fa: 0, fb: 1, retok: "", node: ""};
+    for (const key of Object.keys(fresh)) if (!(key in patch)) next[key] = fresh[key];
   }
   // a pin names a place in one path
   if (next.path !== state.path && !("tok" in patch || "blk" in patch || "msg" in patch)) {

@@ -1,5 +1,5 @@
 // The URL hash holds the whole view, so a pasted link shows exactly the same thing:
-//   #/run/<run>[/groups|/rollouts][/t/<trajectory>]?<query>
+//   #/run/<run>[/groups|/rollouts|/timeline][/t/<trajectory>]?<query>   (the timeline: of the step `step`)
 //   #/run/<run a>/compare?a=ID&b=ID[&rb=<run b>][&pa=N][&pb=N]  two rollouts side by side (path pa
 //             of a, pb of b; b in run rb when it is another run); no other key is written there
 //   #/run/<run a>/vs/<run b>?[sa=S][&sb=S][&by=k1,k2]   two runs (or two steps) group by group
@@ -50,7 +50,7 @@ export function parse(hash) {
   if (parts[0] === "run" && parts[1]) {
     state.run = parts[1];
     let rest = parts.slice(2);
-    if (rest[0] === "groups" || rest[0] === "rollouts" || rest[0] === "compare") {
+    if (rest[0] === "groups" || rest[0] === "rollouts" || rest[0] === "timeline" || rest[0] === "compare") {
       state.view = rest[0];
       rest = rest.slice(1);
     }

@@ -1,4 +1,4 @@
-// One run: its header, the Groups/Rollouts toggle, the health band, the filters, the record text
+// One run: its header, the Groups/Rollouts/Timeline toggle, the health band, the filters, the record text
 // search, the pager and the table. Everything shown comes from the state in the URL; the listing is re-read
 // when that state changes and polled (with its ETag) so new records appear in place.
 
@@ -9,6 +9,7 @@ import {num, plural} from "./format.js";
 import {GroupsTable} from "./run-groups.js";
 import {rewardLegend} from "./reward.js";
 import {rolloutsTable} from "./run-rollouts.js";
+import {StepTimeline} from "./step-timeline.js";
 import {FilterBar} from "./run-filters.js";
 import {compareForm} from "./runs-compare.js";
 import {RecordSearch} from "./search.js";
@@ -65,6 +66,7 @@ export class RunPage {
     });
     this.search = new RecordSearch({go, onOpen: openMatch});
     this.missing = new MissingRows();
+    this.stepTimeline = new StepTimeline({go});
   }
 
   /** Draw `state` for `run` (the /runs entry, maybe still indexing). */
@@ -95,7 +97,7 @@ export class RunPage {
 
   /** The listing's filters: the Rollouts view also takes the "no group key" filter. */
   listParams(state) {
-    return this.view() === "groups" ? filterParams(state) : rolloutParams(state);
+    return this.view() === "rollouts" ? rolloutParams(state) : filterParams(state);
   }
 
   build(runId) {
@@ -155,12 +157,15 @@ export class RunPage {
       (id) => this.go({...emptyState(), run: id}), {className: "run-switch", "aria-label": "run"}));
     this.drawCompareForm();
     const view = this.view();
-    replace(this.toggleBox, !run.groupable ? null : ["groups", "rollouts"].map((name) => el("button", {
+    const stepped = run.steps?.length ? ["timeline"] : [];
+    const views = run.groupable ? ["groups", "rollouts", ...stepped] : stepped.length ? ["rollouts", ...stepped] : [];
+    replace(this.toggleBox, views.map((name) => el("button", {
       type: "button", role: "tab", className: `toggle${view === name ? " active" : ""}`, dataset: {view: name},
       "aria-selected": view === name ? "true" : "false",
       onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: [], xflag: [],
         ungrouped: false, page: 1}),
-    }, name === "groups" ? `groups ${num(run.group_count ?? 0)}` : `rollouts ${num(run.trajectory_count ?? 0)}`)));
+    }, {groups: `groups ${num(run.group_count ?? 0)}`, rollouts: `rollouts ${num(run.trajectory_count ?? 0)}`,
+      timeline: "timeline of a step"}[name])));
   }
 
   /** The "compare with run…" form, drawn again only when the runs change (it keeps what is typed). */
@@ -204,8 +209,9 @@ export class RunPage {
   async fetchListing(poll) {
     const state = this.state;
     const key = this.listingKey;
-    const params = {...this.listParams(state), sort: state.sort, order: state.order, limit: LIMIT,
-      cursor: this.cursors.get(state.page) ?? (state.page > 1 ? String((state.page - 1) * LIMIT) : null)};
+    const params = this.view() === "timeline" ? {...this.listParams(state), limit: 1}  // its band and counts
+      : {...this.listParams(state), sort: state.sort, order: state.order, limit: LIMIT,
+        cursor: this.cursors.get(state.page) ?? (state.page > 1 ? String((state.page - 1) * LIMIT) : null)};
     const route = this.view() === "groups" ? "/groups" : "/trajectories";
     try {
       const {body, changed} = await get(route, params, {poll: true});
@@ -232,7 +238,7 @@ export class RunPage {
     const state = this.state;
     const listing = this.listing;
     const view = this.view();
-    const unit = view === "groups" ? "groups" : "rollouts";
+    const unit = {groups: "groups", timeline: "lanes"}[view] || "rollouts";
     const ungrouped = view === "rollouts" && state.ungrouped;
     const range = state.rmin || state.rmax ? `reward ${state.rmin || "…"} to ${state.rmax || "…"}` : null;
     const scope = [state.step && `step ${state.step}`, state.task && `task ${state.task}`, state.status,
@@ -248,6 +254,13 @@ export class RunPage {
     replace(this.titleBox, unit, flagged ? ` · flagged ${flagged}` : "",
       view === "groups" && (hasFilters(state) || hasFlags(state)) ? el("span", {className: "muted small"},
         " · matching rollouts emphasised when expanded") : "", this.exportLinks());
+    if (view === "timeline") {
+      replace(this.legendBox);
+      replace(this.noticeBox);
+      replace(this.pagerBox);
+      this.stepTimeline.show(state, this.run, this.tableBox, filterParams(state));
+      return;
+    }
     replace(this.legendBox, rewardLegend(listing.reward_range), view === "rollouts" ? kindLegend() : null);
     replace(this.noticeBox,
       view === "groups" ? this.ungroupedNotice(listing) : this.missing.show(this.run, state.step));
@@ -323,6 +336,7 @@ export class RunPage {
     if (!this.listingKey) return;
     await this.fetchListing(true);
     if (this.view() === "groups" && this.listing) await this.groups.poll();
+    if (this.view() === "timeline") await this.stepTimeline.poll();
   }
 
   /** Focus the row of rollout `id` (the drawer closed) and make it the current row for j / k. */

@@ -9,7 +9,7 @@ import {num, plural} from "./format.js";
 import {moreRow} from "./parts.js";
 
 /** A length of time for a label: ms under a second, else seconds, else minutes and seconds. */
-function duration(ms) {
+export function duration(ms) {
   if (ms === null || ms === undefined) return "-";
   if (ms < 1000) return `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;

@@ -33,7 +33,8 @@ def test_a_run_that_cannot_be_grouped_opens_as_rollouts(page, corpus_server):
     tab = page.open("#/run/spec")
     expect(tab.locator("table.rollouts tr.rollout-row")).to_have_count(
         corpus_server.get("/v1/trajectories?run_id=spec")["total"])
-    expect(tab.locator(".view-toggle button")).to_have_count(0)
+    expect(tab.locator(".view-toggle [data-view=groups]")).to_have_count(0)  # rollouts, and a step's timeline
+    expect(tab.locator(".view-toggle button")).to_have_count(2)
 
 
 def test_groups_expand_in_place_with_superseded_attempts_under_the_one_that_counts(page, corpus_server):

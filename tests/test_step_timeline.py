@@ -1,0 +1,199 @@
+"""A step on one time axis: `/v1/steps/timeline` and `skycap-viewer timeline`, against a run whose call times
+are known (`tests/support/step_timeline_run.py`) with a run index marking trained and superseded attempts.
+
+Served by the real handler in process (`tests/test_web.py`'s seam); the command is run as a user runs it.
+"""
+
+import json
+import os
+
+import pytest
+
+from skycap_viewer.views import step_timeline as step_timeline_view
+from skycap_viewer.views.trajectory import PartLimit
+from tests.support.cli import run_cli
+from tests.support.in_process import InProcess
+from tests.support.step_timeline_run import BY_START, CRITICAL, STEP, rollout, write_step_run
+
+LANE_A = {
+    "trajectory_id": "tr_step_a", "group_key": "3~t1", "task_id": "t1", "status": "finished", "reward": 1,
+    "started_at": "2026-09-21T14:13:20.000Z", "ended_at": "2026-09-21T14:13:27.000Z", "start_ms": 0.0,
+    "end_ms": 7000.0, "trained": True, "superseded": False, "flags": [], "longest_gap_ms": 2000.0,
+    "calls": [{"start_ms": 1000.0, "end_ms": 3000.0, "node_id": "n1", "finish_reason": "stop", "tokens": 2},
+              {"start_ms": 5000.0, "end_ms": 6000.0, "node_id": "n3", "finish_reason": "tool_calls", "tokens": 2}],
+    "failures": [],
+}
+
+
+def serve(directory):
+    return InProcess(directory)
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    return write_step_run(tmp_path / "root" / "steps")
+
+
+@pytest.fixture
+def web(run_dir):
+    server = serve(run_dir.parent)
+    yield server
+    server.server.api.searches.close()
+    server.server.server_close()
+
+
+def timeline(web, query: str = "", status: int = 200):
+    return web.json(f"/v1/steps/timeline?run_id=steps&step={STEP}{query}", status)
+
+
+def ids(answer) -> list:
+    return [lane["trajectory_id"] for lane in answer["lanes"]]
+
+
+def test_every_rollout_of_the_step_is_a_lane_in_ms_from_the_steps_origin(web):
+    answer = timeline(web)
+    assert ids(answer) == BY_START  # by start; tr_step_d is at step 4
+    assert answer["lanes"][0] == LANE_A
+    assert {key: answer[key] for key in ("step", "origin_at", "span_ms", "lanes_total", "rollouts", "critical")} == {
+        "step": 3, "origin_at": "2026-09-21T14:13:20.000Z", "span_ms": 12000.0, "lanes_total": 3, "rollouts": 3,
+        "critical": CRITICAL}
+    assert answer["part"] == {"from": 0, "to": 3, "total": 3}
+    c, b = answer["lanes"][1:]
+    assert (c["start_ms"], c["end_ms"], c["trained"], c["superseded"]) == (500.0, 2000.0, False, True)
+    assert [call["start_ms"] for call in c["calls"]] == [500.0]
+    # the critical rollout ends at its finished_at (12 s), after its call (4 s) and its failure (7 s)
+    assert (b["start_ms"], b["end_ms"], b["status"], b["reward"]) == (2000.0, 12000.0, "failed", 0.5)
+    assert [(call["finish_reason"], call["end_ms"]) for call in b["calls"]] == [("length", 4000.0)]
+    failure = b["failures"][0]
+    assert (failure["at_ms"], failure["end_ms"], failure["status"]) == (7000.0, 7000.0, 504)
+    assert failure["message"].startswith("upstream timeout") and len(failure["message"]) == 300  # cut
+    assert (b["trained"], b["superseded"]) == (False, False) and "not-trained" in b["flags"]
+    other = web.json("/v1/steps/timeline?run_id=steps&step=4")
+    assert ids(other) == ["tr_step_d"] and other["critical"] == "tr_step_d" and other["span_ms"] == 40000.0
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("&sort=end", ["tr_step_b", "tr_step_a", "tr_step_c"]),
+    ("&sort=end&order=asc", ["tr_step_c", "tr_step_a", "tr_step_b"]),
+    ("&sort=duration", ["tr_step_b", "tr_step_a", "tr_step_c"]),
+    ("&sort=reward", ["tr_step_a", "tr_step_b", "tr_step_c"]),
+    ("&sort=task&order=asc", ["tr_step_a", "tr_step_b", "tr_step_c"]),
+    ("&sort=start&order=desc", ["tr_step_b", "tr_step_c", "tr_step_a"]),
+])
+def test_sort_orders_the_lanes(web, query, expected):
+    assert ids(timeline(web, query)) == expected
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("&flag=not-trained", ["tr_step_b"]),
+    ("&exclude_flag=not-trained", ["tr_step_a", "tr_step_c"]),
+    ("&task_id=t2", ["tr_step_c"]),
+    ("&status=failed", ["tr_step_b"]),
+    ("&trained=true", ["tr_step_a"]),
+    ("&reward_min=0.5", ["tr_step_a", "tr_step_b"]),
+    ("&q=tr_step_c", ["tr_step_c"]),
+])
+def test_the_listings_filters_keep_lanes_on_the_steps_own_axis(web, query, expected):
+    answer = timeline(web, query)
+    assert ids(answer) == expected and answer["lanes_total"] == len(expected)
+    # the axis is the step's: its origin, span and critical rollout do not move with the filters
+    assert (answer["origin_at"], answer["span_ms"], answer["critical"]) == ("2026-09-21T14:13:20.000Z", 12000.0,
+                                                                           CRITICAL)
+
+
+@pytest.mark.parametrize(("target", "status", "says"), [
+    ("/v1/steps/timeline?run_id=steps", 400, "pass step"),
+    ("/v1/steps/timeline?step=3", 400, "pass run_id"),
+    ("/v1/steps/timeline?run_id=nope&step=3", 404, "no run nope"),
+    ("/v1/steps/timeline?run_id=steps&step=three", 400, "step must be a number"),
+    ("/v1/steps/timeline?run_id=steps&step=3&sort=tokens", 400, "sort must be one of start|end|duration|reward|task"),
+    ("/v1/steps/timeline?run_id=steps&step=3&flag=bogus", 400, "flag must be one of"),
+    ("/v1/steps/timeline?run_id=steps&step=3&from=3", 400, "from must be a position in 0..2"),
+])
+def test_a_bad_request_says_what_is_wrong(web, target, status, says):
+    assert says in web.json(target, status)["detail"]
+
+
+def test_past_a_part_the_lanes_come_in_parts_from_next(web):
+    web.server.api.part_limit = PartLimit(items=2)
+    first = timeline(web)
+    assert ids(first) == BY_START[:2] and first["part"] == {"from": 0, "to": 2, "total": 3, "next": 2}
+    rest = timeline(web, f"&from={first['part']['next']}")
+    assert ids(rest) == BY_START[2:] and rest["part"] == {"from": 2, "to": 3, "total": 3}
+    assert "critical" not in rest and "origin_at" not in rest  # the first part's
+
+
+def test_the_lanes_are_read_once_while_the_step_is_unchanged_from_the_documents_alone(web, run_dir, monkeypatch):
+    reads = []
+    read = step_timeline_view.read_document
+    monkeypatch.setattr(step_timeline_view, "read_document", lambda path: reads.append(path.name) or read(path))
+    for name in os.listdir(run_dir):  # never a sidecar: the lanes are the same without them
+        if not name.endswith(".json.zst") and name != "index":
+            os.remove(run_dir / name)
+    first = timeline(web)
+    assert sorted(reads) == sorted(f"{record_id}.json.zst" for record_id in BY_START)
+    assert ids(timeline(web, "&sort=end")) == ["tr_step_b", "tr_step_a", "tr_step_c"]
+    assert ids(timeline(web, "&from=1")) == BY_START[1:]
+    assert len(reads) == 3  # other sorts and parts: the same lanes
+    assert first["lanes"][0] == LANE_A
+    rollout(run_dir, "tr_step_f", created=0, calls=[(0, 1, "stop")], finished=2, step=4)  # a new generation...
+    web.watcher.poll()
+    kept = timeline(web, "&sort=duration&order=asc")
+    assert ids(kept) == ["tr_step_c", "tr_step_a", "tr_step_b"] and kept["version"] == first["version"]
+    assert len(reads) == 3  # ...that leaves step 3 as it was
+    rollout(run_dir, "tr_step_e", created=20, calls=[(20, 25, "stop")], finished=26)  # one that does not
+    web.watcher.poll()
+    again = timeline(web)
+    assert ids(again) == [*BY_START, "tr_step_e"] and again["critical"] == "tr_step_e"
+    assert again["version"] != first["version"] and again["lanes"][0] == LANE_A
+    assert reads[3:] == ["tr_step_e.json.zst"]  # only what is new: the other lanes were kept
+    rollout(run_dir, "tr_step_0", created=-5, calls=[(-4, -3, "stop")], finished=-2)  # before the origin:
+    web.watcher.poll()
+    moved = timeline(web)
+    moved_ids = ["tr_step_0", *BY_START, "tr_step_e"]
+    assert ids(moved) == moved_ids and moved["span_ms"] == 31000.0
+    assert moved["lanes"][1]["calls"][0]["start_ms"] == 6000.0  # every lane on the new axis...
+    assert sorted(reads[4:]) == sorted(f"{record_id}.json.zst" for record_id in moved_ids)  # ...read again, once
+
+
+def test_without_a_run_index_trained_and_superseded_are_null(tmp_path):
+    run_dir = write_step_run(tmp_path / "root" / "steps", with_index=False)
+    web = serve(run_dir.parent)
+    lanes = timeline(web)["lanes"]
+    assert {(lane["trained"], lane["superseded"]) for lane in lanes} == {(None, None)}
+
+
+def test_a_document_that_cannot_be_read_now_is_named_and_hides_no_other_lane(web, run_dir):
+    (run_dir / "tr_step_c.json.zst").write_bytes(b"not zstd at all")  # damaged after it was indexed
+    answer = timeline(web)
+    assert ids(answer) == ["tr_step_a", "tr_step_b"] and answer["rollouts"] == 3 and answer["skipped_count"] == 1
+    skipped = answer["skipped"][0]
+    assert skipped["trajectory_id"] == "tr_step_c" and "tr_step_c.json.zst" in skipped["why"]
+
+
+def test_the_command_prints_a_line_per_lane_the_critical_rollout_first(run_dir):
+    done = run_cli("timeline", run_dir, "--step", "3")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("step 3 · 3 rollouts · span 12000 ms from 2026-09-21T14:13:20.000Z")
+    assert lines[1:] == [
+        "tr_step_b  start 2000 ms  end 12000 ms  calls 1  failures 1  longest gap -  (critical: ended last)",
+        "tr_step_a  start 0 ms  end 7000 ms  calls 2  failures 0  longest gap 2000 ms",
+        "tr_step_c  start 500 ms  end 2000 ms  calls 1  failures 0  longest gap -",
+    ]
+
+
+def test_the_commands_json_is_the_routes_answer_whole(run_dir, web):
+    done = run_cli("timeline", run_dir, "--step", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed == timeline(web)
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--step", "three"], "step must be a number, not 'three'"),
+    (["--step", "9"], "no rollouts at step 9"),
+])
+def test_the_command_refuses_a_step_in_one_line(run_dir, args, says):
+    done = run_cli("timeline", run_dir, *args)
+    assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1
