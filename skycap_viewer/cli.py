@@ -1,4 +1,5 @@
-"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff`, `grep`, `export` in a terminal.
+"""The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff`, `grep`, `export` in a terminal,
+or `bundle` the page and a run's answers into a folder.
 
 Arguments are parsed and checked here, so the server and the commands receive directories
 that exist and group keys that are not empty. Usage errors and unreadable arguments exit 2
@@ -20,7 +21,7 @@ from skycap_viewer.record.document import is_document_name, record_id_of
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, WITHIN, Query
 
-COMMANDS = ("summary", "check", "show", "diff", "grep", "export")
+COMMANDS = ("summary", "check", "show", "diff", "grep", "export", "bundle")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
 
 
@@ -266,17 +267,72 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     export = argparse.ArgumentParser(prog="skycap-viewer export", description="Write every rollout a listing's "
                                      "filters keep as JSON lines, as /v1/trajectories/export does (same names).")
     export.add_argument("dir", metavar="DIR", help="a record directory, or a folder of runs with --run-id")
-    for name in ("run-id", "step", "task-id", "status", "q", "reward-min", "reward-max", "trained", "sort", "order"):
+    add_filter_options(export)
+    for name in ("sort", "order"):
         export.add_argument(f"--{name}", metavar="VALUE")
-    for name in ("annotation", "flag", "exclude-flag"):
-        export.add_argument(f"--{name}", action="append", metavar="VALUE", help="repeatable")
     export.add_argument("--format", choices=("rollouts", "rows"), help="rows: each record's trainer rows too")
     for parser in (export, serve, show, grep, diff):
         add_file_limit(parser)
     for parser in (serve, summary, check, show, diff, grep, export):
         add_store_options(parser)
+    bundle = bundle_parser()
+    add_file_limit(bundle)
     return {"serve": serve, "summary": summary, "check": check, "show": show, "diff": diff, "grep": grep,
-            "export": export}
+            "export": export, "bundle": bundle}
+
+
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    """A listing's filters, by the API's names (`--task-id` is `task_id`): `export` and `bundle` take them."""
+    for name in ("run-id", "step", "task-id", "status", "q", "reward-min", "reward-max", "trained"):
+        parser.add_argument(f"--{name}", metavar="VALUE")
+    for name in ("annotation", "flag", "exclude-flag"):
+        parser.add_argument(f"--{name}", action="append", metavar="VALUE", help="repeatable")
+
+
+def positive_count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number, 1 or more, not {text!r}")
+    return int(text)
+
+
+def mib_budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"a size in MiB above 0, not {text!r}")
+    return value
+
+
+def bundle_parser() -> argparse.ArgumentParser:
+    from skycap_viewer.commands.bundle import DEFAULT_MAX_ROLLOUTS
+
+    bundle = argparse.ArgumentParser(prog="skycap-viewer bundle", description="Write the page and the server's "
+                                     "answers for the rollouts the filters keep into a folder any static host serves.")
+    bundle.add_argument("dirs", nargs="+", metavar="DIR", help="record directories, or folders holding several")
+    bundle.add_argument("-o", "--out", required=True, metavar="OUT", help="the folder to write (empty, or --force)")
+    add_filter_options(bundle)
+    bundle.add_argument("--max-rollouts", type=positive_count, default=DEFAULT_MAX_ROLLOUTS, metavar="N",
+                        help=f"refuse filters keeping more rollouts than this (default {DEFAULT_MAX_ROLLOUTS})")
+    bundle.add_argument("--max-mib", type=mib_budget, metavar="MIB",
+                        help="write rollouts' drawers newest first while the bundle stays within this size; "
+                             "the rest are listed, said, and not openable")
+    bundle.add_argument("--zip", action="store_true", help="write OUT as one zip archive of the folder")
+    bundle.add_argument("--force", action="store_true", help="write over a non-empty OUT (an earlier bundle)")
+    bundle.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
+    return bundle
+
+
+def run_bundle_command(args) -> int:
+    """Index the directories as the server does and write the bundle from the API's answers in process."""
+    from skycap_viewer.commands.bundle import filter_params, run_bundle
+    from skycap_viewer.server.in_process import InProcessApi
+
+    directories = readable_directories(args.dirs)
+    api = InProcessApi(directories, group_keys(args.group_by))
+    return run_bundle(api, api.page_files(), directories, Path(args.out), filter_params(args), args.max_rollouts,
+                      args.max_mib, args.zip, args.force)
 
 
 def localise(command: str, args, copies: list) -> None:
@@ -325,6 +381,8 @@ def main(argv=None) -> int:
             from skycap_viewer.commands.grep import run_grep
 
             return run_grep(*grep_arguments(args), as_json=args.json)
+        if command == "bundle":
+            return run_bundle_command(args)
         if command == "export":
             from skycap_viewer.commands.export import export_params, run_export
 

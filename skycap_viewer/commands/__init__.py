@@ -6,5 +6,7 @@
 - `summary`: what each run holds, from its documents (`counts`: the run statistics it prints).
 - `export`: the rows a listing's filters keep, as JSON lines.
 - `grep`: the API's run-wide text search.
+- `bundle`: the page and the server's answers for the rollouts the filters keep, as a folder any static host serves;
+  `bundle_names`: the file each request's answer is kept in (the page's `bundle-name.js` says the same).
 - `terminal`: colour on a terminal only, a progress line, record text escaped for a terminal.
 """

@@ -1,0 +1,165 @@
+"""A static bundle (`skycap-viewer bundle`) served by a plain static file server and read in Chromium.
+
+A fixture run is bundled with a filter by the real command, the folder is served by the standard
+library's `http.server` (no viewer code) under a sub-folder of its root, and the page is driven by
+clicking and typing: its listings, band, drawer and search must be the real server's answers for the
+same filters, what the bundle cannot answer must say why, and every request the tab makes must stay
+inside the bundle's folder.
+"""
+
+import json
+import shutil
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import expect
+
+from skycap_viewer.commands.bundle_names import bundle_file
+from tests.browser.rollout_checks import Answers, check_rollout
+from tests.conftest import FIXTURES, run_cli
+from tests.server_process import ServerProcess
+
+RUN = "groups"
+STEP = "2"  # the filter the bundle is written with: 11 of the run's 28 rollouts
+
+
+class QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+class StaticHost:
+    """A plain static file server over `root` on an ephemeral port, in a thread: `url` is the bundle's folder."""
+
+    def __init__(self, root, folder: str):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietFiles, directory=str(root)))
+        self.origin = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.url = f"{self.origin}/{folder}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def run_copy(tmp_path_factory):
+    return shutil.copytree(FIXTURES / RUN, tmp_path_factory.mktemp("bundled") / RUN)
+
+
+@pytest.fixture(scope="module")
+def host(run_copy, tmp_path_factory):
+    site = tmp_path_factory.mktemp("site")
+    done = run_cli("bundle", run_copy, "-o", site / "shared" / "bundle", "--step", STEP)
+    assert done.returncode == 0, done.stderr
+    served = StaticHost(site, "shared/bundle")
+    yield served
+    served.close()
+
+
+@pytest.fixture(scope="module")
+def server(run_copy):
+    with ServerProcess([run_copy]) as started:
+        started.wait_indexed()
+        yield started
+
+
+def listed(server, route: str, **params) -> dict:
+    query = "&".join(f"{name}={quote(str(value))}" for name, value in {"run_id": RUN, "step": STEP, "limit": 100,
+                                                                         **params}.items())
+    return server.get(f"/v1/{route}?{query}")
+
+
+def band_counts(tab) -> list:
+    chips = tab.locator(".band .chip")
+    return chips.evaluate_all("cs => cs.map(c => [c.dataset.flag, Number(c.querySelector('.chip-count')"
+                              ".textContent.replace(/,/g, ''))])")
+
+
+def requests_outside(page, host) -> list[str]:
+    return [url for _, url, _ in page.requests.values() if not url.startswith(f"{host.url}/")]
+
+
+def test_the_listings_and_band_are_the_servers_answers_for_the_same_filters(page_on, host, server):
+    page = page_on(host)
+    tab = page.open("")
+    groups = listed(server, "groups")
+    rows = tab.locator("#main table.rows tbody tr.group-row")
+    expect(rows).to_have_count(len(groups["data"]))
+    expect(tab.locator(".bundle-notice")).to_contain_text(f"kept by step={STEP}")
+    assert sorted(band_counts(tab)) == sorted(map(list, groups["health"]["counts"]))
+    tab.locator(".view-toggle [data-view=rollouts]").click()
+    rollouts = listed(server, "trajectories")
+    expect(tab.locator("#main table.rows tbody tr.nav")).to_have_count(len(rollouts["data"]))
+    drawn = tab.locator("#main table.rows tbody tr.nav").evaluate_all("rs => rs.map(r => r.dataset.traj)")
+    assert drawn == [row["id"] for row in rollouts["data"]]
+    assert sorted(band_counts(tab)) == sorted(map(list, rollouts["health"]["counts"]))
+    expect(tab.locator(".pager-text")).to_have_text(f"1–{rollouts['total']} of {rollouts['total']}")
+    tab.locator("th button.sort[data-sort=tokens]").click()  # a sort the page offers: the server's order
+    by_tokens = [row["id"] for row in listed(server, "trajectories", sort="tokens", order="desc")["data"]]
+    expect(tab.locator("#main table.rows tbody tr.nav").first).to_have_attribute("data-traj", by_tokens[0])
+    assert tab.locator("#main table.rows tbody tr.nav").evaluate_all("rs => rs.map(r => r.dataset.traj)") == by_tokens
+    assert requests_outside(page, host) == []
+
+
+def test_a_drawers_path_and_chat_tabs_are_the_servers(page_on, host, server):
+    page = page_on(host)
+    record = listed(server, "trajectories")["data"][0]["id"]
+    tab = page.open(f"#/run/{RUN}/rollouts/t/{record}")
+    check_rollout(tab.locator("#drawer"), Answers.of(server, record, RUN), path=0)
+    chat = server.get(f"/v1/trajectories/{record}/paths/0/chat?run_id={RUN}")
+    tab.locator('#drawer .tab[data-tab="chat"]').click()
+    cards = tab.locator("#drawer .chat-card")
+    expect(cards).to_have_count(len(chat["cards"]))
+    assert cards.evaluate_all("cs => cs.map(c => c.dataset.node)") == [card["node_id"] for card in chat["cards"]]
+    assert requests_outside(page, host) == []
+
+
+def test_what_the_bundle_cannot_answer_says_why(page_on, host):
+    page = page_on(host)
+    tab = page.open(f"#/run/{RUN}/rollouts")
+    step = tab.locator('#main .filters select[data-filter="step"]')
+    expect(step).to_be_disabled()
+    expect(step).to_have_attribute("title", "filtering again needs the viewer's server: this page reads a static "
+                                   "bundle")
+    expect(tab.locator(".band .chip").first).to_be_disabled()
+    expect(tab.locator(".export-links")).to_contain_text("export needs the viewer's server")
+    expect(tab.locator(".export-links a")).to_have_count(0)
+    tab.locator('#main tr.nav').first.click()
+    expect(tab.locator("#drawer .drawer-head")).to_be_visible()
+    expect(tab.locator("#drawer .snapshot-link")).to_have_count(0)
+    assert requests_outside(page, host) == []
+
+
+def test_the_page_and_the_command_name_a_request_the_same_file(page_on, host):
+    page = page_on(host)
+    tab = page.open("")
+    requests = [["/runs", {}], ["/trajectories", {"run_id": RUN, "sort": "", "order": None, "limit": 100}],
+                ["/trajectories/%65xport/paths", {"run_id": "r", "from": 5000, "path": 0}],
+                ["/groups/step%3D2%7Cinst%20%C3%A9", {"run_id": RUN, "flag": ["a", "b"], "annotation": []}],
+                ["/trajectories/tr_\u2028\"q\\/paths/1/chat", {"run_id": "\u00e9\u0001", "b": "2", "a": "1"}]]
+    named = tab.evaluate("async (requests) => { const m = await import('./js/bundle-name.js');"
+                         " return requests.map(([path, params]) => m.bundleFile(path, params)); }", requests)
+    python = [bundle_file(segments_of(path), params) for path, params in requests]
+    assert named == python
+
+
+def segments_of(path: str) -> list[str]:
+    """The route's own segments of a path the page writes (ids percent-encoded)."""
+    from urllib.parse import unquote
+
+    return [unquote(segment) for segment in path.strip("/").split("/")]
+
+
+def test_the_bundle_is_the_page_files_unchanged_and_its_answers(host, run_copy):
+    root = host.thread and (host.httpd.RequestHandlerClass.keywords["directory"])
+    bundle = __import__("pathlib").Path(root) / "shared" / "bundle"
+    viewer = json.loads((bundle / "__viewer").read_text())
+    assert viewer["bundle"]["filters"] == {"step": [STEP]} and viewer["bundle"]["rollouts"] == 11
+    static = FIXTURES.parents[2] / "static"
+    for name in ("index.html", "style.css", "js/api.js", "js/app.js"):
+        assert (bundle / name).read_bytes() == (static / name).read_bytes()
