@@ -25,8 +25,10 @@ from skycap_viewer.catalog.rows import SORT_KEYS
 from skycap_viewer.commands.bundle_names import bundle_file
 from skycap_viewer.commands.export import PARAMETERS
 from skycap_viewer.commands.terminal import plural
-from skycap_viewer.errors import ApiError, UsageError
-from skycap_viewer.record.document import is_document_name
+from skycap_viewer.errors import ApiError, RecordError, UsageError
+from skycap_viewer.record.document import document_path, is_document_name, read_document
+from skycap_viewer.record.search import CONTEXT, MAX_DOCUMENT_HITS, MAX_MATCH_SHOWN, node_texts
+from skycap_viewer.record.sidecars import read_tokens
 from skycap_viewer.views.listing import Cursor
 
 FILTERS = tuple(name for name in PARAMETERS if name not in ("sort", "order", "format"))  # the listing's filters
@@ -123,6 +125,25 @@ class Bundle:
                 self.pages(["trajectories"], {"run_id": run_id, "sort": sort, "order": order, "ungrouped": "true"})
         return kept
 
+    def searchable(self, run: dict, record_id: str):
+        """The rollout's nodes' searched texts, for the page's search within the bundle (`record.search`)."""
+        document = read_document(document_path(run["path"], record_id))
+        try:
+            tokens = read_tokens(run["path"], document)
+        except RecordError:
+            tokens = None  # the Path tab shows the message text of a record whose tokens cannot be read
+        body = json.dumps({"nodes": node_texts(document, tokens)}, separators=(",", ":")).encode()
+        page = {"run_id": run["id"], "trajectory_id": record_id}
+        self.held.append((bundle_file(["search"], page), body, json.dumps([["search"], page])))
+
+    def search_index(self, run_id: str, written: list[str], skipped: list[dict]):
+        """What the page's search reads first: the rollouts searched, in the listing's order (as the
+        server searches them), those it cannot search, and the server's limits on a hit."""
+        said = {"ids": written, "skipped": skipped, "context": CONTEXT, "match_shown": MAX_MATCH_SHOWN,
+                "max_hits": MAX_DOCUMENT_HITS}
+        page = {"run_id": run_id}
+        self.out.write(bundle_file(["search"], page), json.dumps(said).encode(), json.dumps([["search"], page]))
+
     def drawer(self, run_id: str, record_id: str):
         """What the drawer reads of one rollout, every part of each answer."""
         base = ["trajectories", record_id]
@@ -196,27 +217,38 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, max_rollouts: i
         out.write(name.lstrip("/"), source.read_bytes())
     runs = [run for run in json.loads(api.ask(("runs",), {}))["data"]
             if run["id"] in filters.get("run_id", [run["id"]])]
-    totals = {run["id"]: count_kept(api, run["id"], filters) for run in runs}
-    total = sum(totals.values())
+    kept_ids = {run["id"]: kept_by(api, run["id"], filters) for run in runs}
+    total = sum(map(len, kept_ids.values()))
     if total > max_rollouts:
         raise UsageError(f"the filters ({said_filters(filters)}) keep {plural(total, 'rollout')}, more than "
                          f"--max-rollouts {max_rollouts}: narrow them or raise --max-rollouts")
     if not total:
         raise UsageError(f"the filters ({said_filters(filters)}) keep no rollout")
-    kept_runs = [run for run in runs if totals[run["id"]]]
+    for run in runs:  # their rows get the flags their sidecars raise, as the server's once verified
+        api.verify(run["id"], kept_ids[run["id"]])
+    kept_runs = [run for run in json.loads(api.ask(("runs",), {}))["data"] if kept_ids.get(run["id"])]
     out.write(bundle_file(["runs"], {}), json.dumps({"data": kept_runs, "skipped": []}).encode(), "runs")
-    kept = [(run["id"], record_id) for run in kept_runs for record_id in bundle.listings(run)]
+    kept = [(run, record_id) for run in kept_runs for record_id in bundle.listings(run)]
     bundle.flush()
     left_out = []
-    for run_id, record_id in kept:
+    for run, record_id in kept:
         try:
-            bundle.drawer(run_id, record_id)
-        except ApiError as error:  # a record the server cannot answer for now: said, the rest written
+            bundle.drawer(run["id"], record_id)
+            bundle.searchable(run, record_id)
+        except (ApiError, RecordError) as error:  # a record that cannot be read now: said, the rest written
             bundle.held = []
-            left_out.append({"id": record_id, "why": error.detail})
+            left_out.append({"id": record_id, "run_id": run["id"], "why": str(getattr(error, "detail", error))})
             continue
         if not bundle.flush():
-            left_out.append({"id": record_id, "why": f"past the size budget (--max-mib {budget / 2**20:g})"})
+            left_out.append({"id": record_id, "run_id": run["id"],
+                             "why": f"past the size budget (--max-mib {budget / 2**20:g})"})
+    left_ids = {(item["run_id"], item["id"]) for item in left_out}
+    for run in kept_runs:
+        written = [record_id for kept_run, record_id in kept if kept_run is run
+                   and (run["id"], record_id) not in left_ids]
+        left = [{"trajectory_id": item["id"], "reason": item["why"]} for item in left_out
+                if item["run_id"] == run["id"]]
+        bundle.search_index(run["id"], written, left)
     said = {"filters": filters, "rollouts": len(kept), "left_out": left_out,
             "budget_mib": None if budget is None else budget / 2**20}
     viewer = json.loads(api.ask(("__viewer",), {}))
@@ -225,8 +257,16 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, max_rollouts: i
     return said
 
 
-def count_kept(api, run_id: str, filters: dict) -> int:
-    return json.loads(api.ask(("trajectories",), {**filters, "run_id": [run_id], "limit": ["1"]}))["total"]
+def kept_by(api, run_id: str, filters: dict) -> list[str]:
+    """The ids of the rollouts of `run_id` the filters keep, in the listing's order."""
+    ids, cursor = [], None
+    while True:
+        asked = {**filters, "run_id": [run_id], "limit": [str(PAGE_ROWS)], **({"cursor": [cursor]} if cursor else {})}
+        answer = json.loads(api.ask(("trajectories",), asked))
+        ids += [row["id"] for row in answer["data"]]
+        cursor = answer["next_cursor"]
+        if not cursor:
+            return ids
 
 
 def run_bundle(api, page_files: dict, directories, out: Path, filters: dict, max_rollouts: int,

@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.watcher import Watcher
+from skycap_viewer.record.document import document_path
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.web import match_route, static_files
 from skycap_viewer.wire import Download, RawJson, encode_json
@@ -19,8 +20,17 @@ class InProcessApi:
 
     def __init__(self, directories, group_by):
         self.catalog = Catalog(directories, group_by=group_by)
-        Watcher(self.catalog, verify=False).poll()  # a record's sidecars are read when its answers are
+        self.watcher = Watcher(self.catalog, verify=False)  # only the sidecars of the records `verify` names
+        self.watcher.poll()
         self.api = Api(self.catalog)
+
+    def verify(self, run_id: str, record_ids):
+        """Read and check these records' sidecars as the server's background verification does, so their
+        rows carry the flags the server's do once verified; the run's other records' are not read."""
+        snapshot = self.catalog.snapshot(run_id)
+        for record_id in record_ids:
+            self.catalog.verify_soon(run_id, document_path(snapshot.location.path, record_id).name)
+        self.watcher.poll()
 
     def ask(self, segments, params: dict) -> bytes:
         """The JSON the server sends for the route `segments` (as they are, ids not encoded) with `params`

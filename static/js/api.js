@@ -5,6 +5,7 @@
 // listings are polled with their ETag: an unchanged listing answers 304 and we keep the body we have.
 
 import {bundleFile} from "./bundle-name.js";
+import {searchBundle} from "./bundle-search.js";
 
 const BASE = "/api/v1";
 const VIEWER = "__viewer";  // relative: the server's /__viewer, or the bundle's file in its folder
@@ -80,20 +81,31 @@ async function bodyOf(response, address) {
   return body;
 }
 
-/** An answer from the bundle's files. Nothing there changes, so a poll reads its file once. */
+/** An answer from the bundle's files (a search matched here, over its rollouts' texts). Nothing there
+ *  changes, so a poll reads its file once. */
 async function fromBundle(path, params, poll) {
+  if (path === "/search") {
+    const answer = await searchBundle(params, bundleAnswer);
+    if (answer.refused) throw new ApiError(400, answer.refused);
+    return answer;
+  }
   const address = bundleFile(path, params);
   const known = remembered.get(address);
   if (known) return poll ? {body: known.body, changed: false} : known.body;
-  const response = await fetch(address);
+  const body = await bundleAnswer(path, params);
+  if (poll) remembered.set(address, {body});
+  if (remembered.size > 200) remembered.delete(remembered.keys().next().value);
+  return poll ? {body, changed: true} : body;
+}
+
+/** The bundle's file answering `path` with `params`; one it does not hold is refused with a line saying why. */
+async function bundleAnswer(path, params) {
+  const response = await fetch(bundleFile(path, params));
   if (!response.ok) {
     throw new ApiError(response.status, `this bundle holds no answer to ${path} with these parameters: it `
       + "answers only what was written for the rollouts it keeps (their listings, sorts and drawers)");
   }
-  const body = await response.json();
-  if (poll) remembered.set(address, {body});
-  if (remembered.size > 200) remembered.delete(remembered.keys().next().value);
-  return poll ? {body, changed: true} : body;
+  return response.json();
 }
 
 /** GET JSON. With `{poll: true}` returns `{body, changed}` using If-None-Match. */

@@ -119,6 +119,61 @@ def test_a_drawers_path_and_chat_tabs_are_the_servers(page_on, host, server):
     assert requests_outside(page, host) == []
 
 
+def search_hits(server, **params) -> list:
+    """Every hit of the server's `/v1/search` over the bundle's filters, its pages followed."""
+    query = "&".join(f"{name}={quote(str(value))}" for name, value in {"run_id": RUN, "step": STEP, **params}.items())
+    hits, cursor = [], None
+    while True:
+        answer = server.get(f"/v1/search?{query}&limit=1000" + (f"&cursor={cursor}" if cursor else ""))
+        hits += answer["data"]
+        cursor = answer["next_cursor"]
+        if answer["done"] or not cursor:
+            return hits
+
+
+def shown_hits(tab) -> list:
+    rows = tab.locator(".matches .match")
+    return rows.evaluate_all("rs => rs.map(r => [r.querySelector('.match-traj').textContent,"
+                            " r.querySelector('.match-node').textContent, r.querySelector('mark').textContent])")
+
+
+@pytest.mark.parametrize(("text", "options"),
+                         [("USER", {}), ("step 1", {"in": "message"}), ("re", {"kind": "sampled"})])
+def test_a_search_within_the_bundle_lists_the_servers_matches(page_on, host, server, text, options):
+    page = page_on(host)
+    hash_options = {"in": "sin", "kind": "skind"}
+    extra = "".join(f"&{hash_options[name]}={value}" for name, value in options.items())
+    tab = page.open(f"#/run/{RUN}/rollouts?search={quote(text)}{extra}")
+    want = search_hits(server, text=text, **options)
+    assert want  # the fixture's text holds it
+    expect(tab.locator(".search-progress")).to_have_text(f"searched 11 of 11 records · {len(want)} matches")
+    assert sorted(shown_hits(tab)) == sorted([hit["trajectory_id"], f"{hit['node_id']} · {hit['role']} · {hit['in']}",
+                                              hit["snippet"]["match"]] for hit in want)  # the server's: as read
+    first = tab.locator(".matches .match .match-traj").first
+    opened = first.inner_text()
+    first.click()
+    expect(tab.locator("#drawer .traj-id")).to_have_text(opened)
+    assert requests_outside(page, host) == []
+
+
+def test_a_search_outside_the_kept_rollouts_says_it_needs_the_server(page_on, host):
+    page = page_on(host)
+    tab = page.open(f"#/run/{RUN}/rollouts?step=1&search=user")  # another step: rollouts the bundle has not
+    expect(tab.locator(".search-error")).to_have_text("Search failed: this bundle searches only the 11 rollouts it "
+                                                      "keeps: a search inside other filters needs the viewer's server")
+    expect(tab.locator(".matches .match")).to_have_count(0)
+    expect(tab.locator("#main .table-box .notice.error")).to_have_text(
+        "Cannot list this run: this bundle holds no answer to /trajectories with these parameters: it answers only "
+        "what was written for the rollouts it keeps (their listings, sorts and drawers)")
+    tab.locator('#main .filters [data-filter="clear"]').click()  # back to what it holds
+    expect(tab.locator(".search-progress")).to_contain_text("searched 11 of 11 records")
+    expect(tab.locator("#main table.rows tbody tr.nav")).to_have_count(11)
+    assert requests_outside(page, host) == []
+    missing = "Failed to load resource: the server responded with a status of 404 (File not found)"
+    assert page.errors == [missing]  # the static host's answer to the file it does not have: the line says why
+    page.errors.clear()
+
+
 def test_what_the_bundle_cannot_answer_says_why(page_on, host):
     page = page_on(host)
     tab = page.open(f"#/run/{RUN}/rollouts")
