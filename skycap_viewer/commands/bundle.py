@@ -22,7 +22,7 @@ from pathlib import Path
 
 from skycap_viewer.catalog.groups import GROUP_SORT_KEYS
 from skycap_viewer.catalog.rows import SORT_KEYS
-from skycap_viewer.commands.bundle_names import bundle_file
+from skycap_viewer.commands.bundle_names import bundle_file, gzip_answer
 from skycap_viewer.commands.export import PARAMETERS
 from skycap_viewer.commands.terminal import plural
 from skycap_viewer.errors import ApiError, RecordError, UsageError
@@ -51,8 +51,8 @@ class Out:
         if self.names.setdefault(name, request) != request:
             raise UsageError(f"two requests share the file {name}: {self.names[name]} and {request}")
         self.written += len(body)
-        if self.archive is not None:
-            self.archive.writestr(name, body)
+        if self.archive is not None:  # an answer is gzipped already
+            self.archive.writestr(name, body, zipfile.ZIP_STORED if name.endswith(".gz") else zipfile.ZIP_DEFLATED)
             return
         path = self.target / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +83,7 @@ class Bundle:
         if payload.get("next_cursor"):  # the page asks a later page by its offset: one file a page
             payload["next_cursor"] = str(Cursor.parse(payload["next_cursor"]).offset)
             body = json.dumps(payload, separators=(",", ":")).encode()
-        self.held.append((bundle_file(segments, page), body, json.dumps([list(segments), page])))
+        self.held.append((bundle_file(segments, page), gzip_answer(body), json.dumps([list(segments), page])))
         return payload
 
     def flush(self) -> bool:
@@ -134,7 +134,7 @@ class Bundle:
             tokens = None  # the Path tab shows the message text of a record whose tokens cannot be read
         body = json.dumps({"nodes": node_texts(document, tokens)}, separators=(",", ":")).encode()
         page = {"run_id": run["id"], "trajectory_id": record_id}
-        self.held.append((bundle_file(["search"], page), body, json.dumps([["search"], page])))
+        self.held.append((bundle_file(["search"], page), gzip_answer(body), json.dumps([["search"], page])))
 
     def search_index(self, run_id: str, written: list[str], skipped: list[dict]):
         """What the page's search reads first: the rollouts searched, in the listing's order (as the
@@ -142,7 +142,8 @@ class Bundle:
         said = {"ids": written, "skipped": skipped, "context": CONTEXT, "match_shown": MAX_MATCH_SHOWN,
                 "max_hits": MAX_DOCUMENT_HITS}
         page = {"run_id": run_id}
-        self.out.write(bundle_file(["search"], page), json.dumps(said).encode(), json.dumps([["search"], page]))
+        self.out.write(bundle_file(["search"], page), gzip_answer(json.dumps(said).encode()),
+                       json.dumps([["search"], page]))
 
     def drawer(self, run_id: str, record_id: str):
         """What the drawer reads of one rollout, every part of each answer."""
@@ -227,7 +228,8 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, max_rollouts: i
     for run in runs:  # their rows get the flags their sidecars raise, as the server's once verified
         api.verify(run["id"], kept_ids[run["id"]])
     kept_runs = [run for run in json.loads(api.ask(("runs",), {}))["data"] if kept_ids.get(run["id"])]
-    out.write(bundle_file(["runs"], {}), json.dumps({"data": kept_runs, "skipped": []}).encode(), "runs")
+    runs_answer = json.dumps({"data": kept_runs, "skipped": []}).encode()
+    out.write(bundle_file(["runs"], {}), gzip_answer(runs_answer), "runs")
     kept = [(run, record_id) for run in kept_runs for record_id in bundle.listings(run)]
     bundle.flush()
     left_out = []

@@ -105,7 +105,15 @@ async function bundleAnswer(path, params) {
     throw new ApiError(response.status, `this bundle holds no answer to ${path} with these parameters: it `
       + "answers only what was written for the rollouts it keeps (their listings, sorts and drawers)");
   }
-  return response.json();
+  return unzipped(response);
+}
+
+/** The JSON of a bundle's file, kept gzipped: unzipped here, unless a host that sends it with
+ *  `Content-Encoding: gzip` had the browser unzip it already (JSON never starts with gzip's 1f 8b). */
+async function unzipped(response) {
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return JSON.parse(new TextDecoder().decode(bytes));
+  return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).json();
 }
 
 /** GET JSON. With `{poll: true}` returns `{body, changed}` using If-None-Match. */
