@@ -47,11 +47,12 @@ def timed_bundle(run: Path, out: Path, *extra: str) -> tuple[float, str]:
     return round(seconds, 1), done.stderr.strip()
 
 
-def measure(run: Path, work: Path, rollouts: int) -> dict:
+def measure(run: Path, work: Path) -> dict:
     records = sorted(run.glob("*.json.zst"))
     record_bytes = sum(path.stat().st_size for path in run.iterdir() if path.is_file())
-    folder_s, said = timed_bundle(run, work / "bundle", "--max-rollouts", str(rollouts))
-    zip_s, _ = timed_bundle(run, work / "bundle.zip", "--max-rollouts", str(rollouts), "--zip")
+    kept = str(len(records))  # a retried rollout's attempts are records of their own
+    folder_s, said = timed_bundle(run, work / "bundle", "--max-rollouts", kept)
+    zip_s, _ = timed_bundle(run, work / "bundle.zip", "--max-rollouts", kept, "--zip")
     figures = folder_figures(work / "bundle")
     return {"rollouts": len(records), "records_mib": round(record_bytes / MIB, 1), "write_s": folder_s,
             "write_zip_s": zip_s, "zip_mib": round((work / "bundle.zip").stat().st_size / MIB, 1),
@@ -70,7 +71,7 @@ def main() -> int:
         run = args.keep or work / "run"
         if not any(run.glob("*.json.zst")):
             synth.generate(run, args.rollouts, huge=False)
-        figures = measure(run, work, args.rollouts)
+        figures = measure(run, work)
     if args.json:
         print(json.dumps(figures))
         return 0

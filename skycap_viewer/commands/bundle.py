@@ -35,6 +35,7 @@ FILTERS = tuple(name for name in PARAMETERS if name not in ("sort", "order", "fo
 PAGE_ROWS = 100  # rows of a listing page, as the page asks them (LIMIT in static/js/run-page.js)
 DEFAULT_MAX_ROLLOUTS = 2000
 DRAWER_ROUTES = ("graph", "exchanges", "timeline")  # answers in parts beside /paths and each path's /chat
+LAST_FILES_BYTES, LAST_BYTES_A_ROLLOUT = 16_384, 256  # at most, once their ids and why they were left out
 VIEWER_FILE = "__viewer"  # the page asks `__viewer` first, relative to its folder: a bundle says so in it
 
 
@@ -183,8 +184,8 @@ def filter_params(args) -> dict:
     return params
 
 
-def prepared_out(out: Path, directories, force: bool, as_zip: bool) -> Path:
-    """OUT, checked: never in or around a record directory, and empty (or, with `--force`, a bundle's)."""
+def checked_out(out: Path, directories, force: bool, as_zip: bool) -> Path:
+    """OUT, refused unless it is away from every record directory and empty (or, with `--force`, a bundle's)."""
     target = out.absolute()
     for directory in directories:
         root = Path(directory).absolute()
@@ -202,8 +203,14 @@ def prepared_out(out: Path, directories, force: bool, as_zip: bool) -> Path:
             raise UsageError(f"{out} is not empty: pass --force to write over it")
         if any(is_document_name(path.name) for path in target.rglob("*.json.zst")):
             raise UsageError(f"{out} holds records: a bundle is never written into a record directory")
-        shutil.rmtree(target / "data", ignore_errors=True)  # an earlier bundle's answers, none kept
-    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def prepared_out(target: Path, as_zip: bool) -> Path:
+    """OUT made ready to write: an earlier bundle's answers removed (none is kept), the folder made."""
+    if not as_zip:
+        shutil.rmtree(target / "data", ignore_errors=True)
+        target.mkdir(parents=True, exist_ok=True)
     return target
 
 
@@ -211,11 +218,8 @@ def said_filters(filters: dict) -> str:
     return " ".join(f"{name}={value}" for name, values in filters.items() for value in values) or "none"
 
 
-def write_bundle(api, page_files: dict, out: Out, filters: dict, max_rollouts: int, budget: int | None) -> dict:
-    """Write the page, then the answers; return what the bundle says of itself (`bundle` in `__viewer`)."""
-    bundle = Bundle(api.ask, out, filters, budget)
-    for name, source in sorted(page_files.items()):
-        out.write(name.lstrip("/"), source.read_bytes())
+def kept_rollouts(api, filters: dict, max_rollouts: int) -> dict:
+    """run id -> the ids of its rollouts the filters keep; refused when they keep none, or too many."""
     runs = [run for run in json.loads(api.ask(("runs",), {}))["data"]
             if run["id"] in filters.get("run_id", [run["id"]])]
     kept_ids = {run["id"]: kept_by(api, run["id"], filters) for run in runs}
@@ -225,13 +229,26 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, max_rollouts: i
                          f"--max-rollouts {max_rollouts}: narrow them or raise --max-rollouts")
     if not total:
         raise UsageError(f"the filters ({said_filters(filters)}) keep no rollout")
-    for run in runs:  # their rows get the flags their sidecars raise, as the server's once verified
-        api.verify(run["id"], kept_ids[run["id"]])
+    return kept_ids
+
+
+def write_bundle(api, page_files: dict, out: Out, filters: dict, kept_ids: dict, budget_mib: float | None) -> dict:
+    """Write the page, then the answers; return what the bundle says of itself (`bundle` in `__viewer`)."""
+    bundle = Bundle(api.ask, out, filters, None if budget_mib is None else int(budget_mib * 2**20))
+    for name, source in sorted(page_files.items()):
+        out.write(name.lstrip("/"), source.read_bytes())
+    for run_id, ids in kept_ids.items():  # their rows get the flags their sidecars raise, as the server's once verified
+        api.verify(run_id, ids)
     kept_runs = [run for run in json.loads(api.ask(("runs",), {}))["data"] if kept_ids.get(run["id"])]
     runs_answer = json.dumps({"data": kept_runs, "skipped": []}).encode()
     out.write(bundle_file(["runs"], {}), gzip_answer(runs_answer), "runs")
     kept = [(run, record_id) for run in kept_runs for record_id in bundle.listings(run)]
-    bundle.flush()
+    listings = sum(len(body) for _, body, _ in bundle.held)
+    if not bundle.flush():
+        raise UsageError(f"the page and the listings alone take {(out.written + listings) / 2**20:.1f} MiB, more than "
+                         f"--max-mib {budget_mib:g}: raise it, or narrow the filters")
+    if bundle.budget is not None:  # room for what is written last: the search's list and `__viewer`, an id's line each
+        bundle.budget -= LAST_FILES_BYTES + LAST_BYTES_A_ROLLOUT * len(kept)
     left_out = []
     for run, record_id in kept:
         try:
@@ -243,7 +260,7 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, max_rollouts: i
             continue
         if not bundle.flush():
             left_out.append({"id": record_id, "run_id": run["id"],
-                             "why": f"past the size budget (--max-mib {budget / 2**20:g})"})
+                             "why": f"past the size budget (--max-mib {budget_mib:g})"})
     left_ids = {(item["run_id"], item["id"]) for item in left_out}
     for run in kept_runs:
         written = [record_id for kept_run, record_id in kept if kept_run is run
@@ -251,8 +268,7 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, max_rollouts: i
         left = [{"trajectory_id": item["id"], "reason": item["why"]} for item in left_out
                 if item["run_id"] == run["id"]]
         bundle.search_index(run["id"], written, left)
-    said = {"filters": filters, "rollouts": len(kept), "left_out": left_out,
-            "budget_mib": None if budget is None else budget / 2**20}
+    said = {"filters": filters, "rollouts": len(kept), "left_out": left_out, "budget_mib": budget_mib}
     viewer = json.loads(api.ask(("__viewer",), {}))
     out.write(VIEWER_FILE, json.dumps({**viewer, "bundle": said}).encode())
     out.write(".nojekyll", b"")  # GitHub Pages serves `__viewer` only without Jekyll
@@ -274,15 +290,16 @@ def kept_by(api, run_id: str, filters: dict) -> list[str]:
 def run_bundle(api, page_files: dict, directories, out: Path, filters: dict, max_rollouts: int,
                budget_mib: float | None, as_zip: bool, force: bool) -> int:
     """Write the bundle into `out` and say on stderr what it holds and what it left out."""
-    target = prepared_out(out, directories, force, as_zip)
-    sink = Out(target, as_zip)
+    target = checked_out(out, directories, force, as_zip)
     try:
-        said = write_bundle(api, page_files, sink, filters, max_rollouts,
-                            None if budget_mib is None else int(budget_mib * 2**20))
+        kept_ids = kept_rollouts(api, filters, max_rollouts)
+        sink = Out(prepared_out(target, as_zip), as_zip)
+        try:
+            said = write_bundle(api, page_files, sink, filters, kept_ids, budget_mib)
+        finally:
+            sink.close()
     except ApiError as error:
         raise UsageError(error.detail) from None
-    finally:
-        sink.close()
     print(f"skycap-viewer: wrote {out}: {plural(said['rollouts'], 'rollout')} (filters: {said_filters(filters)}), "
           f"{sink.written / 2**20:.1f} MiB", file=sys.stderr)
     for left in said["left_out"]:  # listed in the bundle, their drawers not written
