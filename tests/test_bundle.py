@@ -38,6 +38,7 @@ def answer_in(out: Path, segments, params: dict) -> dict:
     return json.loads(gzip.decompress((out / bundle_file(segments, params)).read_bytes()))
 
 
+@pytest.mark.slow
 def test_the_answers_are_the_servers_for_the_filters_under_the_pages_requests(run, tmp_path):
     before = files_of(run.parent)
     out = tmp_path / "out"
@@ -88,6 +89,7 @@ def test_the_pages_meta_policy_is_the_servers_header():
         part for part in header if not part.startswith("frame-ancestors")]  # a header's only
 
 
+@pytest.mark.slow
 def test_a_non_empty_out_is_refused_unless_forced(run, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -111,6 +113,7 @@ def test_a_record_directory_is_never_written_into(run, where):
     assert files_of(run) == before
 
 
+@pytest.mark.slow
 def test_too_many_rollouts_or_none_are_refused(run, tmp_path):
     done = run_cli("bundle", run, "-o", tmp_path / "a", "--max-rollouts", "10")
     assert done.returncode == 2
@@ -125,6 +128,7 @@ def test_too_many_rollouts_or_none_are_refused(run, tmp_path):
                         r"raise it, or narrow the filters\n", done.stderr)
 
 
+@pytest.mark.slow
 def test_a_size_budget_leaves_drawers_out_and_says_which(run, tmp_path):
     assert run_cli("bundle", run, "-o", tmp_path / "whole", "--step", "2").returncode == 0
     whole = sum(path.stat().st_size for path in (tmp_path / "whole").rglob("*") if path.is_file())
@@ -146,6 +150,7 @@ def test_a_size_budget_leaves_drawers_out_and_says_which(run, tmp_path):
     assert {skipped["trajectory_id"] for skipped in search["skipped"]} == {item["id"] for item in left}
 
 
+@pytest.mark.slow
 def test_zip_writes_the_same_files_as_one_archive(run, tmp_path):
     assert run_cli("bundle", run, "-o", tmp_path / "folder", "--step", "3").returncode == 0
     assert run_cli("bundle", run, "-o", tmp_path / "bundle.zip", "--step", "3", "--zip").returncode == 0

@@ -31,11 +31,23 @@ class QuietFiles(SimpleHTTPRequestHandler):
         pass
 
 
+class EncodingFiles(QuietFiles):
+    """A host that sends a `.gz` file as `Content-Encoding: gzip` (Apache's `AddEncoding`): the browser unzips it."""
+
+    def guess_type(self, path):
+        return "application/json" if str(path).endswith(".json.gz") else super().guess_type(path)
+
+    def end_headers(self):
+        if self.path.endswith(".json.gz"):
+            self.send_header("Content-Encoding", "gzip")
+        super().end_headers()
+
+
 class StaticHost:
     """A plain static file server over `root` on an ephemeral port, in a thread: `url` is the bundle's folder."""
 
-    def __init__(self, root, folder: str):
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietFiles, directory=str(root)))
+    def __init__(self, root, folder: str, handler=QuietFiles):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(root)))
         self.origin = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.url = f"{self.origin}/{folder}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -57,6 +69,13 @@ def host(run_copy, tmp_path_factory):
     done = run_cli("bundle", run_copy, "-o", site / "shared" / "bundle", "--step", STEP)
     assert done.returncode == 0, done.stderr
     served = StaticHost(site, "shared/bundle")
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def encoding_host(host):
+    served = StaticHost(host.httpd.RequestHandlerClass.keywords["directory"], "shared/bundle", EncodingFiles)
     yield served
     served.close()
 
@@ -104,6 +123,16 @@ def test_the_listings_and_band_are_the_servers_answers_for_the_same_filters(page
     expect(tab.locator("#main table.rows tbody tr.nav").first).to_have_attribute("data-traj", by_tokens[0])
     assert tab.locator("#main table.rows tbody tr.nav").evaluate_all("rs => rs.map(r => r.dataset.traj)") == by_tokens
     assert requests_outside(page, host) == []
+
+
+def test_a_host_that_sends_the_answers_gzip_encoded_serves_the_same_page(page_on, encoding_host, server):
+    page = page_on(encoding_host)
+    tab = page.open(f"#/run/{RUN}/rollouts")
+    rollouts = listed(server, "trajectories")
+    expect(tab.locator("#main table.rows tbody tr.nav")).to_have_count(len(rollouts["data"]))
+    listing = bundle_file(["trajectories"], {"run_id": RUN, "limit": 100})
+    assert page.context.request.get(f"{encoding_host.url}/{listing}").headers["content-encoding"] == "gzip"
+    assert requests_outside(page, encoding_host) == []
 
 
 def test_a_drawers_path_and_chat_tabs_are_the_servers(page_on, host, server):
