@@ -216,6 +216,13 @@ def test_what_the_bundle_cannot_answer_says_why(page_on, host):
     tab.locator('#main tr.nav').first.click()
     expect(tab.locator("#drawer .drawer-head")).to_be_visible()
     expect(tab.locator("#drawer .snapshot-link")).to_have_count(0)
+    tab.goto(f"{host.url}/#/run/{RUN}/groups")
+    tab.locator("#main tr.group-row").first.click()  # expanded: its members, and the line-up it cannot answer
+    expect(tab.locator("#main tbody.group tr.rollout-row").first).to_be_visible()
+    expect(tab.locator("#main button.line-up")).to_be_disabled()
+    expect(tab.locator("#main button.line-up")).to_have_attribute(
+        "title", "lining up a group (its members beyond those kept) needs the viewer's server: this page reads a "
+                 "static bundle")
     assert requests_outside(page, host) == []
 
 
