@@ -175,3 +175,21 @@ def test_it_reads_no_sidecar_of_a_rollout_it_leaves_out(run, tmp_path):
     rows = answer_in(tmp_path / "out", ["trajectories"], {"run_id": RUN, "limit": PAGE_ROWS})["data"]
     assert {row["id"] for row in rows} == kept
     assert all("malformed-record" not in row["summary"]["flags"] for row in rows)
+
+
+@pytest.mark.slow
+def test_unreadable_records_are_listed_said_and_skipped_by_the_search(tmp_path):
+    broken = shutil.copytree(FIXTURES / "broken", tmp_path / "broken")
+    out = tmp_path / "out"
+    done = run_cli("bundle", broken, "-o", out)
+    assert done.returncode == 0 and "left out" not in done.stderr, done.stderr
+    api = InProcessApi([broken], ("step", "instance_id"))
+    listing = json.loads(api.ask(("trajectories",), {"run_id": ["broken"], "limit": ["1000"]}))
+    unreadable = {row["id"]: row["error"] for row in listing["data"] if row.get("unreadable")}
+    assert unreadable
+    for record_id in unreadable:
+        header = answer_in(out, ["trajectories", record_id], {"run_id": "broken"})
+        assert header["unreadable"] is True  # the drawer says why from its header
+    skipped = answer_in(out, ["search"], {"run_id": "broken"})["skipped"]
+    assert skipped == [{"trajectory_id": record_id, "reason": f"unreadable: {error}"}
+                       for record_id, error in unreadable.items()]  # as the server's search says them

@@ -146,12 +146,14 @@ class Bundle:
         self.out.write(bundle_file(["search"], page), gzip_answer(json.dumps(said).encode()),
                        json.dumps([["search"], page]))
 
-    def drawer(self, run_id: str, record_id: str):
-        """What the drawer reads of one rollout, every part of each answer."""
+    def drawer(self, run_id: str, record_id: str) -> str | None:
+        """What the drawer reads of one rollout, every part of each answer; why it cannot be read, if so (the
+        drawer then says it from its header alone)."""
         base = ["trajectories", record_id]
         at = {"run_id": run_id}
-        if self.answer(base, at).get("unreadable"):
-            return
+        header = self.answer(base, at)
+        if header.get("unreadable"):
+            return header.get("error") or "unreadable"
         paths = self.answer([*base, "paths"], at)
         for index, path in enumerate(paths.get("paths") or []):
             part = path.get("part")
@@ -167,6 +169,7 @@ class Bundle:
             answer = self.answer([*base, route], at)
             while (answer.get("part") or {}).get("next") is not None:
                 answer = self.answer([*base, route], {**at, "from": answer["part"]["next"]})
+        return None
 
 
 def sorts(keys) -> list[tuple]:
@@ -249,11 +252,12 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, kept_ids: dict,
                          f"--max-mib {budget_mib:g}: raise it, or narrow the filters")
     if bundle.budget is not None:  # room for what is written last: the search's list and `__viewer`, an id's line each
         bundle.budget -= LAST_FILES_BYTES + LAST_BYTES_A_ROLLOUT * len(kept)
-    left_out = []
+    left_out, unreadable = [], {}
     for run, record_id in kept:
         try:
-            bundle.drawer(run["id"], record_id)
-            bundle.searchable(run, record_id)
+            unreadable[record_id] = bundle.drawer(run["id"], record_id)
+            if unreadable[record_id] is None:
+                bundle.searchable(run, record_id)
         except (ApiError, RecordError) as error:  # a record that cannot be read now: said, the rest written
             bundle.held = []
             left_out.append({"id": record_id, "run_id": run["id"], "why": str(getattr(error, "detail", error))})
@@ -262,12 +266,14 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, kept_ids: dict,
             left_out.append({"id": record_id, "run_id": run["id"],
                              "why": f"past the size budget (--max-mib {budget_mib:g})"})
     left_ids = {(item["run_id"], item["id"]) for item in left_out}
-    for run in kept_runs:
-        written = [record_id for kept_run, record_id in kept if kept_run is run
-                   and (run["id"], record_id) not in left_ids]
-        left = [{"trajectory_id": item["id"], "reason": item["why"]} for item in left_out
-                if item["run_id"] == run["id"]]
-        bundle.search_index(run["id"], written, left)
+    for run in kept_runs:  # the search skips, as the server's, what it cannot read
+        ids = [record_id for kept_run, record_id in kept if kept_run is run]
+        written = [record_id for record_id in ids if (run["id"], record_id) not in left_ids
+                   and unreadable.get(record_id) is None]
+        skipped = [{"trajectory_id": record_id, "reason": f"unreadable: {unreadable[record_id]}"} for record_id in ids
+                   if unreadable.get(record_id)] + [{"trajectory_id": item["id"], "reason": item["why"]}
+                                                    for item in left_out if item["run_id"] == run["id"]]
+        bundle.search_index(run["id"], written, skipped)
     said = {"filters": filters, "rollouts": len(kept), "left_out": left_out, "budget_mib": budget_mib}
     viewer = json.loads(api.ask(("__viewer",), {}))
     out.write(VIEWER_FILE, json.dumps({**viewer, "bundle": said}).encode())
