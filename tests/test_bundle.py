@@ -8,6 +8,8 @@ import gzip
 import json
 import re
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -193,3 +195,14 @@ def test_unreadable_records_are_listed_said_and_skipped_by_the_search(tmp_path):
     skipped = answer_in(out, ["search"], {"run_id": "broken"})["skipped"]
     assert skipped == [{"trajectory_id": record_id, "reason": f"unreadable: {error}"}
                        for record_id, error in unreadable.items()]  # as the server's search says them
+
+
+@pytest.mark.slow
+def test_the_bundle_bench_runs_end_to_end(tmp_path):
+    bench = Path(__file__).resolve().parents[1] / "bench" / "bundle.py"
+    done = subprocess.run([sys.executable, str(bench), "--rollouts", "16", "--keep", str(tmp_path / "run"), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(done.stdout)
+    assert figures["rollouts"] == len(list((tmp_path / "run").glob("*.json.zst"))) >= 16
+    assert figures["answers"] > 10 * figures["rollouts"] and figures["write_s"] > 0 and figures["zip_mib"] > 0
