@@ -12,6 +12,9 @@ const VIEWER = "__viewer";  // relative: the server's /__viewer, or the bundle's
 const remembered = new Map();  // url -> {etag, body}
 let viewerAnswer = null;  // the promise of the /__viewer answer, once asked
 let bundled = null;  // what a bundle says of itself (`bundle` in its __viewer), once read
+const BUNDLE_KEPT_BYTES = 16 * 2 ** 20;  // a bundle's answers kept, in their files' bytes
+const kept = new Map();  // a bundle's file -> {body, size}, oldest first
+let keptBytes = 0;
 
 class ApiError extends Error {
   constructor(status, detail) {
@@ -82,36 +85,44 @@ async function bodyOf(response, address) {
 }
 
 /** An answer from the bundle's files (a search matched here, over its rollouts' texts). Nothing there
- *  changes, so a poll reads its file once. */
+ *  changes, so a poll asks nothing again. */
 async function fromBundle(path, params, poll) {
   if (path === "/search") {
     const answer = await searchBundle(params, bundleAnswer);
     if (answer.refused) throw new ApiError(400, answer.refused);
     return answer;
   }
-  const address = bundleFile(path, params);
-  const known = remembered.get(address);
-  if (known) return poll ? {body: known.body, changed: false} : known.body;
+  const known = kept.has(bundleFile(path, params));
   const body = await bundleAnswer(path, params);
-  if (poll) remembered.set(address, {body});
-  if (remembered.size > 200) remembered.delete(remembered.keys().next().value);
-  return poll ? {body, changed: true} : body;
+  return poll ? {body, changed: !known} : body;
 }
 
-/** The bundle's file answering `path` with `params`; one it does not hold is refused with a line saying why. */
+/** The bundle's file answering `path` with `params`, kept once read (within `BUNDLE_KEPT_BYTES` of files);
+ *  one it does not hold is refused with a line saying why. */
 async function bundleAnswer(path, params) {
-  const response = await fetch(bundleFile(path, params));
+  const address = bundleFile(path, params);
+  const known = kept.get(address);
+  if (known) return known.body;
+  const response = await fetch(address);
   if (!response.ok) {
     throw new ApiError(response.status, `this bundle holds no answer to ${path} with these parameters: it `
       + "answers only what was written for the rollouts it keeps (their listings, sorts and drawers)");
   }
-  return unzipped(response);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const body = await unzipped(bytes);
+  kept.set(address, {body, size: bytes.length});
+  keptBytes += bytes.length;
+  for (const [oldest, entry] of kept) {
+    if (keptBytes <= BUNDLE_KEPT_BYTES || oldest === address) break;
+    kept.delete(oldest);
+    keptBytes -= entry.size;
+  }
+  return body;
 }
 
 /** The JSON of a bundle's file, kept gzipped: unzipped here, unless a host that sends it with
  *  `Content-Encoding: gzip` had the browser unzip it already (JSON never starts with gzip's 1f 8b). */
-async function unzipped(response) {
-  const bytes = new Uint8Array(await response.arrayBuffer());
+async function unzipped(bytes) {
   if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return JSON.parse(new TextDecoder().decode(bytes));
   return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).json();
 }

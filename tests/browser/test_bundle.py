@@ -226,6 +226,18 @@ def test_what_the_bundle_cannot_answer_says_why(page_on, host):
     assert requests_outside(page, host) == []
 
 
+def test_polling_a_bundle_asks_nothing_again(page_on, host):
+    page = page_on(host)
+    page.tab.clock.install()
+    tab = page.open(f"#/run/{RUN}/rollouts")
+    tab.locator("#main tr.nav").first.click()
+    expect(tab.locator("#drawer .drawer-head")).to_be_visible()
+    asked = len(page.requests)
+    tab.clock.run_for(10 * 3000)  # ten of the page's polls of the runs, the listing and the drawer
+    expect(tab.locator("#main tr.nav").first).to_be_visible()
+    assert [url for _, url, _ in list(page.requests.values())[asked:]] == []
+
+
 def test_the_page_and_the_command_name_a_request_the_same_file(page_on, host):
     page = page_on(host)
     tab = page.open("")
