@@ -145,6 +145,10 @@ def test_a_drawers_path_and_chat_tabs_are_the_servers(page_on, host, server):
     cards = tab.locator("#drawer .chat-card")
     expect(cards).to_have_count(len(chat["cards"]))
     assert cards.evaluate_all("cs => cs.map(c => c.dataset.node)") == [card["node_id"] for card in chat["cards"]]
+    for name in ("timeline", "forks"):  # read from the bundle too: drawn, no error
+        tab.locator(f'#drawer .tab[data-tab="{name}"]').click()
+        expect(tab.locator(f"#drawer .{name}-tab")).to_be_visible()
+        expect(tab.locator("#drawer .notice.error")).to_have_count(0)
     assert requests_outside(page, host) == []
 
 
