@@ -84,8 +84,12 @@ class Bundle:
         if payload.get("next_cursor"):  # the page asks a later page by its offset: one file a page
             payload["next_cursor"] = str(Cursor.parse(payload["next_cursor"]).offset)
             body = json.dumps(payload, separators=(",", ":")).encode()
-        self.held.append((bundle_file(segments, page), gzip_answer(body), json.dumps([list(segments), page])))
+        self.hold(segments, page, body)
         return payload
+
+    def hold(self, segments, page: dict, body: bytes):
+        """Keep `body` as the answer to the page's request, to be written with the rest of its rollout's."""
+        self.held.append((bundle_file(segments, page), gzip_answer(body), json.dumps([list(segments), page])))
 
     def flush(self) -> bool:
         """Write the answers held; False (nothing written) when they would pass the budget."""
@@ -134,17 +138,14 @@ class Bundle:
         except RecordError:
             tokens = None  # the Path tab shows the message text of a record whose tokens cannot be read
         body = json.dumps({"nodes": node_texts(document, tokens)}, separators=(",", ":")).encode()
-        page = {"run_id": run["id"], "trajectory_id": record_id}
-        self.held.append((bundle_file(["search"], page), gzip_answer(body), json.dumps([["search"], page])))
+        self.hold(["search"], {"run_id": run["id"], "trajectory_id": record_id}, body)
 
     def search_index(self, run_id: str, written: list[str], skipped: list[dict]):
         """What the page's search reads first: the rollouts searched, in the listing's order (as the
         server searches them), those it cannot search, and the server's limits on a hit."""
         said = {"ids": written, "skipped": skipped, "context": CONTEXT, "match_shown": MAX_MATCH_SHOWN,
                 "max_hits": MAX_DOCUMENT_HITS}
-        page = {"run_id": run_id}
-        self.out.write(bundle_file(["search"], page), gzip_answer(json.dumps(said).encode()),
-                       json.dumps([["search"], page]))
+        self.hold(["search"], {"run_id": run_id}, json.dumps(said).encode())
 
     def drawer(self, run_id: str, record_id: str) -> str | None:
         """What the drawer reads of one rollout, every part of each answer; why it cannot be read, if so (the
@@ -252,6 +253,28 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, kept_ids: dict,
                          f"--max-mib {budget_mib:g}: raise it, or narrow the filters")
     if bundle.budget is not None:  # room for what is written last: the search's list and `__viewer`, an id's line each
         bundle.budget -= LAST_FILES_BYTES + LAST_BYTES_A_ROLLOUT * len(kept)
+    left_out, unreadable = write_drawers(bundle, kept, budget_mib)
+    left_ids = {(item["run_id"], item["id"]) for item in left_out}
+    for run in kept_runs:  # the search skips, as the server's, what it cannot read
+        ids = [record_id for kept_run, record_id in kept if kept_run is run]
+        written = [record_id for record_id in ids if (run["id"], record_id) not in left_ids
+                   and unreadable.get(record_id) is None]
+        skipped = [{"trajectory_id": record_id, "reason": f"unreadable: {unreadable[record_id]}"} for record_id in ids
+                   if unreadable.get(record_id)] + [{"trajectory_id": item["id"], "reason": item["why"]}
+                                                    for item in left_out if item["run_id"] == run["id"]]
+        bundle.search_index(run["id"], written, skipped)
+    bundle.budget = None  # the room kept for the search's lists above
+    bundle.flush()
+    said = {"filters": filters, "rollouts": len(kept), "left_out": left_out, "budget_mib": budget_mib}
+    viewer = json.loads(api.ask(("__viewer",), {}))
+    out.write(VIEWER_FILE, json.dumps({**viewer, "bundle": said}).encode())
+    out.write(".nojekyll", b"")  # GitHub Pages serves `__viewer` only without Jekyll
+    return said
+
+
+def write_drawers(bundle: Bundle, kept: list, budget_mib: float | None) -> tuple[list, dict]:
+    """Each kept rollout's drawer and searched texts, written while they fit; (those left out and why,
+    record id -> why it cannot be read, or None)."""
     left_out, unreadable = [], {}
     for run, record_id in kept:
         try:
@@ -265,20 +288,7 @@ def write_bundle(api, page_files: dict, out: Out, filters: dict, kept_ids: dict,
         if not bundle.flush():
             left_out.append({"id": record_id, "run_id": run["id"],
                              "why": f"past the size budget (--max-mib {budget_mib:g})"})
-    left_ids = {(item["run_id"], item["id"]) for item in left_out}
-    for run in kept_runs:  # the search skips, as the server's, what it cannot read
-        ids = [record_id for kept_run, record_id in kept if kept_run is run]
-        written = [record_id for record_id in ids if (run["id"], record_id) not in left_ids
-                   and unreadable.get(record_id) is None]
-        skipped = [{"trajectory_id": record_id, "reason": f"unreadable: {unreadable[record_id]}"} for record_id in ids
-                   if unreadable.get(record_id)] + [{"trajectory_id": item["id"], "reason": item["why"]}
-                                                    for item in left_out if item["run_id"] == run["id"]]
-        bundle.search_index(run["id"], written, skipped)
-    said = {"filters": filters, "rollouts": len(kept), "left_out": left_out, "budget_mib": budget_mib}
-    viewer = json.loads(api.ask(("__viewer",), {}))
-    out.write(VIEWER_FILE, json.dumps({**viewer, "bundle": said}).encode())
-    out.write(".nojekyll", b"")  # GitHub Pages serves `__viewer` only without Jekyll
-    return said
+    return left_out, unreadable
 
 
 def kept_by(api, run_id: str, filters: dict) -> list[str]:
