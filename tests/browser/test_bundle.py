@@ -19,6 +19,8 @@ from playwright.sync_api import expect
 
 from skycap_viewer.commands.bundle_names import bundle_file
 from tests.browser.rollout_checks import Answers, check_rollout
+from tests.browser.test_hostile import PAYLOADS, assert_inert, hostile_root  # noqa: F401
+from tests.browser.test_hostile import RUN as HOSTILE_RUN
 from tests.conftest import FIXTURES, run_cli
 from tests.server_process import ServerProcess
 
@@ -270,3 +272,23 @@ def test_the_bundle_is_the_page_files_unchanged_and_its_answers(host, run_copy):
     static = FIXTURES.parents[2] / "static"
     for name in ("index.html", "style.css", "js/api.js", "js/app.js"):
         assert (bundle / name).read_bytes() == (static / name).read_bytes()
+
+
+def test_hostile_record_text_in_a_bundle_is_inert(page_on, hostile_root, tmp_path):  # noqa: F811
+    site = tmp_path / "site"
+    done = run_cli("bundle", hostile_root / HOSTILE_RUN, "-o", site / "b")
+    assert done.returncode == 0, done.stderr
+    served = StaticHost(site, "b")
+    try:
+        page = page_on(served)
+        tab = page.open(f"#/run/{HOSTILE_RUN}/rollouts/t/tr_hostile_text?search={quote('onerror')}")
+        drawer = tab.locator("#drawer")
+        for name in ("path", "chat", "tree", "calls", "timeline", "json"):
+            tab.click(f"#drawer .tab[data-tab={name}]")
+            expect(drawer).to_contain_text(PAYLOADS[0] if name not in ("json", "timeline") else "onerror")
+            assert_inert(page, tab)
+        expect(tab.locator(".matches .match mark").first).to_have_text("onerror")  # a hit's snippet, as text
+        assert_inert(page, tab)
+        assert requests_outside(page, served) == []
+    finally:
+        served.close()
