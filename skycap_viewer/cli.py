@@ -1,5 +1,5 @@
 """The `skycap-viewer` command: serve the page, or `summary`, `check`, `show`, `diff`, `grep`, `export`, `timeline`
-in a terminal, or `mcp` for a coding agent.
+in a terminal, `bundle` the page and a run's answers into a folder, or `mcp` for a coding agent.
 
 Arguments are parsed and checked here, so the server and the commands receive directories
 that exist and group keys that are not empty. Usage errors and unreadable arguments exit 2
@@ -21,7 +21,7 @@ from skycap_viewer.record.document import is_document_name, record_id_of
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, WITHIN, Query
 
-COMMANDS = ("summary", "check", "show", "diff", "grep", "export", "timeline", "mcp")
+COMMANDS = ("summary", "check", "show", "diff", "grep", "export", "timeline", "bundle", "mcp")
 GROUP_BY_HELP = "GRPO group key (meta, then annotations; default step,instance_id)"
 
 
@@ -189,7 +189,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     serve = argparse.ArgumentParser(
         prog="skycap-viewer",
         description="Serve a local, read-only viewer for skycap trajectory records. "
-        "Other commands: summary, check, show, diff, grep, export, timeline, mcp (skycap-viewer COMMAND --help).",
+        "Other commands: summary, check, show, diff, grep, export, timeline, bundle, mcp "
+        "(skycap-viewer COMMAND --help).",
     )
     serve.add_argument("dirs", nargs="*", metavar="DIR", help="record directories, or folders holding several")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (0 picks a free one)")
@@ -261,10 +262,9 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     export = argparse.ArgumentParser(prog="skycap-viewer export", description="Write every rollout a listing's "
                                      "filters keep as JSON lines, as /v1/trajectories/export does (same names).")
     export.add_argument("dir", metavar="DIR", help="a record directory, or a folder of runs with --run-id")
-    for name in ("run-id", "step", "task-id", "status", "q", "reward-min", "reward-max", "trained", "sort", "order"):
+    add_filter_options(export)
+    for name in ("sort", "order"):
         export.add_argument(f"--{name}", metavar="VALUE")
-    for name in ("annotation", "flag", "exclude-flag"):
-        export.add_argument(f"--{name}", action="append", metavar="VALUE", help="repeatable")
     export.add_argument("--format", choices=("rollouts", "rows"), help="rows: each record's trainer rows too")
     timeline = argparse.ArgumentParser(prog="skycap-viewer timeline", description="One training step's rollouts on "
                                        "one time axis: a line per rollout, the one that ended last first.")
@@ -276,8 +276,10 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         add_file_limit(parser)
     for parser in (serve, summary, check, show, diff, grep, export, timeline):
         add_store_options(parser)
+    bundle = bundle_parser()
+    add_file_limit(bundle)
     return {"serve": serve, "summary": summary, "check": check, "show": show, "diff": diff, "grep": grep,
-            "export": export, "timeline": timeline, "mcp": mcp_parser()}
+            "export": export, "timeline": timeline, "bundle": bundle, "mcp": mcp_parser()}
 
 
 def mcp_parser() -> argparse.ArgumentParser:
@@ -304,6 +306,60 @@ def run_mcp_command(args) -> int:
         raise UsageError("give one or more record directories (or --demo for the example run)")
     return run_mcp(sources, group_keys(args.group_by), use_cache=not args.no_cache, verify=not args.no_verify,
                    storage_options=args.storage_options, remote_cache_bytes=args.remote_cache_mib * MIB)
+
+
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    """A listing's filters, by the API's names (`--task-id` is `task_id`): `export` and `bundle` take them."""
+    for name in ("run-id", "step", "task-id", "status", "q", "reward-min", "reward-max", "trained"):
+        parser.add_argument(f"--{name}", metavar="VALUE")
+    for name in ("annotation", "flag", "exclude-flag"):
+        parser.add_argument(f"--{name}", action="append", metavar="VALUE", help="repeatable")
+
+
+def positive_count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number, 1 or more, not {text!r}")
+    return int(text)
+
+
+def mib_budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"a size in MiB above 0, not {text!r}")
+    return value
+
+
+def bundle_parser() -> argparse.ArgumentParser:
+    from skycap_viewer.commands.bundle import DEFAULT_MAX_ROLLOUTS
+
+    bundle = argparse.ArgumentParser(prog="skycap-viewer bundle", description="Write the page and the server's "
+                                     "answers for the rollouts the filters keep into a folder any static host serves.")
+    bundle.add_argument("dirs", nargs="+", metavar="DIR", help="record directories, or folders holding several")
+    bundle.add_argument("-o", "--out", required=True, metavar="OUT", help="the folder to write (empty, or --force)")
+    add_filter_options(bundle)
+    bundle.add_argument("--max-rollouts", type=positive_count, default=DEFAULT_MAX_ROLLOUTS, metavar="N",
+                        help=f"refuse filters keeping more rollouts than this (default {DEFAULT_MAX_ROLLOUTS})")
+    bundle.add_argument("--max-mib", type=mib_budget, metavar="MIB",
+                        help="write rollouts' drawers newest first while the bundle stays within this size; "
+                             "the rest are listed, said, and not openable")
+    bundle.add_argument("--zip", action="store_true", help="write OUT as one zip archive of the folder")
+    bundle.add_argument("--force", action="store_true", help="write over a non-empty OUT (an earlier bundle)")
+    bundle.add_argument("--group-by", default=",".join(DEFAULT_GROUP_BY), help=GROUP_BY_HELP)
+    return bundle
+
+
+def run_bundle_command(args) -> int:
+    """Index the directories as the server does and write the bundle from the API's answers in process."""
+    from skycap_viewer.commands.bundle import filter_params, run_bundle
+    from skycap_viewer.server.in_process import InProcessApi
+
+    directories = readable_directories(args.dirs)
+    api = InProcessApi(directories, group_keys(args.group_by))
+    return run_bundle(api, api.page_files(), directories, Path(args.out), filter_params(args), args.max_rollouts,
+                      args.max_mib, args.zip, args.force)
 
 
 def localise(command: str, args, copies: list) -> None:
@@ -354,6 +410,8 @@ def main(argv=None) -> int:
             return run_grep(*grep_arguments(args), as_json=args.json)
         if command == "mcp":
             return run_mcp_command(args)
+        if command == "bundle":
+            return run_bundle_command(args)
         if command == "export":
             from skycap_viewer.commands.export import export_params, run_export
 

@@ -7,5 +7,7 @@
 - `export`: the rows a listing's filters keep, as JSON lines.
 - `grep`: the API's run-wide text search.
 - `timeline`: one step's rollouts on one time axis, a line each (`/v1/steps/timeline`'s lanes).
+- `bundle`: the page and the server's answers for the rollouts the filters keep, as a folder any static host serves;
+  `bundle_names`: the file each request's answer is kept in (the page's `bundle-name.js` says the same).
 - `terminal`: colour on a terminal only, a progress line, record text escaped for a terminal.
 """

@@ -154,3 +154,19 @@ def document_hits(document: dict, query: Query, trajectory_id: str, tokens=None)
         if len(hits) >= MAX_DOCUMENT_HITS:
             return hits, True
     return hits, False
+
+
+def node_texts(document: dict, tokens=None) -> list[dict]:
+    """Each node's searched texts, for a search matched elsewhere (a static bundle's page): the text it
+    shows (`shown`, `in` saying which) and its message text where that differs, with the id, role and
+    kind a query picks nodes and names hits by."""
+    shown_query, message_query = Query("", within="shown"), Query("", within="message")
+    nodes = []
+    for node in document["nodes"]:
+        shown, within = searched_text(node, shown_query, tokens)
+        entry = {"node_id": wire_id(node["id"]), "role": node.get("role"), "kind": node_kind(node), "shown": shown,
+                 "in": within}
+        if within == "tokens":
+            entry["message"] = searched_text(node, message_query, tokens)[0]
+        nodes.append(entry)
+    return nodes

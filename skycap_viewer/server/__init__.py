@@ -6,5 +6,6 @@
 - `web`: the route table, the request policy (hosts, origins, ETags, gzip) and the handler.
 - `connections`: what one client may hold: connection slots, time, the size of a request head, long answers.
 - `access`: the token a viewer shared beyond loopback requires, its cookie and its Bearer header.
+- `in_process`: the API asked without HTTP, through the route table: the answers `bundle` writes.
 - `serve`: `skycap-viewer DIR...`, binding, printing the URL and serving while the runs are indexed.
 """

@@ -2,7 +2,7 @@
 // Its trajectory, tab, selected paths and node and the Path tab's options live in the URL; it is re-read
 // on every poll and redrawn only when the record changed, keeping the scroll position.
 
-import {apiUrl, get, trajectoryPath} from "./api.js";
+import {apiUrl, bundleFacts, get, trajectoryPath} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
 import {drawBody, renderChat} from "./tab-chat.js";
 import {
@@ -322,7 +322,7 @@ export class Drawer {
   /** The rollout as one HTML file that opens offline (`/snapshot`), on the path and tab shown (the
    *  Path's, for a tab the file does not have). */
   snapshotLink(t) {
-    if (t.unreadable) return null;
+    if (t.unreadable || bundleFacts()) return null;  // a bundle's page has no server to write the file
     const tab = snapshotTabs().includes(this.state.tab) ? this.state.tab : "path";
     return el("a", {className: "button ghost snapshot-link", download: true, dataset: {link: "snapshot"},
       title: "download this rollout as one HTML file that opens on any machine, offline",

@@ -4,6 +4,7 @@
 // pair view against the anchor, and "pass vs fail" the anchor against the lowest reward.
 
 import {get} from "./api.js";
+import {unanswerable} from "./bundle-limits.js";
 import {button, el, replace} from "./dom.js";
 import {num, shortId} from "./format.js";
 import {pairPatch} from "./pair-picks.js";
@@ -19,9 +20,10 @@ export class Lineups {
   /** What the expanded group `key` shows above its rollouts: a "line up" button, or its line-up. */
   panel(state, key, range) {
     if (state.lu !== key) {
-      return button("line up", () => this.go({lu: key, la: ""}, {replace: true}),
+      return unanswerable(button("line up", () => this.go({lu: key, la: ""}, {replace: true}),
         {className: "line-up", dataset: {link: "line-up"},
-          title: "every member beside the highest reward: what they share, where they part"});
+          title: "every member beside the highest reward: what they share, where they part"}),
+      "lining up a group (its members beyond those kept)");
     }
     const box = el("div", {className: "lineup", dataset: {group: key}},
       el("p", {className: "muted small"}, "lining up…"));

@@ -2,8 +2,9 @@
 // search, the pager and the table. Everything shown comes from the state in the URL; the listing is re-read
 // when that state changes and polled (with its ETag) so new records appear in place.
 
-import {apiUrl, get} from "./api.js";
+import {apiUrl, bundleFacts, get} from "./api.js";
 import {band} from "./run-band.js";
+import {bundleNotice, NEEDS_SERVER, unanswerable} from "./bundle-limits.js";
 import {el, focusKey, replace, restoreFocus, select} from "./dom.js";
 import {num, plural} from "./format.js";
 import {GroupsTable} from "./run-groups.js";
@@ -80,7 +81,7 @@ export class RunPage {
     this.drawFilters();
     restoreFocus(this.main, focused);
     this.search.show(state);
-    replace(this.pickBox, pickBar(state, this.go));
+    replace(this.pickBox, unanswerable(pickBar(state, this.go), "comparing rollouts", ".ghost"));
     const key = JSON.stringify([state.run, this.view(), this.listParams(state), state.sort, state.order, state.page]);
     if (key !== this.listingKey) {
       this.listingKey = key;
@@ -145,7 +146,8 @@ export class RunPage {
     ].filter(Boolean);
     replace(this.headBox,
       el("h1", {}, run.id, run.project ? el("span", {className: "project muted"}, ` · ${run.project}`) : null),
-      el("p", {className: "facts"}, facts.join(" · "), copiesChip(run, this.state.flag, this.go)),
+      el("p", {className: "facts"}, facts.join(" · "),
+        unanswerable(copiesChip(run, this.state.flag, this.go), "listing them", ".active")),
       run.source ? el("p", {className: "path muted small", title: `a local copy of the store, at ${run.path}`},
         `read from ${run.source.url}`) : run.path ? el("p", {className: "path muted small", title: "record directory"},
         run.path) : null,
@@ -153,6 +155,8 @@ export class RunPage {
         `The store could not be read the last time: ${run.source.problem}. The rows shown are the copy fetched `
         + "before; the viewer keeps trying.") : null);
     if (!this.run) this.headBox.append(el("p", {className: "notice warn"}, `No run named ${this.state.run} (yet).`));
+    const notice = bundleNotice();
+    if (notice) this.headBox.append(notice);
     this.headBox.prepend(select(this.runs().map((r) => [r.id, `${r.project ? `${r.project} / ` : ""}${r.id}`]), run.id,
       (id) => this.go({...emptyState(), run: id}), {className: "run-switch", "aria-label": "run"}));
     this.drawCompareForm();
@@ -173,7 +177,7 @@ export class RunPage {
     const ids = JSON.stringify(this.runs().map((run) => run.id));
     if (ids === this.compareRuns) return;
     this.compareRuns = ids;
-    replace(this.compareBox, compareForm(this.state, this.runs(), this.go));
+    replace(this.compareBox, unanswerable(compareForm(this.state, this.runs(), this.go), "comparing runs"));
   }
 
   /** Another view took the main area: build the page again when it is shown next. */
@@ -191,6 +195,7 @@ export class RunPage {
     if (signature === this.filterSignature) return;
     this.filterSignature = signature;
     replace(this.filterBox, this.filterBar.draw(state, run, this.view()));
+    unanswerable(this.filterBox, "filtering again", ".filter-chip, [data-filter=clear]");
   }
 
   filter(patch) {
@@ -249,7 +254,8 @@ export class RunPage {
         + " and each rollout with no group key once per flag"
       : ungrouped ? "rollouts with no group key, each counted once per flag" : "rollouts, each counted once per flag";
     this.bandTitle.textContent = `record health · ${counted} · ${scope}`;
-    replace(this.bandBox, band(listing.health, state.flag, state.xflag, (patch) => this.go({...patch, page: 1})));
+    const chips = band(listing.health, state.flag, state.xflag, (patch) => this.go({...patch, page: 1}));
+    replace(this.bandBox, unanswerable(chips, "requiring or excluding a flag", ".active"));
     const flagged = [...state.flag, ...state.xflag.map((flag) => `not ${flag}`)].join(", ");
     replace(this.titleBox, unit, flagged ? ` · flagged ${flagged}` : "",
       view === "groups" && (hasFilters(state) || hasFlags(state)) ? el("span", {className: "muted small"},
@@ -292,6 +298,7 @@ export class RunPage {
   /** Downloads of every rollout the current filters keep (`/trajectories/export`, JSON lines), in the
    *  Rollouts view's order; with their trainer rows (`format=rows`) or without. */
   exportLinks() {
+    if (bundleFacts()) return el("span", {className: "export-links muted small"}, ` · export ${NEEDS_SERVER}`);
     const state = this.state;
     // the groups' sort is theirs
     const sorted = this.view() === "rollouts" ? {sort: state.sort, order: state.order} : {};

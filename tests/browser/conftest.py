@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.hostile_text import write_hostile_root
 from tests.browser.tab import OPEN_TABS, Page
 from tests.support.chain_record import write_chain
 from tests.support.server_process import ServerProcess
@@ -145,3 +146,11 @@ def page_over(temp_server, page_on):
         return page_on(server, **context_options)
 
     return start
+
+
+@pytest.fixture(scope="module")
+def hostile_root(tmp_path_factory):
+    """Runs whose records, names and file names carry markup (`hostile_text.py`)."""
+    root = tmp_path_factory.mktemp("hostile")
+    write_hostile_root(root)
+    return root

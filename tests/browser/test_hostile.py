@@ -14,34 +14,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.hostile_text import DANGEROUS, HOSTILE, PAYLOADS, SCAFFOLD, dress_up
-from tests.support.records import write_text_record, write_token_record
-
-RUN = "hostile"
-ODD_RUN = "<img src=x onerror=alert(9)>"
-
-
-@pytest.fixture(scope="module")
-def hostile_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hostile")
-    (root / RUN).mkdir()
-    texts = {0: (f"<s>user\n{HOSTILE}</s>\n", None), 1: (f"{SCAFFOLD}{HOSTILE}</s>", len(SCAFFOLD))}
-    write_token_record(root / RUN, "tr_hostile_tokens", texts, edit=dress_up)
-    write_text_record(root / RUN, "tr_hostile_text", HOSTILE, f"reply {HOSTILE}", edit=dress_up)
-    (root / RUN / 'tr_x"><img src=x onerror=alert(10)>.json.zst').write_bytes(b"not a record")
-    (root / ODD_RUN).mkdir()
-    write_text_record(root / ODD_RUN, "tr_odd_run", "plain", "plain")
-    return root
-
-
-def assert_inert(page, tab):
-    """Nothing in the page was made from record text, and nothing ran."""
-    assert tab.evaluate("typeof window.__pwned") == "undefined"
-    assert tab.locator(DANGEROUS).count() == 0, tab.locator(DANGEROUS).evaluate_all(
-        "nodes => nodes.map(n => n.outerHTML.slice(0, 120))")
-    scripts = tab.evaluate("[...document.scripts].map(s => s.src || 'inline: ' + s.textContent.slice(0, 60))")
-    assert all(src.startswith(page.server.url) for src in scripts), scripts
-    assert page.dialogs == []
+from tests.browser.hostile_text import ODD_RUN, PAYLOADS, RUN, assert_inert
 
 
 @pytest.mark.parametrize("record", ["tr_hostile_tokens", "tr_hostile_text"])
