@@ -1,8 +1,11 @@
-"""Where the page's files are: `static/` beside the package in a source tree, else the packaged copy.
+"""The page's files: where they are, and its `index.html` as served.
 
 A clone run without installing (the bench, a second work tree) has no `skycap_viewer.static`: the
 wheel maps `static/` there. An editable install of another tree would answer that name with its own
-files, so the tree this package was imported from is asked first."""
+files, so the tree this package was imported from is asked first.
+
+`index.html` preloads every ES module, so the browser fetches them all at once instead of one import
+level at a time; the list is written from `js/` as the page is served (and bundled), never by hand."""
 
 from importlib.resources import files
 from pathlib import Path
@@ -16,3 +19,21 @@ def page_folder():
     if (source / "index.html").is_file() and (SOURCE_TREE / "pyproject.toml").is_file():
         return source
     return files("skycap_viewer.static")
+
+
+PRELOADS = "<!-- modulepreload: a line per module of js/, written as the page is served (skycap_viewer/page.py) -->\n"
+
+
+class IndexPage:
+    """`index.html` with its preload line written out: read as the page's other files are (`read_bytes`)."""
+
+    name = "index.html"
+
+    def __init__(self, source):
+        self.source = source
+
+    def read_bytes(self) -> bytes:
+        html = self.source.read_bytes().decode("utf-8")
+        modules = sorted(item.name for item in (page_folder() / "js").iterdir() if item.name.endswith(".js"))
+        links = "".join(f'<link rel="modulepreload" href="js/{name}">\n' for name in modules if name != "app.js")
+        return html.replace(PRELOADS, links).encode("utf-8")

@@ -18,7 +18,7 @@ import pytest
 from skycap_viewer.commands.bundle import LAST_BYTES_A_ROLLOUT, LAST_FILES_BYTES, PAGE_ROWS
 from skycap_viewer.commands.bundle_names import bundle_file
 from skycap_viewer.server.in_process import InProcessApi
-from skycap_viewer.server.web import CONTENT_SECURITY_POLICY
+from skycap_viewer.server.web import CONTENT_SECURITY_POLICY, static_files
 from tests.support.cli import run_cli
 from tests.support.corpus import FIXTURES
 
@@ -75,7 +75,7 @@ def test_the_page_files_are_the_servers_unchanged(run, tmp_path):
     assert run_cli("bundle", run, "-o", tmp_path / "out", "--step", "1").returncode == 0
     page = {path.relative_to(STATIC) for path in STATIC.rglob("*") if path.is_file() and "__" not in str(path)}
     for name in page:
-        assert (tmp_path / "out" / name).read_bytes() == (STATIC / name).read_bytes(), name
+        assert (tmp_path / "out" / name).read_bytes() == static_files()[f"/{name.as_posix()}"][0].read_bytes(), name
     assert (tmp_path / "out" / ".nojekyll").exists()  # GitHub Pages serves `__viewer` only then
 
 

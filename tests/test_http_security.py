@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from skycap_viewer.server.web import static_files
+
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
 )
 STATIC = Path(__file__).parent.parent / "static"
+SERVED = static_files()  # URL path -> (file as served, type): index.html with its preloads written out
 ROUTES = ("/healthz", "/__viewer", "/v1/runs", "/api/v1/trajectories?run_id=spec", "/", "/index.html",
           "/run/spec/t/tr_tokens")
 
@@ -107,7 +110,7 @@ def test_every_packaged_page_file_is_served_and_nothing_else(corpus_server):
     for path in page_files:
         target = "/" + path.relative_to(STATIC).as_posix()
         status, headers, body = corpus_server.request(target)
-        assert status == 200 and body == path.read_bytes(), target
+        assert status == 200 and body == SERVED[target][0].read_bytes(), target
         assert headers["Content-Type"].startswith(types[path.suffix]), target
         assert headers["Cache-Control"] == "no-cache"
     for target in ("/__init__.py", "/nothing.js", "/js/nothing.js", "/favicon.ico.bak"):
@@ -115,7 +118,7 @@ def test_every_packaged_page_file_is_served_and_nothing_else(corpus_server):
 
 
 def test_deep_links_serve_the_page(corpus_server):
-    page = (STATIC / "index.html").read_bytes()
+    page = SERVED["/index.html"][0].read_bytes()
     for target in ("/", "/run/groups", "/run/groups/t/tr_g1a0a0", "/anything/else"):
         status, headers, body = corpus_server.request(target)
         assert status == 200 and body == page and headers["Content-Type"].startswith("text/html")

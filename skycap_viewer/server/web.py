@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote
 
 from skycap_viewer.errors import ApiError
-from skycap_viewer.page import page_folder
+from skycap_viewer.page import IndexPage, page_folder
 from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, TOKEN_PARAM, Access, hidden_token
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
@@ -167,7 +167,8 @@ def static_files() -> dict:
                 continue
             suffix = item.name[item.name.rfind("."):] if "." in item.name else ""
             if suffix in STATIC_TYPES:
-                table[f"{prefix}{item.name}"] = (item, STATIC_TYPES[suffix])
+                table[f"{prefix}{item.name}"] = (IndexPage(item) if item.name == "index.html" else item,
+                                                 STATIC_TYPES[suffix])
 
     walk(page_folder(), "/")
     return table
