@@ -294,3 +294,26 @@ def test_the_checks_catch_a_test_importing_a_test_or_a_conftest_and_a_bench_cycl
                                           "tests/support/x.py imports tests.conftest",
                                           "tests/test_a.py imports tests.test_b"]
     assert cycles(bench_graph(tmp_path / "bench")) == [["run", "s3"]]
+
+
+# -- the map: every module named where a newcomer looks ---------------------------------------------------
+
+LAYOUT = PACKAGE.parent / "docs" / "layout.md"
+PACKAGES = sorted(path.parent for path in PACKAGE.glob("*/__init__.py"))
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda path: path.name)
+def test_every_package_docstring_names_its_modules(package):
+    said = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    unnamed = [module.stem for module in sorted(package.glob("*.py"))
+               if module.stem != "__init__" and f"`{module.stem}`" not in said]
+    assert not unnamed, f"{package.name}/__init__.py does not name {unnamed}: say what each one does"
+
+
+def test_the_layout_doc_names_every_module_python_and_page():
+    layout = LAYOUT.read_text()
+    python = [module.stem for module in sorted(PACKAGE.rglob("*.py"))
+              if module.stem not in ("__init__", "__main__") and "snapshot_page" not in module.parts]
+    page = [module.name for module in sorted((PACKAGE.parent / "static" / "js").glob("*.js"))]
+    unnamed = [name for name in python + page if f"`{name}`" not in layout]
+    assert not unnamed, f"docs/layout.md does not name {unnamed}: add each to its layer's row or the page's map"

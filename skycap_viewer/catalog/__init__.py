@@ -1,6 +1,10 @@
 """The runs being served.
 
-Discovery, index rows, groups, each run's rows in SQLite (the store, the viewer's index of each run and
-its snapshots, where the databases live), the trainer's run index files, the worker pools, the watcher,
-and records in object storage (`object_store`: a prefix listed and read; `remote_copy`: its local copy).
+- `discovery`: the record directories under the directories named; `rows`: the index row of one record.
+- `groups`: GRPO groups (attempts, superseded, group flags); `run_index`: the trainer's `index/step-<N>.json`.
+- `store`: each run's rows, counts and groups in SQLite; `blobs`: a row's JSON and kept fields as stored.
+- `index`: the viewer's index of a run and its immutable snapshots; `persisted`: where the databases live.
+- `pool`: the indexing worker processes; `searcher`: the search worker processes.
+- `watcher`: the polling watcher, the only code that lists directories.
+- `object_store`: a store's prefix listed and read through fsspec; `remote_copy`: its local copy, polled.
 """

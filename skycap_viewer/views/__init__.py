@@ -1,2 +1,15 @@
-"""Answers computed from the catalog and the records: the request parameters they read, listings, groups,
-runs compared, and the answers about one record (see `skycap_viewer/__init__.py` for each module's job)."""
+"""Answers computed from the catalog and the records, in two families.
+
+Per run (a listing's rows, counts and groups, from the store): `params` (the request parameters as the
+answers read them), `listing` (filters as SQL, sorts, pages, the health band), `runs_listing` (one run's or
+several runs' rollouts), `missing` (the run index's rows without a record), `export` (the kept rows as JSON
+lines), `group_listing` and `groups_answer` (the groups), `values` (the picker's values), `runs_compare`
+(two runs or steps group by group, one prompt across steps), `step_timeline` (a step's rollouts on one
+time axis).
+
+Per record (one record's files): `trajectory` (its paths, graph, calls and forks: `RecordView`),
+`timeline` (its calls placed in time), `chat` (a path as the Chat tab's cards), `row` (a path taken away
+whole), `notable` (tokens worth reading), `experts` (a node's routed experts), `retokenized` (its
+re-tokenized copies), `compare` (two records' paths), `lineup` (a group lined up against one member),
+`snapshot` (one rollout as a self-contained HTML file).
+"""
