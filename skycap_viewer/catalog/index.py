@@ -22,7 +22,15 @@ from skycap_viewer.catalog.run_index import (
     say_ignored,
     say_left_out,
 )
-from skycap_viewer.catalog.store import NEWEST_FIRST, READERS, RETOKENIZED, RunStore, flag_bits, member_row
+from skycap_viewer.catalog.store import (
+    NEWEST_FIRST,
+    READERS,
+    RETOKENIZED,
+    RunStore,
+    flag_bits,
+    form_unreadable,
+    member_row,
+)
 from skycap_viewer.record.copies import copy_listing
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.fields import iso_time, scalar_text
@@ -201,6 +209,7 @@ class IndexedRun:
         self.listing_cost = 0.0  # ...what listing it took, in seconds...
         self.next_full_listing = 0.0  # ...and when it is listed again even if its mtime did not move
         self.named: dict = {}  # damaged run index file -> the version it was named at (once each)
+        self.indexes_building = None  # the future of its listing indexes built in a worker, until it is done
 
     @property
     def directory(self) -> Path:
@@ -268,7 +277,7 @@ class IndexedRun:
             latest[name] = version, row
         stored = []
         for name, (version, row) in latest.items():
-            if row.get("unreadable") and not os.path.lexists(self.directory / name):
+            if form_unreadable(row) and not os.path.lexists(self.directory / name):
                 self.remove(name)  # deleted between the listing and the read: gone, not unreadable
                 continue
             stored.append((name, *version_parts(version), row, self.reopened or name in self.versions))

@@ -25,6 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 
 from skycap_viewer.catalog.rows import compute_row, unreadable_row
+from skycap_viewer.catalog.store import stored_form
 from skycap_viewer.record.document import record_id_of
 from skycap_viewer.record.frames import declared_size, file_limit, set_file_limit
 
@@ -48,11 +49,18 @@ def core_count() -> int:
     return os.cpu_count() or 1
 
 
-def compute_chunk(directory: str, names: list[str], verify: bool = False, task: int | None = None):
-    """Worker task: the rows of some documents of one directory. It says first that it started
+def compute_chunk(directory: str, names: list[str], verify: bool = False, task: int | None = None,
+                  group_by: tuple | None = None):
+    """Worker task: the rows of some documents of one directory, with `group_by` as the store keeps them
+    (`store.stored_form`: the server's process then only inserts them). It says first that it started
     (`task`), so when a worker dies the server knows which chunks were being read."""
     announce(task)
-    return [(name, compute_row(directory, name, verify)) for name in names]
+    return [(name, as_stored(compute_row(directory, name, verify), group_by)) for name in names]
+
+
+def as_stored(row: dict, group_by: tuple | None):
+    """`row`, or with `group_by` its `stored_form`."""
+    return row if group_by is None else stored_form(row, group_by)
 
 
 def announce(task: int | None) -> None:
@@ -61,10 +69,10 @@ def announce(task: int | None) -> None:
         _started.put(task)
 
 
-def compute_rows_here(directory, names, verify: bool = False):
-    """(name, row) for each document, computed in this process."""
+def compute_rows_here(directory, names, verify: bool = False, group_by: tuple | None = None):
+    """(name, row) for each document, computed in this process (as stored, with `group_by`)."""
     for name in names:
-        yield name, compute_row(str(directory), name, verify)
+        yield name, as_stored(compute_row(str(directory), name, verify), group_by)
 
 
 def small_here(directory, names) -> tuple[list[str], list[str]]:
@@ -195,20 +203,23 @@ class RowPool(IdleWorkers):
         self.started_tasks: set[int] = set()  # ...drained as results come, those still running kept
         self.tasks = itertools.count()
 
-    def compute_rows(self, directory, names, verify: bool = False):
-        """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants)."""
+    def compute_rows(self, directory, names, verify: bool = False, group_by: tuple | None = None):
+        """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants);
+        with `group_by`, each row as the store keeps it (`store.stored_form`)."""
         names = list(names)
         if len(names) < self.small_batch or self.workers < 2:
             here, names = small_here(directory, names)
-            yield from compute_rows_here(directory, here, verify)
+            yield from compute_rows_here(directory, here, verify, group_by)
         pending = chunked(names, self.workers) if names else []
+        extra = {} if group_by is None else {"group_by": group_by}
         while pending:
             try:
-                futures = self._submit(str(directory), pending, verify)
+                futures = self._submit(str(directory), pending, verify, extra)
             except (OSError, RuntimeError) as error:  # cannot start processes here (a sandbox, a limit)
                 print(f"skycap-viewer: indexing in one process: {type(error).__name__}: {error}", file=sys.stderr)
                 self.workers = 1
-                yield from compute_rows_here(directory, [name for chunk in pending for name in chunk], verify)
+                yield from compute_rows_here(directory, [name for chunk in pending for name in chunk], verify,
+                                             group_by)
                 return
             if futures is None:  # closed: the server is stopping
                 return
@@ -223,7 +234,7 @@ class RowPool(IdleWorkers):
             pending = [chunk for task, chunk in failed if task not in started]
             for task, chunk in failed:
                 if task in started:
-                    yield from self._isolated(str(directory), chunk, verify)
+                    yield from self._isolated(str(directory), chunk, verify, extra)
 
     def _collect(self, futures: dict):
         """Yield the rows of `futures` ({future: (task, names)}) as they finish; return the (task, names)
@@ -253,14 +264,14 @@ class RowPool(IdleWorkers):
                     future.cancel()
             self._done()
 
-    def _isolated(self, directory: str, names: list[str], verify: bool):
+    def _isolated(self, directory: str, names: list[str], verify: bool, extra: dict):
         """Read `names` alone in a fresh worker; when it dies too, halve them down to the one document
         that kills it, which is listed as unreadable. Never in this process: it would die as well."""
         if self.closed:
             return
         executor = self._executor(1)
         try:
-            rows = executor.submit(self.task, directory, names, verify).result()
+            rows = executor.submit(self.task, directory, names, verify, **extra).result()
         except BrokenProcessPool:
             rows = None
         finally:
@@ -268,10 +279,30 @@ class RowPool(IdleWorkers):
         if rows is not None:
             yield from rows
         elif len(names) == 1:
-            yield names[0], killed_row(directory, names[0])
+            yield names[0], as_stored(killed_row(directory, names[0]), extra.get("group_by"))
         else:
-            yield from self._isolated(directory, names[: len(names) // 2], verify)
-            yield from self._isolated(directory, names[len(names) // 2 :], verify)
+            yield from self._isolated(directory, names[: len(names) // 2], verify, extra)
+            yield from self._isolated(directory, names[len(names) // 2 :], verify, extra)
+
+    def submit(self, task, *args):
+        """Run `task(*args)` in a worker (a future), or None where there are no workers (one core, a
+        sandbox, closed): the caller then does it itself. For work that only a big batch brings (its
+        groups, its indexes), so it never holds the server's own process."""
+        with self.lock:
+            if self.closed or self.workers < 2:
+                return None
+            try:
+                if self.executor is None:
+                    self.executor = self._executor(self.workers)
+                future = self.executor.submit(task, *args)
+            except BrokenProcessPool:  # a worker died while the pool was idle: the caller does it
+                self._discard(self.executor)
+                return None
+            except (OSError, RuntimeError):  # cannot start processes here
+                return None
+            self._busy()
+        future.add_done_callback(lambda _: self._done())
+        return future
 
     def _drain_started(self):
         """Read what the workers said they started: unread, the queue's pipe fills after a few thousand
@@ -285,27 +316,27 @@ class RowPool(IdleWorkers):
         started, self.started_tasks = self.started_tasks, set()
         return started
 
-    def _submit(self, directory: str, chunks: list[list[str]], verify: bool):
+    def _submit(self, directory: str, chunks: list[list[str]], verify: bool, extra: dict):
         """{future: (task, names)} for every chunk, or None once closed."""
         with self.lock:
             if self.closed:
                 return None
             try:
-                futures = self._submit_all(directory, chunks, verify)
+                futures = self._submit_all(directory, chunks, verify, extra)
             except BrokenProcessPool:  # a worker died while the pool was idle: start afresh
                 self.executor.shutdown(wait=False, cancel_futures=True)
                 self.executor = None
-                futures = self._submit_all(directory, chunks, verify)
+                futures = self._submit_all(directory, chunks, verify, extra)
             self._busy()
             return futures
 
-    def _submit_all(self, directory: str, chunks: list[list[str]], verify: bool) -> dict:
+    def _submit_all(self, directory: str, chunks: list[list[str]], verify: bool, extra: dict) -> dict:
         if self.executor is None:
             self.executor = self._executor(self.workers)
         futures = {}
         for chunk in chunks:
             task = next(self.tasks)
-            futures[self.executor.submit(self.task, directory, chunk, verify, task)] = (task, chunk)
+            futures[self.executor.submit(self.task, directory, chunk, verify, task, **extra)] = (task, chunk)
         return futures
 
     def _executor(self, workers: int) -> ProcessPoolExecutor:
