@@ -350,3 +350,14 @@ def test_rows_groups_and_indexes_made_by_the_workers_are_those_made_here(big_run
     assert len(here.runs) == 2 and any(run.store.has_index for run in here.runs.values()), \
         "a run index must be part of the comparison"
     assert stored_tables(elsewhere) == stored_tables(here)
+
+
+def test_a_machine_with_many_cores_starts_a_bounded_number_of_workers(monkeypatch):
+    """64 cores start 8 indexing and 8 search processes, not 64 of each: each holds its own memory."""
+    from skycap_viewer.catalog.searcher import SearchPool
+
+    monkeypatch.setattr(pool_module, "core_count", lambda: 64)
+    assert RowPool().workers == pool_module.MAX_WORKERS == 8
+    assert SearchPool().workers == 8
+    monkeypatch.setattr(pool_module, "core_count", lambda: 3)
+    assert RowPool().workers == SearchPool().workers == 3

@@ -33,11 +33,18 @@ SMALL_BATCH = 64  # fewer documents than this are computed in this process
 MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few enough that rows stream in
 # and that the last (largest: the watcher sends smallest first) chunk does not leave a core idle for long
 WORKER_NICENESS = 10  # workers yield the cores to the server's own process, which answers requests
+MAX_WORKERS = 8  # processes a pool (indexing, search) starts at most, whatever the cores
 IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
 IN_PROCESS_BYTES = 256 * 1024  # a document file larger than this on disk is never read in the server's process
 IN_PROCESS_JSON = 4 * 2**20  # nor one whose frame does not declare that it decompresses to at most this
 FRAME_HEADER_BYTES = 18  # a zstd frame header's most: where it declares its content size
 _started = None  # in a worker: the queue it tells which task it started (set by `start_worker`)
+
+
+def worker_count() -> int:
+    """Worker processes a pool starts: one per core, at most `MAX_WORKERS` (each holds its own memory, and a
+    64-core machine's cold index is bound by the server's process and the disk long before)."""
+    return min(core_count(), MAX_WORKERS)
 
 
 def core_count() -> int:
@@ -189,13 +196,14 @@ class IdleWorkers:
 
 
 class RowPool(IdleWorkers):
-    """Worker processes, one per core: started by a big batch, stopped after a while idle and by `close()`."""
+    """Worker processes, one per core (at most `MAX_WORKERS`): started by a big batch, stopped after a while
+    idle and by `close()`."""
 
     def __init__(self, workers: int | None = None, small_batch: int = SMALL_BATCH, idle_seconds: float = IDLE_SECONDS,
                  task=compute_chunk):
         """`task` is what a worker runs on a chunk (`compute_chunk`; a test may pass one that dies on a document)."""
         super().__init__(idle_seconds)
-        self.workers = workers or core_count()
+        self.workers = workers or worker_count()
         self.task = task
         self.small_batch = small_batch
         self.lifeline = None  # (read end for the workers, write end kept here and never written)
