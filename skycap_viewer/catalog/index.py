@@ -158,7 +158,9 @@ def count_facts(db) -> dict:
         values = annotations.setdefault(key, {})
         if len(values) < MAX_ANNOTATION_VALUES:
             values[text] = n
-    created = db.execute("SELECT created FROM rows ORDER BY (created IS NULL), created, id LIMIT 1").fetchone()
+    # the earliest: the end of the newest-first index's dated rows (that index is there while a run is first indexed)
+    created = db.execute("SELECT created FROM rows INDEXED BY rows_newest WHERE (created IS NULL) = 0"
+                         " ORDER BY created LIMIT 1").fetchone()
     tokenizer = db.execute("SELECT value FROM tally WHERE kind = 'tokenizer' LIMIT 1").fetchone()
     unreadable = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'unreadable'").fetchone()[0]
     copies = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = ?", (RETOKENIZED,)).fetchone()[0]
@@ -270,13 +272,18 @@ class IndexedRun:
 
     def store_rows(self, computed: list[tuple[str, int, dict]]):
         """Keep the rows of some documents (name, version, row), in one batch of writes; a document
-        given twice keeps its last row."""
+        given twice keeps its last row. A row given as None is in the database already (a worker wrote it:
+        `store.rows_written`): only its version is kept."""
         latest = {}
         for name, version, row in computed:
             latest.pop(name, None)
             latest[name] = version, row
         stored = []
         for name, (version, row) in latest.items():
+            if row is None:
+                self.versions[name] = version
+                self.changed.pop(name, None)
+                continue
             if form_unreadable(row) and not os.path.lexists(self.directory / name):
                 self.remove(name)  # deleted between the listing and the read: gone, not unreadable
                 continue

@@ -24,8 +24,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 
+from skycap_viewer.catalog.index import change_stamp
 from skycap_viewer.catalog.rows import compute_row, unreadable_row
-from skycap_viewer.catalog.store import stored_form
+from skycap_viewer.catalog.store import rows_written, stored_form
 from skycap_viewer.record.document import record_id_of
 from skycap_viewer.record.frames import declared_size, file_limit, set_file_limit
 
@@ -57,12 +58,42 @@ def core_count() -> int:
 
 
 def compute_chunk(directory: str, names: list[str], verify: bool = False, task: int | None = None,
-                  group_by: tuple | None = None):
+                  group_by: tuple | None = None, database: tuple | None = None):
     """Worker task: the rows of some documents of one directory, with `group_by` as the store keeps them
-    (`store.stored_form`: the server's process then only inserts them). It says first that it started
-    (`task`), so when a worker dies the server knows which chunks were being read."""
+    (`store.stored_form`: the server's process then only inserts them), and given the run's `database`
+    ((path, identity)) written into it here (`store.rows_written`: a row written is given as None). It
+    says first that it started (`task`), so when a worker dies the server knows which chunks were being read."""
     announce(task)
-    return [(name, as_stored(compute_row(directory, name, verify), group_by)) for name in names]
+    rows = [(name, as_stored(compute_row(directory, name, verify), group_by)) for name in names]
+    return rows if database is None else written_here(directory, rows, *database)
+
+
+def written_here(directory: str, rows: list[tuple], path: str, identity: str) -> list[tuple]:
+    """`rows` (name, stored form) written into the run's database by this process: each at the version its
+    file has now (stated before it was read again, it is at most as new as what was read), given back as
+    None; a row the database refuses, or of a document gone meanwhile (the server says it is gone), stays."""
+    forms, kept = [], []
+    for name, form in rows:
+        version = file_version_now(os.path.join(directory, name))
+        if version is None:
+            kept.append((name, form))
+        else:
+            forms.append((name, *version, form))
+    if not forms or not rows_written(path, identity, forms):
+        return rows
+    return [(name, None) for name, *_ in forms] + kept
+
+
+def file_version_now(path: str) -> tuple[int, int, int] | None:
+    """(size, mtime_ns, stamp) as the watcher's listing states the file (`index.scan_directory`); None: gone."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        try:
+            status = os.lstat(path)
+        except OSError:
+            return None
+    return status.st_size, status.st_mtime_ns, change_stamp(status)
 
 
 def as_stored(row: dict, group_by: tuple | None):
@@ -211,15 +242,17 @@ class RowPool(IdleWorkers):
         self.started_tasks: set[int] = set()  # ...drained as results come, those still running kept
         self.tasks = itertools.count()
 
-    def compute_rows(self, directory, names, verify: bool = False, group_by: tuple | None = None):
+    def compute_rows(self, directory, names, verify: bool = False, group_by: tuple | None = None,
+                     database: tuple | None = None):
         """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants);
-        with `group_by`, each row as the store keeps it (`store.stored_form`)."""
+        with `group_by`, each row as the store keeps it (`store.stored_form`), and with `database` ((path,
+        identity), and `group_by`) those the workers wrote into it as None (`compute_chunk`)."""
         names = list(names)
         if len(names) < self.small_batch or self.workers < 2:
             here, names = small_here(directory, names)
             yield from compute_rows_here(directory, here, verify, group_by)
         pending = chunked(names, self.workers) if names else []
-        extra = {} if group_by is None else {"group_by": group_by}
+        extra = {key: value for key, value in (("group_by", group_by), ("database", database)) if value is not None}
         while pending:
             try:
                 futures = self._submit(str(directory), pending, verify, extra)

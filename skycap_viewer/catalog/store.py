@@ -13,9 +13,11 @@ its files' versions (`index_files`) and rows (`index_rows`, each saying whether 
 a record it lists gets what it says (`trained`, `superseded`, the `not-trained` flag) when its row
 is stored, and again when an index file changes. The design, and why: `docs/scale.md`.
 
-Only the watcher writes, through `RunStore`, one transaction per publish; requests read through
-`reader()`, one connection per thread, each answer inside one read transaction: one consistent
-generation, whatever the watcher commits meanwhile.
+The watcher writes through `RunStore`, one transaction per publish, and the workers reading a big
+batch write its new rows themselves (`rows_written`), compute its groups (`group_records`) and build
+its indexes (`indexes_built_at`), so the server's own process does next to nothing a row; requests
+read through `reader()`, one connection per thread, each answer inside one read transaction: one
+consistent state, whatever is committed meanwhile.
 """
 
 import json
@@ -321,23 +323,14 @@ class RunStore:
         if not stored:
             return
         self.begin()
-        rows, annotations, texts = [], [], []
-        rid = self.db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
-        for name, size, mtime_ns, stamp, row, replacing in stored:
+        for name, *_, replacing in stored:
             if replacing:
                 self.remove(name)
-            columns, keyed, text, kinds, copies = self.with_index_form(row)
-            rid += 1
-            rows.append((rid, name, size, mtime_ns, stamp, *columns))
-            annotations += [(rid, key, value) for key, value in keyed]
-            texts.append((rid, text))
+        forms = [(name, size, mtime_ns, stamp, self.with_index_form(row)) for name, size, mtime_ns, stamp, row, _
+                 in stored]
+        rows = insert_forms(self.db, forms, self.has_text_index())
+        for _, _, _, _, (columns, _, _, kinds, copies) in forms:
             self.count_kinds(kinds, columns[REWARD], copies, columns[BITS], 1, columns[GKEY])
-        self.db.executemany(f"INSERT INTO rows ({ROW_COLUMNS}) VALUES ({', '.join('?' * len(ROW_COLUMNS.split(',')))})",
-                            rows)
-        self.db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", annotations)
-        self.db.executemany("INSERT INTO rowtexts VALUES (?, ?)", texts)
-        if self.has_text_index():
-            self.db.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts)
         if self.has_index:
             self.index_missing -= self.db.executemany(
                 "UPDATE index_rows SET present = 1 WHERE id = ? AND NOT present", [(row[5],) for row in rows]).rowcount
@@ -476,26 +469,9 @@ class RunStore:
 
     def count_kinds(self, kinds: list, reward, copies: int | None, bits: int, sign: int, gkey):
         """`count_change` for a row counted under `kinds` (`row_kinds`), with its reward and re-tokenized copies."""
-        counts = self.counts
-        for kind, value in kinds:
-            entry = (kind, value, bits)
-            held = counts.get(entry)
-            if held is None:
-                held = counts[entry] = [0, None, None]
-            held[0] += sign
-            if reward is None or kind == "tokenizer":  # a tokenizer is counted, never ranged
-                continue
-            if sign < 0:
-                self.stale_ranges.add(entry)
-            elif held[1] is None:
-                held[1] = held[2] = reward
-            elif reward < held[1]:
-                held[1] = reward
-            elif reward > held[2]:
-                held[2] = reward
-        if copies:  # counted in nodes, not rows: the run's facts say how many copies it holds
-            held = counts.setdefault((RETOKENIZED, "", bits), [0, None, None])
-            held[0] += sign * copies
+        ranged = counted(self.counts, kinds, reward, copies, bits, sign)
+        if sign < 0:
+            self.stale_ranges.update(ranged)
         if gkey is not None:
             self.touched_groups.add(gkey)
 
@@ -547,6 +523,17 @@ class RunStore:
             self.touched_groups.update(self.deferred)  # computed here at the next commit
             self.deferred = None
 
+    def last_rid(self) -> int:
+        return self.db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
+
+    def note_groups_after(self, rid: int) -> int:
+        """Note as touched (deferred) the groups of the rows after `rid` (rows other processes wrote); the
+        last rid now."""
+        last = self.last_rid()
+        self.deferred.update(gkey for (gkey,) in self.db.execute(
+            "SELECT DISTINCT gkey FROM rows WHERE rid > ? AND rid <= ? AND gkey IS NOT NULL", (rid, last)))
+        return last
+
     def take_deferred_groups(self) -> list[str]:
         """The groups committed rows touched since the last call, to be computed elsewhere (`group_records`)
         and kept with `put_groups`."""
@@ -564,12 +551,7 @@ class RunStore:
         self.db.executemany(f"INSERT INTO groups VALUES ({', '.join('?' * 15)})", records)
 
     def write_tally(self):
-        self.db.executemany(
-            "INSERT INTO tally (kind, value, flags, n, low, high) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
-            " SET n = n + excluded.n,"
-            " low = CASE WHEN low IS NULL OR excluded.low < low THEN excluded.low ELSE low END,"
-            " high = CASE WHEN high IS NULL OR excluded.high > high THEN excluded.high ELSE high END",
-            [(*entry, *held) for entry, held in self.counts.items()])
+        add_counts(self.db, self.counts)
         self.db.execute("DELETE FROM tally WHERE n <= 0")
         for entry in self.stale_ranges:
             where, values = tally_where(*entry)
@@ -591,6 +573,95 @@ class RunStore:
     def write_some_groups(self, touched: list[str]):
         """`write_groups` for the groups of `touched`: three statements, not three a group."""
         self.put_groups(touched, computed_groups(self.db, touched, self.group_by))
+
+
+def counted(counts: dict, kinds: list, reward, copies: int | None, bits: int, sign: int) -> list:
+    """Count a row under `kinds` (`row_kinds`) into `counts` ((kind, value, flags) -> [rows, lowest and highest
+    reward]), with its reward and re-tokenized copies, `sign` 1 in, -1 out; the entries whose reward range it
+    bounds."""
+    ranged = []
+    for kind, value in kinds:
+        entry = (kind, value, bits)
+        held = counts.get(entry)
+        if held is None:
+            held = counts[entry] = [0, None, None]
+        held[0] += sign
+        if reward is None or kind == "tokenizer":  # a tokenizer is counted, never ranged
+            continue
+        ranged.append(entry)
+        if sign < 0:
+            continue
+        if held[1] is None:
+            held[1] = held[2] = reward
+        elif reward < held[1]:
+            held[1] = reward
+        elif reward > held[2]:
+            held[2] = reward
+    if copies:  # counted in nodes, not rows: the run's facts say how many copies it holds
+        held = counts.setdefault((RETOKENIZED, "", bits), [0, None, None])
+        held[0] += sign * copies
+    return ranged
+
+
+def add_counts(db: sqlite3.Connection, counts: dict):
+    """Add `counts` (see `counted`) to `tally`."""
+    db.executemany(
+        "INSERT INTO tally (kind, value, flags, n, low, high) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
+        " SET n = n + excluded.n,"
+        " low = CASE WHEN low IS NULL OR excluded.low < low THEN excluded.low ELSE low END,"
+        " high = CASE WHEN high IS NULL OR excluded.high > high THEN excluded.high ELSE high END",
+        [(*entry, *held) for entry, held in counts.items()])
+
+
+def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool) -> list[tuple]:
+    """Insert the rows of new documents (name, size, mtime_ns, stamp, `stored_form`), with one `executemany`
+    a table, which costs a third of a statement a row (the rids are given, not read back); the `rows` rows."""
+    rows, annotations, texts = [], [], []
+    rid = db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
+    for name, size, mtime_ns, stamp, (columns, keyed, text, _, _) in forms:
+        rid += 1
+        rows.append((rid, name, size, mtime_ns, stamp, *columns))
+        annotations += [(rid, key, value) for key, value in keyed]
+        texts.append((rid, text))
+    db.executemany(f"INSERT INTO rows ({ROW_COLUMNS}) VALUES ({', '.join('?' * len(ROW_COLUMNS.split(',')))})", rows)
+    db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", annotations)
+    db.executemany("INSERT INTO rowtexts VALUES (?, ?)", texts)
+    if text_index:
+        db.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts)
+    return rows
+
+
+def rows_written(path: str, identity: str, forms: list[tuple]) -> bool:
+    """Worker task's end: insert the rows of new documents (as `insert_forms` takes them) and their counts
+    into the database at `path` itself, in one transaction, so the server's process neither receives nor
+    inserts nor counts them. Refused (False: the server stores them) when the database is no longer the
+    one made as `identity`, when a run index is kept (what it says of each row is given by the server),
+    or when one of the documents has a row already (the server replaces it)."""
+    db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)  # never made here
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            made = db.execute("SELECT value FROM facts WHERE key = ?", (MADE,)).fetchone()
+            refused = made is None or made[0] != identity or db.execute(
+                "SELECT EXISTS (SELECT 1 FROM index_files) OR EXISTS (SELECT 1 FROM rows WHERE name IN"
+                " (SELECT value FROM json_each(?)))", (json.dumps([form[0] for form in forms]),)).fetchone()[0]
+            if not refused:
+                text_index = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                        (LAST_LISTING_INDEX,)).fetchone() is not None
+                insert_forms(db, forms, text_index)
+                counts: dict = {}
+                for _, _, _, _, (columns, _, _, kinds, copies) in forms:
+                    counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
+                add_counts(db, counts)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("ROLLBACK" if refused else "COMMIT")
+        return not refused
+    finally:
+        db.close()
 
 
 def computed_groups(db: sqlite3.Connection, keys: list[str], group_by: tuple) -> list[tuple]:

@@ -183,15 +183,23 @@ class Watcher(threading.Thread):
         groups = GroupsElsewhere(run.store, self.offload) if len(changes.compute) >= SMALL_BATCH else None
         for name in changes.removed:
             run.remove(name)
+        row_form = self.row_form
+        if groups is not None and self.offload is not None and row_form and not run.store.has_index:
+            # the workers write the new rows themselves: nothing here holds the database meanwhile
+            row_form = {**row_form, "database": (str(run.store.path), run.store.identity)}
+            run.store.commit()
+            groups.watch_written()
         last_publish, interval = time.monotonic(), PUBLISH_SECONDS
         batch = []  # rows come a worker's chunk at a time: stored in batches, a third of a write each
-        for name, row in self.compute_rows(run.directory, changes.compute, **self.row_form):
+        for name, row in self.compute_rows(run.directory, changes.compute, **row_form):
             if name in run.changed:  # else its listing is gone (the run was listed again meanwhile)
                 batch.append((name, run.changed[name], row))
             publishing = time.monotonic() - last_publish > interval
             if len(batch) >= STORE_BATCH or publishing:
                 run.store_rows(batch)
                 batch = []
+                if "database" in row_form:
+                    run.store.commit()  # what was stored here (a row a worker could not write): workers wait
             if publishing:
                 started = time.monotonic()
                 if groups is not None:
@@ -259,13 +267,20 @@ class GroupsElsewhere:
         self.store = store
         self.offload = offload
         self.asked: list = []  # (keys, future), in the order asked
+        self.written_after: int | None = None  # rows workers write: the last rid whose group was noted
         if offload is not None:
             store.defer_groups(True)
+
+    def watch_written(self):
+        """Workers write rows into the store themselves from now on: their groups are found in the database."""
+        self.written_after = self.store.last_rid()
 
     def send(self):
         """Ask for the groups the last commit touched, a slice of keys per task."""
         if self.offload is None:
             return
+        if self.written_after is not None:
+            self.written_after = self.store.note_groups_after(self.written_after)
         keys = self.store.take_deferred_groups()
         for start in range(0, len(keys), GROUPS_PER_TASK):
             some = keys[start : start + GROUPS_PER_TASK]
@@ -289,6 +304,8 @@ class GroupsElsewhere:
                 self.store.touched_groups.update(keys)
                 continue
             self.store.put_groups(keys, records)
+        if self.written_after is not None:
+            self.store.commit()  # workers write rows meanwhile: the database is held no longer than this
 
     def finish(self, stopped: threading.Event):
         """The batch's rows are all stored: commit them, ask for the groups left, keep every answer, and
