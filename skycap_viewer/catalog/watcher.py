@@ -30,6 +30,8 @@ FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed...
 SETTLED_MTIME_SECONDS = 2.0  # ...and an mtime this recent when listed is not trusted to move on the next change
 STORE_BATCH = 64  # rows written together (a worker's chunk)
 GROUPS_PER_TASK = 512  # groups a worker computes in one task (their members in its memory at once)
+GROUPS_SECONDS = 2.0  # a big batch's touched groups are sent at most this often: a group whose members come
+# in over many publishes is computed again for each (a run's rows come smallest first, not group by group)
 VERIFY_BATCH = 512  # documents whose sidecars are checked per poll at most, once indexing is done...
 VERIFY_SECONDS = 1.0  # ...fewer when they take long: a batch takes about this long, so a change waits no longer
 VERIFY_FIRST = 32  # the first batch, before its cost is known
@@ -205,7 +207,7 @@ class Watcher(threading.Thread):
                 if groups is not None:
                     groups.keep_finished()
                 self.publish_prepared(run, pending)
-                if groups is not None:
+                if groups is not None and groups.due():
                     groups.send()
                 last_publish = time.monotonic()
                 interval = max(PUBLISH_SECONDS, PUBLISH_COST_FACTOR * (last_publish - started))
@@ -268,8 +270,13 @@ class GroupsElsewhere:
         self.offload = offload
         self.asked: list = []  # (keys, future), in the order asked
         self.written_after: int | None = None  # rows workers write: the last rid whose group was noted
+        self.sent_at = time.monotonic()  # when groups were last sent (the batch's first are sent after a while)
         if offload is not None:
             store.defer_groups(True)
+
+    def due(self) -> bool:
+        """Whether the groups touched since they were last sent are to be sent now (`GROUPS_SECONDS`)."""
+        return time.monotonic() - self.sent_at >= GROUPS_SECONDS
 
     def watch_written(self):
         """Workers write rows into the store themselves from now on: their groups are found in the database."""
@@ -279,6 +286,7 @@ class GroupsElsewhere:
         """Ask for the groups the last commit touched, a slice of keys per task."""
         if self.offload is None:
             return
+        self.sent_at = time.monotonic()
         if self.written_after is not None:
             self.written_after = self.store.note_groups_after(self.written_after)
         keys = self.store.take_deferred_groups()
