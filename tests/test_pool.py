@@ -361,3 +361,24 @@ def test_a_machine_with_many_cores_starts_a_bounded_number_of_workers(monkeypatc
     assert SearchPool().workers == 8
     monkeypatch.setattr(pool_module, "core_count", lambda: 3)
     assert RowPool().workers == SearchPool().workers == 3
+
+
+def test_a_worker_writes_its_rows_only_into_the_database_it_was_given(tmp_path):
+    """A chunk's rows go into the run's database when it is still the one the server made; into one made
+    again (another identity), or deleted, they are not written but given back for the server to store."""
+    from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
+    from skycap_viewer.catalog.store import RunStore, stored_form
+
+    directory = FIXTURES / "groups"
+    names = document_names(directory)
+    forms = dict(compute_rows_here(directory, names, group_by=DEFAULT_GROUP_BY))
+    assert forms == {name: stored_form(row, DEFAULT_GROUP_BY) for name, row in compute_rows_here(directory, names)}
+    store = RunStore(tmp_path / "run.sqlite", {"run": "groups"}, DEFAULT_GROUP_BY)
+    for database in ((str(tmp_path / "gone.sqlite"), store.identity), (str(store.path), "made again")):
+        assert dict(compute_chunk(str(directory), names, group_by=DEFAULT_GROUP_BY, database=database)) == forms
+    assert store.row_count() == 0
+    written = dict(compute_chunk(str(directory), names, group_by=DEFAULT_GROUP_BY,
+                                 database=(str(store.path), store.identity)))
+    assert written == dict.fromkeys(names)
+    assert store.row_count() == len(names)
+    assert sorted(name for (name,) in store.db.execute("SELECT name FROM rows")) == names

@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sqlite3
 import stat
 import sys
 import threading
@@ -79,7 +80,10 @@ def written_here(directory: str, rows: list[tuple], path: str, identity: str) ->
             kept.append((name, form))
         else:
             forms.append((name, *version, form))
-    if not forms or not rows_written(path, identity, forms):
+    try:
+        if not forms or not rows_written(path, identity, forms):
+            return rows
+    except sqlite3.Error:  # the database deleted (being made again), or locked too long: the server stores them
         return rows
     return [(name, None) for name, *_ in forms] + kept
 
