@@ -11,10 +11,10 @@ import pytest
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
 from skycap_viewer.catalog.pool import compute_rows_here
-from skycap_viewer.catalog.watcher import Watcher
+from skycap_viewer.catalog.watcher import POLL_SECONDS, Watcher
 from tests.support.corpus import copy_corpus
 from tests.support.oracle import RECORD_DIRS
-from tests.support.server_process import ServerProcess
+from tests.support.server_process import ServerProcess, wait_for
 
 REWRITTEN = ("groups", "tr_08862b0a923de527.json.zst")  # rewritten between two starts
 DELETED = ("real-like", "tr_175c734c42332c87.json.zst")  # deleted between two starts
@@ -196,11 +196,26 @@ def test_a_database_symlinked_out_of_the_cache_is_not_followed(runs, tmp_path, c
 
 
 def listings(server) -> dict:
-    """Every run's entry and its full rollout listing, as the API gives them."""
-    return {
-        run["id"]: (run, server.get(f"/v1/trajectories?run_id={run['id']}&limit=1000")["data"])
-        for run in server.wait_indexed()
-    }
+    """Every run's entry and its full rollout listing, as the API gives them once the server has settled:
+    indexed, and its background verification done (until then an entry's `sidecars_verified` moves on, and
+    a listing taken before it compared with one taken after never matches)."""
+    runs = wait_for(lambda: verified(server.wait_indexed()), "every run's sidecars verified", timeout=60)
+    return {run["id"]: (run, server.get(f"/v1/trajectories?run_id={run['id']}&limit=1000")["data"]) for run in runs}
+
+
+def verified(runs: list[dict]) -> list[dict] | None:
+    """The run entries, if every run's rows are all verified (else None)."""
+    return runs if all(run["sidecars_verified"] == run["indexed"] for run in runs) else None
+
+
+def test_listings_compared_are_those_the_server_settles_on(runs):
+    """What the tests below compare does not move on afterwards: the same listings a while later (they
+    were taken before the background verification, whose count moved on: the database-deleted tests then
+    had to catch its state in the poll before verification, and missed it on a loaded machine)."""
+    with ServerProcess([runs / "groups"]) as server:
+        first = listings(server)
+        time.sleep(2 * POLL_SECONDS)
+        assert listings(server) == first
 
 
 @pytest.mark.slow

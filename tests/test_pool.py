@@ -2,6 +2,7 @@
 
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,10 +13,15 @@ from pathlib import Path
 import pytest
 
 from skycap_viewer.catalog import pool as pool_module
+from skycap_viewer.catalog.blobs import unpack
+from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.persisted import IndexFiles
 from skycap_viewer.catalog.pool import MAX_CHUNK, RowPool, announce, chunked, compute_chunk, compute_rows_here
 from skycap_viewer.catalog.rows import public
+from skycap_viewer.catalog.store import ROW_COLUMNS
+from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.record.document import is_document_name
-from tests.support.corpus import FIXTURES
+from tests.support.corpus import FIXTURES, PULLED
 from tests.support.oracle import RECORD_DIRS
 from tests.support.server_process import ServerProcess
 
@@ -292,3 +298,88 @@ def test_what_a_document_decompresses_to_decides_where_it_is_read(tmp_path):
     here, there = pool_module.small_here(tmp_path, ["small.json.zst", "explodes.json.zst", "undeclared.json.zst",
                                                      "gone.json.zst"])
     assert here == ["small.json.zst", "gone.json.zst"] and there == ["explodes.json.zst", "undeclared.json.zst"]
+
+
+def stored_tables(catalog) -> dict:
+    """What each run's database holds, by document name (rids, and the order rows came in, aside) and
+    what its snapshot says."""
+    held = {}
+    for run_id, run in catalog.runs.items():
+        db = run.store.db
+        rows = {name: (*rest, unpack(kept)) for name, *rest, kept in db.execute(
+            f"SELECT name, {', '.join(c for c in ROW_COLUMNS.split(', ') if c not in ('rid', 'name', 'kept'))}, kept"
+            " FROM rows")}
+        annotations = db.execute("SELECT name, key, value FROM annotations JOIN rows USING (rid)"
+                                 " ORDER BY 1, 2, 3").fetchall()
+        texts = db.execute("SELECT name, text FROM rowtexts JOIN rows USING (rid) ORDER BY 1").fetchall()
+        matched = db.execute("SELECT name FROM texts JOIN rows ON rows.rid = texts.rowid WHERE texts MATCH 'tr_'"
+                             " ORDER BY 1").fetchall()
+        tally = db.execute("SELECT * FROM tally ORDER BY kind, value, flags").fetchall()
+        groups = db.execute("SELECT * FROM groups ORDER BY gkey").fetchall()
+        indexes = db.execute("SELECT name FROM sqlite_master ORDER BY name").fetchall()
+        snapshot = run.snapshot
+        said = (snapshot.row_count, snapshot.facts, snapshot.groups, snapshot.verified, snapshot.sorted,
+                snapshot.indexing, snapshot.run_index)
+        held[run_id] = (rows, annotations, texts, matched, tally, groups, indexes, said)
+    return held
+
+
+@pytest.mark.slow
+def test_rows_groups_and_indexes_made_by_the_workers_are_those_made_here(big_run, tmp_path):
+    """A big batch's rows as the workers store them, its groups computed and its indexes built there, hold
+    exactly what the server's process makes of them alone (a run index's rows included)."""
+    indexed = tmp_path / "indexed"
+    shutil.copytree(PULLED / "old", indexed)
+    for source in indexed.glob("tr_*.json.zst"):
+        for i in range(20):
+            shutil.copy(source, indexed / f"c{i}{source.name}")
+    here = Catalog([big_run, indexed], IndexFiles(tmp_path / "here"))
+    Watcher(here, verify=False).poll()
+    elsewhere = Catalog([big_run, indexed], IndexFiles(tmp_path / "elsewhere"))
+    pool = RowPool(workers=2, small_batch=0)
+    try:
+        watcher = Watcher(elsewhere, compute_rows=pool.compute_rows, verify=False, offload=pool.submit,
+                          stored_forms=True)
+        watcher.poll()
+        building = [run.indexes_building for run in elsewhere.runs.values()]
+        assert all(building), "a big batch's indexes are built by a worker"
+        for future in building:
+            future.result()
+        watcher.poll()  # publishes the runs whose indexes are built
+    finally:
+        pool.close()
+    assert len(here.runs) == 2 and any(run.store.has_index for run in here.runs.values()), \
+        "a run index must be part of the comparison"
+    assert stored_tables(elsewhere) == stored_tables(here)
+
+
+def test_a_machine_with_many_cores_starts_a_bounded_number_of_workers(monkeypatch):
+    """64 cores start 8 indexing and 8 search processes, not 64 of each: each holds its own memory."""
+    from skycap_viewer.catalog.searcher import SearchPool
+
+    monkeypatch.setattr(pool_module, "core_count", lambda: 64)
+    assert RowPool().workers == pool_module.MAX_WORKERS == 8
+    assert SearchPool().workers == 8
+    monkeypatch.setattr(pool_module, "core_count", lambda: 3)
+    assert RowPool().workers == SearchPool().workers == 3
+
+
+def test_a_worker_writes_its_rows_only_into_the_database_it_was_given(tmp_path):
+    """A chunk's rows go into the run's database when it is still the one the server made; into one made
+    again (another identity), or deleted, they are not written but given back for the server to store."""
+    from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
+    from skycap_viewer.catalog.store import RunStore, stored_form
+
+    directory = FIXTURES / "groups"
+    names = document_names(directory)
+    forms = dict(compute_rows_here(directory, names, group_by=DEFAULT_GROUP_BY))
+    assert forms == {name: stored_form(row, DEFAULT_GROUP_BY) for name, row in compute_rows_here(directory, names)}
+    store = RunStore(tmp_path / "run.sqlite", {"run": "groups"}, DEFAULT_GROUP_BY)
+    for database in ((str(tmp_path / "gone.sqlite"), store.identity), (str(store.path), "made again")):
+        assert dict(compute_chunk(str(directory), names, group_by=DEFAULT_GROUP_BY, database=database)) == forms
+    assert store.row_count() == 0
+    written = dict(compute_chunk(str(directory), names, group_by=DEFAULT_GROUP_BY,
+                                 database=(str(store.path), store.identity)))
+    assert written == dict.fromkeys(names)
+    assert store.row_count() == len(names)
+    assert sorted(name for (name,) in store.db.execute("SELECT name FROM rows")) == names

@@ -22,7 +22,15 @@ from skycap_viewer.catalog.run_index import (
     say_ignored,
     say_left_out,
 )
-from skycap_viewer.catalog.store import NEWEST_FIRST, READERS, RETOKENIZED, RunStore, flag_bits, member_row
+from skycap_viewer.catalog.store import (
+    NEWEST_FIRST,
+    READERS,
+    RETOKENIZED,
+    RunStore,
+    flag_bits,
+    form_unreadable,
+    member_row,
+)
 from skycap_viewer.record.copies import copy_listing
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.fields import iso_time, scalar_text
@@ -150,7 +158,9 @@ def count_facts(db) -> dict:
         values = annotations.setdefault(key, {})
         if len(values) < MAX_ANNOTATION_VALUES:
             values[text] = n
-    created = db.execute("SELECT created FROM rows ORDER BY (created IS NULL), created, id LIMIT 1").fetchone()
+    # the earliest: the end of the newest-first index's dated rows (that index is there while a run is first indexed)
+    created = db.execute("SELECT created FROM rows INDEXED BY rows_newest WHERE (created IS NULL) = 0"
+                         " ORDER BY created LIMIT 1").fetchone()
     tokenizer = db.execute("SELECT value FROM tally WHERE kind = 'tokenizer' LIMIT 1").fetchone()
     unreadable = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'unreadable'").fetchone()[0]
     copies = db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = ?", (RETOKENIZED,)).fetchone()[0]
@@ -201,6 +211,7 @@ class IndexedRun:
         self.listing_cost = 0.0  # ...what listing it took, in seconds...
         self.next_full_listing = 0.0  # ...and when it is listed again even if its mtime did not move
         self.named: dict = {}  # damaged run index file -> the version it was named at (once each)
+        self.indexes_building = None  # the future of its listing indexes built in a worker, until it is done
 
     @property
     def directory(self) -> Path:
@@ -261,14 +272,19 @@ class IndexedRun:
 
     def store_rows(self, computed: list[tuple[str, int, dict]]):
         """Keep the rows of some documents (name, version, row), in one batch of writes; a document
-        given twice keeps its last row."""
+        given twice keeps its last row. A row given as None is in the database already (a worker wrote it:
+        `store.rows_written`): only its version is kept."""
         latest = {}
         for name, version, row in computed:
             latest.pop(name, None)
             latest[name] = version, row
         stored = []
         for name, (version, row) in latest.items():
-            if row.get("unreadable") and not os.path.lexists(self.directory / name):
+            if row is None:
+                self.versions[name] = version
+                self.changed.pop(name, None)
+                continue
+            if form_unreadable(row) and not os.path.lexists(self.directory / name):
                 self.remove(name)  # deleted between the listing and the read: gone, not unreadable
                 continue
             stored.append((name, *version_parts(version), row, self.reopened or name in self.versions))

@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sqlite3
 import stat
 import sys
 import threading
@@ -24,7 +25,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 
+from skycap_viewer.catalog.index import change_stamp
 from skycap_viewer.catalog.rows import compute_row, unreadable_row
+from skycap_viewer.catalog.store import rows_written, stored_form
 from skycap_viewer.record.document import record_id_of
 from skycap_viewer.record.frames import declared_size, file_limit, set_file_limit
 
@@ -32,11 +35,18 @@ SMALL_BATCH = 64  # fewer documents than this are computed in this process
 MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few enough that rows stream in
 # and that the last (largest: the watcher sends smallest first) chunk does not leave a core idle for long
 WORKER_NICENESS = 10  # workers yield the cores to the server's own process, which answers requests
+MAX_WORKERS = 8  # processes a pool (indexing, search) starts at most, whatever the cores
 IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
 IN_PROCESS_BYTES = 256 * 1024  # a document file larger than this on disk is never read in the server's process
 IN_PROCESS_JSON = 4 * 2**20  # nor one whose frame does not declare that it decompresses to at most this
 FRAME_HEADER_BYTES = 18  # a zstd frame header's most: where it declares its content size
 _started = None  # in a worker: the queue it tells which task it started (set by `start_worker`)
+
+
+def worker_count() -> int:
+    """Worker processes a pool starts: one per core, at most `MAX_WORKERS` (each holds its own memory, and a
+    64-core machine's cold index is bound by the server's process and the disk long before)."""
+    return min(core_count(), MAX_WORKERS)
 
 
 def core_count() -> int:
@@ -48,11 +58,51 @@ def core_count() -> int:
     return os.cpu_count() or 1
 
 
-def compute_chunk(directory: str, names: list[str], verify: bool = False, task: int | None = None):
-    """Worker task: the rows of some documents of one directory. It says first that it started
-    (`task`), so when a worker dies the server knows which chunks were being read."""
+def compute_chunk(directory: str, names: list[str], verify: bool = False, task: int | None = None,
+                  group_by: tuple | None = None, database: tuple | None = None):
+    """Worker task: the rows of some documents of one directory, with `group_by` as the store keeps them
+    (`store.stored_form`: the server's process then only inserts them), and given the run's `database`
+    ((path, identity)) written into it here (`store.rows_written`: a row written is given as None). It
+    says first that it started (`task`), so when a worker dies the server knows which chunks were being read."""
     announce(task)
-    return [(name, compute_row(directory, name, verify)) for name in names]
+    rows = [(name, as_stored(compute_row(directory, name, verify), group_by)) for name in names]
+    return rows if database is None else written_here(directory, rows, *database)
+
+
+def written_here(directory: str, rows: list[tuple], path: str, identity: str) -> list[tuple]:
+    """`rows` (name, stored form) written into the run's database by this process: each at the version its
+    file has now (stated before it was read again, it is at most as new as what was read), given back as
+    None; a row the database refuses, or of a document gone meanwhile (the server says it is gone), stays."""
+    forms, kept = [], []
+    for name, form in rows:
+        version = file_version_now(os.path.join(directory, name))
+        if version is None:
+            kept.append((name, form))
+        else:
+            forms.append((name, *version, form))
+    try:
+        if not forms or not rows_written(path, identity, forms):
+            return rows
+    except sqlite3.Error:  # the database deleted (being made again), or locked too long: the server stores them
+        return rows
+    return [(name, None) for name, *_ in forms] + kept
+
+
+def file_version_now(path: str) -> tuple[int, int, int] | None:
+    """(size, mtime_ns, stamp) as the watcher's listing states the file (`index.scan_directory`); None: gone."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        try:
+            status = os.lstat(path)
+        except OSError:
+            return None
+    return status.st_size, status.st_mtime_ns, change_stamp(status)
+
+
+def as_stored(row: dict, group_by: tuple | None):
+    """`row`, or with `group_by` its `stored_form`."""
+    return row if group_by is None else stored_form(row, group_by)
 
 
 def announce(task: int | None) -> None:
@@ -61,10 +111,10 @@ def announce(task: int | None) -> None:
         _started.put(task)
 
 
-def compute_rows_here(directory, names, verify: bool = False):
-    """(name, row) for each document, computed in this process."""
+def compute_rows_here(directory, names, verify: bool = False, group_by: tuple | None = None):
+    """(name, row) for each document, computed in this process (as stored, with `group_by`)."""
     for name in names:
-        yield name, compute_row(str(directory), name, verify)
+        yield name, as_stored(compute_row(str(directory), name, verify), group_by)
 
 
 def small_here(directory, names) -> tuple[list[str], list[str]]:
@@ -181,13 +231,14 @@ class IdleWorkers:
 
 
 class RowPool(IdleWorkers):
-    """Worker processes, one per core: started by a big batch, stopped after a while idle and by `close()`."""
+    """Worker processes, one per core (at most `MAX_WORKERS`): started by a big batch, stopped after a while
+    idle and by `close()`."""
 
     def __init__(self, workers: int | None = None, small_batch: int = SMALL_BATCH, idle_seconds: float = IDLE_SECONDS,
                  task=compute_chunk):
         """`task` is what a worker runs on a chunk (`compute_chunk`; a test may pass one that dies on a document)."""
         super().__init__(idle_seconds)
-        self.workers = workers or core_count()
+        self.workers = workers or worker_count()
         self.task = task
         self.small_batch = small_batch
         self.lifeline = None  # (read end for the workers, write end kept here and never written)
@@ -195,20 +246,25 @@ class RowPool(IdleWorkers):
         self.started_tasks: set[int] = set()  # ...drained as results come, those still running kept
         self.tasks = itertools.count()
 
-    def compute_rows(self, directory, names, verify: bool = False):
-        """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants)."""
+    def compute_rows(self, directory, names, verify: bool = False, group_by: tuple | None = None,
+                     database: tuple | None = None):
+        """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants);
+        with `group_by`, each row as the store keeps it (`store.stored_form`), and with `database` ((path,
+        identity), and `group_by`) those the workers wrote into it as None (`compute_chunk`)."""
         names = list(names)
         if len(names) < self.small_batch or self.workers < 2:
             here, names = small_here(directory, names)
-            yield from compute_rows_here(directory, here, verify)
+            yield from compute_rows_here(directory, here, verify, group_by)
         pending = chunked(names, self.workers) if names else []
+        extra = {key: value for key, value in (("group_by", group_by), ("database", database)) if value is not None}
         while pending:
             try:
-                futures = self._submit(str(directory), pending, verify)
+                futures = self._submit(str(directory), pending, verify, extra)
             except (OSError, RuntimeError) as error:  # cannot start processes here (a sandbox, a limit)
                 print(f"skycap-viewer: indexing in one process: {type(error).__name__}: {error}", file=sys.stderr)
                 self.workers = 1
-                yield from compute_rows_here(directory, [name for chunk in pending for name in chunk], verify)
+                yield from compute_rows_here(directory, [name for chunk in pending for name in chunk], verify,
+                                             group_by)
                 return
             if futures is None:  # closed: the server is stopping
                 return
@@ -223,7 +279,7 @@ class RowPool(IdleWorkers):
             pending = [chunk for task, chunk in failed if task not in started]
             for task, chunk in failed:
                 if task in started:
-                    yield from self._isolated(str(directory), chunk, verify)
+                    yield from self._isolated(str(directory), chunk, verify, extra)
 
     def _collect(self, futures: dict):
         """Yield the rows of `futures` ({future: (task, names)}) as they finish; return the (task, names)
@@ -253,14 +309,14 @@ class RowPool(IdleWorkers):
                     future.cancel()
             self._done()
 
-    def _isolated(self, directory: str, names: list[str], verify: bool):
+    def _isolated(self, directory: str, names: list[str], verify: bool, extra: dict):
         """Read `names` alone in a fresh worker; when it dies too, halve them down to the one document
         that kills it, which is listed as unreadable. Never in this process: it would die as well."""
         if self.closed:
             return
         executor = self._executor(1)
         try:
-            rows = executor.submit(self.task, directory, names, verify).result()
+            rows = executor.submit(self.task, directory, names, verify, **extra).result()
         except BrokenProcessPool:
             rows = None
         finally:
@@ -268,10 +324,30 @@ class RowPool(IdleWorkers):
         if rows is not None:
             yield from rows
         elif len(names) == 1:
-            yield names[0], killed_row(directory, names[0])
+            yield names[0], as_stored(killed_row(directory, names[0]), extra.get("group_by"))
         else:
-            yield from self._isolated(directory, names[: len(names) // 2], verify)
-            yield from self._isolated(directory, names[len(names) // 2 :], verify)
+            yield from self._isolated(directory, names[: len(names) // 2], verify, extra)
+            yield from self._isolated(directory, names[len(names) // 2 :], verify, extra)
+
+    def submit(self, task, *args):
+        """Run `task(*args)` in a worker (a future), or None where there are no workers (one core, a
+        sandbox, closed): the caller then does it itself. For work that only a big batch brings (its
+        groups, its indexes), so it never holds the server's own process."""
+        with self.lock:
+            if self.closed or self.workers < 2:
+                return None
+            try:
+                if self.executor is None:
+                    self.executor = self._executor(self.workers)
+                future = self.executor.submit(task, *args)
+            except BrokenProcessPool:  # a worker died while the pool was idle: the caller does it
+                self._discard(self.executor)
+                return None
+            except (OSError, RuntimeError):  # cannot start processes here
+                return None
+            self._busy()
+        future.add_done_callback(lambda _: self._done())
+        return future
 
     def _drain_started(self):
         """Read what the workers said they started: unread, the queue's pipe fills after a few thousand
@@ -285,27 +361,27 @@ class RowPool(IdleWorkers):
         started, self.started_tasks = self.started_tasks, set()
         return started
 
-    def _submit(self, directory: str, chunks: list[list[str]], verify: bool):
+    def _submit(self, directory: str, chunks: list[list[str]], verify: bool, extra: dict):
         """{future: (task, names)} for every chunk, or None once closed."""
         with self.lock:
             if self.closed:
                 return None
             try:
-                futures = self._submit_all(directory, chunks, verify)
+                futures = self._submit_all(directory, chunks, verify, extra)
             except BrokenProcessPool:  # a worker died while the pool was idle: start afresh
                 self.executor.shutdown(wait=False, cancel_futures=True)
                 self.executor = None
-                futures = self._submit_all(directory, chunks, verify)
+                futures = self._submit_all(directory, chunks, verify, extra)
             self._busy()
             return futures
 
-    def _submit_all(self, directory: str, chunks: list[list[str]], verify: bool) -> dict:
+    def _submit_all(self, directory: str, chunks: list[list[str]], verify: bool, extra: dict) -> dict:
         if self.executor is None:
             self.executor = self._executor(self.workers)
         futures = {}
         for chunk in chunks:
             task = next(self.tasks)
-            futures[self.executor.submit(self.task, directory, chunk, verify, task)] = (task, chunk)
+            futures[self.executor.submit(self.task, directory, chunk, verify, task, **extra)] = (task, chunk)
         return futures
 
     def _executor(self, workers: int) -> ProcessPoolExecutor:

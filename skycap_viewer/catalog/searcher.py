@@ -21,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from skycap_viewer.catalog.pool import IDLE_SECONDS, IdleWorkers, chunked, core_count, start_method, start_worker
+from skycap_viewer.catalog.pool import IDLE_SECONDS, IdleWorkers, chunked, start_method, start_worker, worker_count
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import document_path, document_text, parse_document_text, read_regular_file
 from skycap_viewer.record.frames import file_limit
@@ -109,7 +109,7 @@ class SearchPool(IdleWorkers):
     def __init__(self, workers: int | None = None, idle_seconds: float = IDLE_SECONDS,
                  seconds: float = MATCH_SECONDS):
         super().__init__(idle_seconds)
-        self.workers = workers or core_count()
+        self.workers = workers or worker_count()
         self.seconds = seconds
         self.lifeline = None
 

@@ -13,9 +13,11 @@ its files' versions (`index_files`) and rows (`index_rows`, each saying whether 
 a record it lists gets what it says (`trained`, `superseded`, the `not-trained` flag) when its row
 is stored, and again when an index file changes. The design, and why: `docs/scale.md`.
 
-Only the watcher writes, through `RunStore`, one transaction per publish; requests read through
-`reader()`, one connection per thread, each answer inside one read transaction: one consistent
-generation, whatever the watcher commits meanwhile.
+The watcher writes through `RunStore`, one transaction per publish, and the workers reading a big
+batch write its new rows themselves (`rows_written`), compute its groups (`group_records`) and build
+its indexes (`indexes_built_at`), so the server's own process does next to nothing a row; requests
+read through `reader()`, one connection per thread, each answer inside one read transaction: one
+consistent state, whatever is committed meanwhile.
 """
 
 import json
@@ -23,6 +25,7 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -119,6 +122,31 @@ def bit_flags(bits: int) -> list[str]:
     return [flag.name for position, flag in enumerate(FLAGS) if bits >> position & 1]
 
 
+def stored_form(row: dict, group_by: tuple) -> tuple:
+    """What the store keeps of a row, ready to insert: (its `rows` columns from `id` on, its annotations as
+    (key, value as filtered), its `q` text, its `row_kinds`, its re-tokenized copies). Plain values, so the
+    worker that computed the row computes this too and the server's process only inserts it."""
+    keys = row["_keys"]
+    gkey = group_key_of(row, group_by)
+    unreadable = bool(row.get("unreadable"))
+    columns = (row["id"], keys["created"], row["step"], row["task_id"], row["status"], keys["reward"], keys["turns"],
+               keys["tokens"], keys["health"], flag_bits(row["flags"]), row.get("trained"), row.get("superseded"), gkey,
+               unreadable, bool(row.get("_verified")), pack({key: row[key] for key in KEPT if key in row}),
+               row["_json_z"])
+    annotations = [] if unreadable else [
+        (key, None if isinstance(value, (dict, list)) else scalar_text(value))
+        for key, value in row["annotations"].items() if value is not None]
+    return columns, annotations, row["_text"], row_kinds(row, gkey), row.get("_retokenized")
+
+
+REWARD, BITS, GKEY, UNREADABLE, VERIFIED, KEPT_BLOB = 5, 9, 12, 13, 14, 15  # in a `stored_form`'s columns
+
+
+def form_unreadable(row) -> bool:
+    """Whether a row (a dict, or its `stored_form`) is of a record that could not be read."""
+    return bool(row.get("unreadable")) if isinstance(row, dict) else row[0][UNREADABLE]
+
+
 def row_kinds(row: dict, gkey) -> list[tuple[str, object]]:
     """What a row is counted under in `tally`: every row, then by its values (readable rows only)."""
     kinds = [("all", ""), ("trained", trained_text(row.get("trained")))]
@@ -180,10 +208,11 @@ class RunStore:
         wal = self.db.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
         self.files = self.file_identities()  # the files opened (a deleted file's inode may be given again),
         self.complete = None not in self.files[:3 if wal else 1]  # all there (not deleted as they were made)
-        self.listing_indexes = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
-                                               (LAST_LISTING_INDEX,)).fetchone() is not None
+        self.text_index = False
+        self.listing_indexes = self.has_text_index()
         self.in_transaction = False
         self.touched_groups: set = set()
+        self.deferred: set | None = None  # while groups are computed elsewhere: those touched since taken
         self.counts: dict = {}  # (kind, value, flags) -> [rows added (negative: removed), their lowest and
         # highest reward]: what `tally` gains at the next commit
         self.stale_ranges: set = set()  # tally rows a removed row bounded: recounted at commit
@@ -259,15 +288,27 @@ class RunStore:
                                " AND id || '.json.zst' = name")
 
     def build_listing_indexes(self):
-        """Build the sort and filter indexes (once: a run's first indexing is done)."""
+        """Build the sort and filter indexes here (once: a run's first indexing is done)."""
         if not self.listing_indexes:
             self.commit()
-            with self.db:
-                self.db.execute("BEGIN IMMEDIATE")
-                if self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'texts'").fetchone() is None:
-                    for statement in LISTING_INDEXES:
-                        self.db.execute(statement)
+            build_listing_indexes(self.db)
             self.listing_indexes = True
+
+    def listing_indexes_built(self) -> bool:
+        """Whether the sort and filter indexes are all there (another process built them: `indexes_built_at`),
+        so listings may be told to use them. The text index is the last one built."""
+        if not self.listing_indexes:
+            self.listing_indexes = self.has_text_index()
+        return self.listing_indexes
+
+    def has_text_index(self) -> bool:
+        """Whether the `q` text's trigram index exists, so stored and removed rows go in and out of it too
+        (once built, it stays: asked of the database only until then, inside the writer's transaction, so
+        no build by another process can come between the answer and the write)."""
+        if not self.text_index:
+            self.text_index = self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                              (LAST_LISTING_INDEX,)).fetchone() is not None
+        return self.text_index
 
     def put(self, name: str, size: int, mtime_ns: int, stamp: int, row: dict, replacing: bool = True):
         """Store the row of document `name` read at (size, mtime_ns, stamp: `index.change_stamp`),
@@ -275,41 +316,36 @@ class RunStore:
         it, inside the open batch."""
         self.put_many([(name, size, mtime_ns, stamp, row, replacing)])
 
-    def put_many(self, stored: list[tuple[str, int, int, int, dict, bool]]):
+    def put_many(self, stored: list[tuple]):
         """`put` for several documents (distinct names) at once: their rows go in with one `executemany`
-        a table, which costs a third of a statement a row (the rids are given, not read back)."""
+        a table, which costs a third of a statement a row (the rids are given, not read back). A row is
+        given as `compute_row` made it, or as its `stored_form` (computed by the worker that read it)."""
         if not stored:
             return
         self.begin()
-        rows, annotations, texts = [], [], []
-        rid = self.db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
-        for name, size, mtime_ns, stamp, row, replacing in stored:
+        for name, *_, replacing in stored:
             if replacing:
                 self.remove(name)
-            row = self.with_index(row)
-            keys = row["_keys"]
-            gkey = group_key_of(row, self.group_by)
-            bits = flag_bits(row["flags"])
-            rid += 1
-            rows.append((rid, name, size, mtime_ns, stamp, row["id"], keys["created"], row["step"], row["task_id"],
-                         row["status"], keys["reward"], keys["turns"], keys["tokens"], keys["health"], bits,
-                         row.get("trained"), row.get("superseded"), gkey, bool(row.get("unreadable")),
-                         bool(row.get("_verified")), pack({key: row[key] for key in KEPT if key in row}),
-                         row["_json_z"]))
-            if not row.get("unreadable"):
-                annotations += [(rid, key, None if isinstance(value, (dict, list)) else scalar_text(value))
-                                for key, value in row["annotations"].items() if value is not None]
-            texts.append((rid, row["_text"]))
-            self.count_change(row, bits, 1, gkey)
-        self.db.executemany(f"INSERT INTO rows ({ROW_COLUMNS}) VALUES ({', '.join('?' * len(ROW_COLUMNS.split(',')))})",
-                            rows)
-        self.db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", annotations)
-        self.db.executemany("INSERT INTO rowtexts VALUES (?, ?)", texts)
-        if self.listing_indexes:
-            self.db.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts)
+        forms = [(name, size, mtime_ns, stamp, self.with_index_form(row)) for name, size, mtime_ns, stamp, row, _
+                 in stored]
+        rows = insert_forms(self.db, forms, self.has_text_index())
+        for _, _, _, _, (columns, _, _, kinds, copies) in forms:
+            self.count_kinds(kinds, columns[REWARD], copies, columns[BITS], 1, columns[GKEY])
         if self.has_index:
             self.index_missing -= self.db.executemany(
                 "UPDATE index_rows SET present = 1 WHERE id = ? AND NOT present", [(row[5],) for row in rows]).rowcount
+
+    def with_index_form(self, row) -> tuple:
+        """The `stored_form` of a row (a dict, or its form already) with what the run index says of it."""
+        if isinstance(row, dict):
+            return stored_form(self.with_index(row), self.group_by)
+        if not self.has_index:
+            return row
+        columns, _, text, _, _ = row
+        kept = unpack(columns[KEPT_BLOB])
+        kept.update(_json_z=columns[KEPT_BLOB + 1], _text=text, _verified=columns[VERIFIED])
+        changed = self.with_index(kept)
+        return row if changed is kept else stored_form(changed, self.group_by)
 
     def remove(self, name: str):
         """Take the row of document `name` out, inside the open batch (nothing when it has none)."""
@@ -321,7 +357,7 @@ class RunStore:
         row = unpack(kept)
         self.count_change(row, bits, -1, gkey)
         self.db.execute("DELETE FROM annotations WHERE rid = ?", (rid,))
-        if self.listing_indexes:
+        if self.has_text_index():
             self.db.execute("INSERT INTO texts (texts, rowid, text) SELECT 'delete', rid, text FROM rowtexts"
                             " WHERE rid = ?", (rid,))
         self.db.execute("DELETE FROM rowtexts WHERE rid = ?", (rid,))
@@ -429,28 +465,13 @@ class RunStore:
     def count_change(self, row: dict, bits: int, sign: int, gkey):
         """A row counted in (`sign` 1) or out (-1) of `tally` (a removed row that bounded a reward range
         marks it to be recounted), its group touched."""
-        reward = row["_keys"]["reward"]
-        counts = self.counts
-        for kind, value in row_kinds(row, gkey):
-            entry = (kind, value, bits)
-            held = counts.get(entry)
-            if held is None:
-                held = counts[entry] = [0, None, None]
-            held[0] += sign
-            if reward is None or kind == "tokenizer":  # a tokenizer is counted, never ranged
-                continue
-            if sign < 0:
-                self.stale_ranges.add(entry)
-            elif held[1] is None:
-                held[1] = held[2] = reward
-            elif reward < held[1]:
-                held[1] = reward
-            elif reward > held[2]:
-                held[2] = reward
-        copies = row.get("_retokenized")
-        if copies:  # counted in nodes, not rows: the run's facts say how many copies it holds
-            held = counts.setdefault((RETOKENIZED, "", bits), [0, None, None])
-            held[0] += sign * copies
+        self.count_kinds(row_kinds(row, gkey), row["_keys"]["reward"], row.get("_retokenized"), bits, sign, gkey)
+
+    def count_kinds(self, kinds: list, reward, copies: int | None, bits: int, sign: int, gkey):
+        """`count_change` for a row counted under `kinds` (`row_kinds`), with its reward and re-tokenized copies."""
+        ranged = counted(self.counts, kinds, reward, copies, bits, sign)
+        if sign < 0:
+            self.stale_ranges.update(ranged)
         if gkey is not None:
             self.touched_groups.add(gkey)
 
@@ -479,21 +500,58 @@ class RunStore:
         self.db.executemany("UPDATE rows SET verified = 1 WHERE name = ?", [(name,) for name in names])
 
     def commit(self):
-        """End the batch: counts and touched groups brought up to date, then one commit."""
+        """End the batch: counts and touched groups brought up to date, then one commit. While groups
+        are `deferred`, the touched ones are only noted (`take_deferred_groups`): another process
+        computes them from what this commit holds."""
         if not self.in_transaction:
             return
         self.write_tally()
-        self.write_groups()
+        if self.deferred is None:
+            self.write_groups()
+        else:
+            self.deferred.update(self.touched_groups)
+            self.touched_groups.clear()
         self.db.execute("COMMIT")
         self.in_transaction = False
 
+    def defer_groups(self, deferred: bool):
+        """Whether commits leave the touched groups to `take_deferred_groups` (a big batch read by the
+        workers: its groups are computed there too) or compute them here (a live run's few rows)."""
+        if deferred and self.deferred is None:
+            self.deferred = set()
+        elif not deferred and self.deferred is not None:
+            self.touched_groups.update(self.deferred)  # computed here at the next commit
+            self.deferred = None
+
+    def last_rid(self) -> int:
+        return self.db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
+
+    def note_groups_after(self, rid: int) -> int:
+        """Note as touched (deferred) the groups of the rows after `rid` (rows other processes wrote); the
+        last rid now."""
+        last = self.last_rid()
+        self.deferred.update(gkey for (gkey,) in self.db.execute(
+            "SELECT DISTINCT gkey FROM rows WHERE rid > ? AND rid <= ? AND gkey IS NOT NULL", (rid, last)))
+        return last
+
+    def take_deferred_groups(self) -> list[str]:
+        """The groups committed rows touched since the last call, to be computed elsewhere (`group_records`)
+        and kept with `put_groups`."""
+        taken = sorted(self.deferred or ())
+        if self.deferred is not None:
+            self.deferred.clear()
+        return taken
+
+    def put_groups(self, keys: list[str], records: list[tuple]):
+        """Keep the groups of `keys` as `group_records` computed them (a key without a record is gone),
+        in the open batch."""
+        self.begin()
+        touched = json.dumps(keys)
+        self.db.execute("DELETE FROM groups WHERE gkey IN (SELECT value FROM json_each(?))", (touched,))
+        self.db.executemany(f"INSERT INTO groups VALUES ({', '.join('?' * 15)})", records)
+
     def write_tally(self):
-        self.db.executemany(
-            "INSERT INTO tally (kind, value, flags, n, low, high) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
-            " SET n = n + excluded.n,"
-            " low = CASE WHEN low IS NULL OR excluded.low < low THEN excluded.low ELSE low END,"
-            " high = CASE WHEN high IS NULL OR excluded.high > high THEN excluded.high ELSE high END",
-            [(*entry, *held) for entry, held in self.counts.items()])
+        add_counts(self.db, self.counts)
         self.db.execute("DELETE FROM tally WHERE n <= 0")
         for entry in self.stale_ranges:
             where, values = tally_where(*entry)
@@ -509,19 +567,163 @@ class RunStore:
         members read at once would hold gigabytes."""
         touched = sorted(self.touched_groups)
         for start in range(0, len(touched), GROUPS_AT_ONCE):
-            self.write_some_groups(json.dumps(touched[start : start + GROUPS_AT_ONCE]))
+            self.write_some_groups(touched[start : start + GROUPS_AT_ONCE])
         self.touched_groups.clear()
 
-    def write_some_groups(self, touched: str):
-        """`write_groups` for the groups of `touched` (a JSON list of keys): three statements, not three a group."""
-        members: dict[str, list] = {}
-        for gkey, *found in self.db.execute(
-                "SELECT gkey, kept, json, verified, mtime_ns FROM rows WHERE gkey IN (SELECT value FROM json_each(?))"
-                " ORDER BY gkey, rid", (touched,)):
-            members.setdefault(gkey, []).append(member_row(*found))
-        self.db.execute("DELETE FROM groups WHERE gkey IN (SELECT value FROM json_each(?))", (touched,))
-        self.db.executemany("INSERT INTO groups VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            [group_record(gkey, rows, self.group_by) for gkey, rows in members.items()])
+    def write_some_groups(self, touched: list[str]):
+        """`write_groups` for the groups of `touched`: three statements, not three a group."""
+        self.put_groups(touched, computed_groups(self.db, touched, self.group_by))
+
+
+def counted(counts: dict, kinds: list, reward, copies: int | None, bits: int, sign: int) -> list:
+    """Count a row under `kinds` (`row_kinds`) into `counts` ((kind, value, flags) -> [rows, lowest and highest
+    reward]), with its reward and re-tokenized copies, `sign` 1 in, -1 out; the entries whose reward range it
+    bounds."""
+    ranged = []
+    for kind, value in kinds:
+        entry = (kind, value, bits)
+        held = counts.get(entry)
+        if held is None:
+            held = counts[entry] = [0, None, None]
+        held[0] += sign
+        if reward is None or kind == "tokenizer":  # a tokenizer is counted, never ranged
+            continue
+        ranged.append(entry)
+        if sign < 0:
+            continue
+        if held[1] is None:
+            held[1] = held[2] = reward
+        elif reward < held[1]:
+            held[1] = reward
+        elif reward > held[2]:
+            held[2] = reward
+    if copies:  # counted in nodes, not rows: the run's facts say how many copies it holds
+        held = counts.setdefault((RETOKENIZED, "", bits), [0, None, None])
+        held[0] += sign * copies
+    return ranged
+
+
+def add_counts(db: sqlite3.Connection, counts: dict):
+    """Add `counts` (see `counted`) to `tally`."""
+    db.executemany(
+        "INSERT INTO tally (kind, value, flags, n, low, high) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
+        " SET n = n + excluded.n,"
+        " low = CASE WHEN low IS NULL OR excluded.low < low THEN excluded.low ELSE low END,"
+        " high = CASE WHEN high IS NULL OR excluded.high > high THEN excluded.high ELSE high END",
+        [(*entry, *held) for entry, held in counts.items()])
+
+
+def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool) -> list[tuple]:
+    """Insert the rows of new documents (name, size, mtime_ns, stamp, `stored_form`), with one `executemany`
+    a table, which costs a third of a statement a row (the rids are given, not read back); the `rows` rows."""
+    rows, annotations, texts = [], [], []
+    rid = db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
+    for name, size, mtime_ns, stamp, (columns, keyed, text, _, _) in forms:
+        rid += 1
+        rows.append((rid, name, size, mtime_ns, stamp, *columns))
+        annotations += [(rid, key, value) for key, value in keyed]
+        texts.append((rid, text))
+    db.executemany(f"INSERT INTO rows ({ROW_COLUMNS}) VALUES ({', '.join('?' * len(ROW_COLUMNS.split(',')))})", rows)
+    db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", annotations)
+    db.executemany("INSERT INTO rowtexts VALUES (?, ?)", texts)
+    if text_index:
+        db.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts)
+    return rows
+
+
+def rows_written(path: str, identity: str, forms: list[tuple]) -> bool:
+    """Worker task's end: insert the rows of new documents (as `insert_forms` takes them) and their counts
+    into the database at `path` itself, in one transaction, so the server's process neither receives nor
+    inserts nor counts them. Refused (False: the server stores them) when the database is no longer the
+    one made as `identity`, when a run index is kept (what it says of each row is given by the server),
+    or when one of the documents has a row already (the server replaces it)."""
+    db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)  # never made here
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            made = db.execute("SELECT value FROM facts WHERE key = ?", (MADE,)).fetchone()
+            refused = made is None or made[0] != identity or db.execute(
+                "SELECT EXISTS (SELECT 1 FROM index_files) OR EXISTS (SELECT 1 FROM rows WHERE name IN"
+                " (SELECT value FROM json_each(?)))", (json.dumps([form[0] for form in forms]),)).fetchone()[0]
+            if not refused:
+                text_index = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                        (LAST_LISTING_INDEX,)).fetchone() is not None
+                insert_forms(db, forms, text_index)
+                counts: dict = {}
+                for _, _, _, _, (columns, _, _, kinds, copies) in forms:
+                    counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
+                add_counts(db, counts)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("ROLLBACK" if refused else "COMMIT")
+        return not refused
+    finally:
+        db.close()
+
+
+def computed_groups(db: sqlite3.Connection, keys: list[str], group_by: tuple) -> list[tuple]:
+    """The `groups` rows of the groups `keys`, computed from their members as `db` holds them."""
+    members: dict[str, list] = {}
+    for gkey, *found in db.execute(
+            "SELECT gkey, kept, json, verified, mtime_ns FROM rows WHERE gkey IN (SELECT value FROM json_each(?))"
+            " ORDER BY gkey, rid", (json.dumps(keys),)):
+        members.setdefault(gkey, []).append(member_row(*found))
+    return [group_record(gkey, rows, group_by) for gkey, rows in members.items()]
+
+
+def group_records(path: str, keys: list[str], group_by: tuple) -> list[tuple]:
+    """Worker task: `computed_groups` from the committed state of the database at `path` (read-only)."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        return computed_groups(db, keys, group_by)
+    finally:
+        db.close()
+
+
+def build_listing_indexes(db: sqlite3.Connection) -> dict[str, float]:
+    """Build whichever sort, filter and text indexes `db` lacks, each in a transaction of its own (a writer
+    waiting meanwhile waits for one index, not all), the text index last and whole; the seconds each took."""
+    seconds = {}
+    statements = LISTING_INDEXES[:-2]
+    for statement in [*statements, LISTING_INDEXES[-2:]]:
+        started = time.perf_counter()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if isinstance(statement, str):
+                db.execute(statement)
+            elif db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LAST_LISTING_INDEX,)).fetchone() is None:
+                for part in statement:
+                    db.execute(part)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        seconds[index_name(statement if isinstance(statement, str) else statement[0])] = \
+            time.perf_counter() - started
+    return seconds
+
+
+def index_name(statement: str) -> str:
+    """The name a CREATE statement of `LISTING_INDEXES` makes."""
+    return statement.split(" ON ")[0].split(" USING ")[0].split()[-1]
+
+
+def indexes_built_at(path: str, identity: str) -> dict[str, float] | None:
+    """Worker task: `build_listing_indexes` in the database at `path`, if it is still the one made as
+    `identity` (else None: it was deleted and is being made again, by a writer that builds its own)."""
+    db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)  # never made here
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        made = db.execute("SELECT value FROM facts WHERE key = ?", (MADE,)).fetchone()
+        if made is None or made[0] != identity:
+            return None
+        return build_listing_indexes(db)
+    finally:
+        db.close()
 
 
 def member_row(kept: bytes, json_z: bytes, verified, mtime_ns: int) -> dict:

@@ -19,7 +19,8 @@ from skycap_viewer.catalog.index import (
     scan_directory,
     version_size,
 )
-from skycap_viewer.catalog.pool import compute_rows_here
+from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
+from skycap_viewer.catalog.store import group_records, indexes_built_at
 
 POLL_SECONDS = 2.0
 PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often...
@@ -28,6 +29,9 @@ HUGE_LISTING_SECONDS = 0.25  # a directory taking longer to list (~100k document
 FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed...
 SETTLED_MTIME_SECONDS = 2.0  # ...and an mtime this recent when listed is not trusted to move on the next change
 STORE_BATCH = 64  # rows written together (a worker's chunk)
+GROUPS_PER_TASK = 512  # groups a worker computes in one task (their members in its memory at once)
+GROUPS_SECONDS = 2.0  # a big batch's touched groups are sent at most this often: a group whose members come
+# in over many publishes is computed again for each (a run's rows come smallest first, not group by group)
 VERIFY_BATCH = 512  # documents whose sidecars are checked per poll at most, once indexing is done...
 VERIFY_SECONDS = 1.0  # ...fewer when they take long: a batch takes about this long, so a change waits no longer
 VERIFY_FIRST = 32  # the first batch, before its cost is known
@@ -35,7 +39,7 @@ VERIFY_FIRST = 32  # the first batch, before its cost is known
 
 class Watcher(threading.Thread):
     def __init__(self, catalog: Catalog, interval: float = POLL_SECONDS, compute_rows=compute_rows_here,
-                 verify: bool = True, prepare=None):
+                 verify: bool = True, prepare=None, offload=None, stored_forms: bool = False):
         super().__init__(name="skycap-viewer-watcher", daemon=True)
         self.catalog = catalog
         self.interval = interval
@@ -43,6 +47,9 @@ class Watcher(threading.Thread):
         self.verify = verify  # check every record's sidecars in the background (--no-verify: only reported ones)
         self.verify_cost: float | None = None  # seconds a document's verification took in the last batch
         self.prepare = prepare  # prepare(snapshot): what every request asks of a new snapshot, computed here
+        self.offload = offload  # offload(task, *args): a future of it run in a worker, or None (e.g. RowPool.submit)
+        # whether `compute_rows` gives the rows as the store keeps them (`group_by=`: computed where they are read)
+        self.row_form = {"group_by": catalog.group_by} if stored_forms else {}
         self.stopped = threading.Event()
         self.missing_roots: set = set()  # roots found gone (said once)
         self.said_skipped: set = set()  # directories not served (another tool's, or too deep): said once
@@ -79,12 +86,13 @@ class Watcher(threading.Thread):
             catalog.publish(fresh, {run.location.id for run in fresh if not run.reopened})
         self.discovered.set()
         runs = list(catalog.runs.values())
-        work, touched = [], []
+        work = []
+        touched = self.indexes_built(runs)
         for run in runs:
             changes, facts_changed = self.list_run(run)
             if changes:
                 work.append((run, changes))
-            if facts_changed or changes.removed or run.snapshot is None:
+            if (facts_changed or changes.removed or run.snapshot is None) and run not in touched:
                 touched.append(run)
         self.listing_seconds = time.monotonic() - started
         pending = {run.location.id for run, _ in work if not run.indexed_once}
@@ -174,35 +182,147 @@ class Watcher(threading.Thread):
         """Read what changed and publish as it comes. Each publish costs what the run's size costs
         (its order, facts and groups, and the save), so publishing is spaced out to stay a tenth of
         the work: a big run's cold index grows with its documents, not with their square."""
+        groups = GroupsElsewhere(run.store, self.offload) if len(changes.compute) >= SMALL_BATCH else None
         for name in changes.removed:
             run.remove(name)
+        row_form = self.row_form
+        if groups is not None and self.offload is not None and row_form and not run.store.has_index:
+            # the workers write the new rows themselves: nothing here holds the database meanwhile
+            row_form = {**row_form, "database": (str(run.store.path), run.store.identity)}
+            run.store.commit()
+            groups.watch_written()
         last_publish, interval = time.monotonic(), PUBLISH_SECONDS
         batch = []  # rows come a worker's chunk at a time: stored in batches, a third of a write each
-        for name, row in self.compute_rows(run.directory, changes.compute):
+        for name, row in self.compute_rows(run.directory, changes.compute, **row_form):
             if name in run.changed:  # else its listing is gone (the run was listed again meanwhile)
                 batch.append((name, run.changed[name], row))
             publishing = time.monotonic() - last_publish > interval
             if len(batch) >= STORE_BATCH or publishing:
                 run.store_rows(batch)
                 batch = []
+                if "database" in row_form:
+                    run.store.commit()  # what was stored here (a row a worker could not write): workers wait
             if publishing:
                 started = time.monotonic()
+                if groups is not None:
+                    groups.keep_finished()
                 self.publish_prepared(run, pending)
+                if groups is not None and groups.due():
+                    groups.send()
                 last_publish = time.monotonic()
                 interval = max(PUBLISH_SECONDS, PUBLISH_COST_FACTOR * (last_publish - started))
             if self.stopped.is_set():
                 break
         run.store_rows(batch)
+        if groups is not None:
+            groups.finish(self.stopped)
         if not self.stopped.is_set():
-            run.store.build_listing_indexes()
+            self.build_listing_indexes(run, elsewhere=groups is not None)
         pending.discard(run.location.id)
         self.publish_prepared(run, pending)
+
+    def build_listing_indexes(self, run: IndexedRun, elsewhere: bool):
+        """Build the run's sort, filter and text indexes once it is all stored: for a big batch in a worker,
+        after the run is listed (listings scan meanwhile, and use them from the publish after they are built:
+        `indexes_built`), else here."""
+        store = run.store
+        if store.listing_indexes or run.indexes_building is not None:
+            return
+        if elsewhere and self.offload is not None:
+            store.commit()
+            run.indexes_building = self.offload(indexes_built_at, str(store.path), store.identity)
+        if run.indexes_building is None:
+            store.build_listing_indexes()
+
+    def indexes_built(self, runs: list[IndexedRun]) -> list[IndexedRun]:
+        """The runs whose indexes a worker finished building since the last poll (to publish: their listings
+        now use them); where it failed, they are built here."""
+        built = []
+        for run in runs:
+            building = run.indexes_building
+            if building is None or not building.done():
+                continue
+            run.indexes_building = None
+            try:
+                building.result()
+            except Exception:  # noqa: BLE001 - a worker died, the database was busy: built here instead
+                pass
+            if not run.store.listing_indexes_built():
+                run.store.build_listing_indexes()
+            built.append(run)
+        return built
 
     def publish_prepared(self, run: IndexedRun, pending: set[str]):
         """Publish the run's rows, then compute what requests ask of them first, here and timed."""
         self.catalog.publish([run], pending)
         if self.prepare is not None:
             self.prepare(run.snapshot)
+
+
+class GroupsElsewhere:
+    """The groups of a big batch, computed in worker processes from what each publish committed: the
+    server's own process only keeps what they send back. A group touched again meanwhile is sent again,
+    and answers are kept in the order they were asked for, so the last one kept read every member; the
+    batch ends with all of them kept (`finish`), so its last publish holds every group as computed here."""
+
+    def __init__(self, store, offload):
+        self.store = store
+        self.offload = offload
+        self.asked: list = []  # (keys, future), in the order asked
+        self.written_after: int | None = None  # rows workers write: the last rid whose group was noted
+        self.sent_at = time.monotonic()  # when groups were last sent (the batch's first are sent after a while)
+        if offload is not None:
+            store.defer_groups(True)
+
+    def due(self) -> bool:
+        """Whether the groups touched since they were last sent are to be sent now (`GROUPS_SECONDS`)."""
+        return time.monotonic() - self.sent_at >= GROUPS_SECONDS
+
+    def watch_written(self):
+        """Workers write rows into the store themselves from now on: their groups are found in the database."""
+        self.written_after = self.store.last_rid()
+
+    def send(self):
+        """Ask for the groups the last commit touched, a slice of keys per task."""
+        if self.offload is None:
+            return
+        self.sent_at = time.monotonic()
+        if self.written_after is not None:
+            self.written_after = self.store.note_groups_after(self.written_after)
+        keys = self.store.take_deferred_groups()
+        for start in range(0, len(keys), GROUPS_PER_TASK):
+            some = keys[start : start + GROUPS_PER_TASK]
+            future = self.offload(group_records, str(self.store.path), some, self.store.group_by)
+            if future is None:  # no workers (any more): these groups and the next are computed here
+                self.store.touched_groups.update(keys[start:])
+                self.store.defer_groups(False)
+                self.offload = None
+                return
+            self.asked.append((some, future))
+
+    def keep_finished(self, wait: bool = False):
+        """Keep the answers that came (with `wait`, all of them), in the order asked; a task that failed
+        (a worker died, the database is being rebuilt) leaves its groups to be computed here."""
+        while self.asked and (wait or self.asked[0][1].done()):
+            keys, future = self.asked.pop(0)
+            try:
+                records = future.result()
+            except Exception:  # noqa: BLE001 - whatever went wrong there, the groups are computed here
+                self.store.begin()
+                self.store.touched_groups.update(keys)
+                continue
+            self.store.put_groups(keys, records)
+        if self.written_after is not None:
+            self.store.commit()  # workers write rows meanwhile: the database is held no longer than this
+
+    def finish(self, stopped: threading.Event):
+        """The batch's rows are all stored: commit them, ask for the groups left, keep every answer, and
+        compute groups here again from now on (a live run's few rows)."""
+        self.store.commit()
+        if not stopped.is_set():
+            self.send()
+            self.keep_finished(wait=True)
+        self.store.defer_groups(False)
 
 
 def settled(mtime_ns: int | None, listed_at_ns: int) -> bool:

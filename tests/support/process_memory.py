@@ -1,4 +1,4 @@
-"""Resident memory of a process and all its descendants, sampled while a test runs.
+"""Resident memory (and CPU time) of a process and all its descendants, sampled while a test runs.
 
 The targets of the robustness tests are in resident memory of the whole process tree (the
 server and its indexing workers), read from `/proc` (Linux), so a worker that blows up
@@ -48,6 +48,22 @@ def resident_bytes(pid: int) -> int:
 
 def tree_resident_bytes(pid: int) -> int:
     return sum(resident_bytes(p) for p in tree_pids(pid))
+
+
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """CPU seconds (user and system) one process used; with `children`, those of the children it reaped too
+    (a worker that exited counts in its parent's). 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    ticks = sum(int(value) for value in fields[11 : 15 if children else 13])  # utime stime [cutime cstime]
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and all its descendants, the children they reaped included."""
+    return sum(cpu_seconds(p, children=True) for p in tree_pids(pid))
 
 
 class PeakMemory:
