@@ -4,6 +4,7 @@ where skycap trains, in parts for a long path, a message too big for a part left
 
 import pytest
 
+from tests.agent_records import REUSED, write_reused_ids
 from tests.badrecords import copy_record
 from tests.chain import write_chain
 from tests.conftest import FIXTURES, oracle_records, trained_paths
@@ -108,3 +109,28 @@ def test_a_long_path_comes_in_parts_and_a_huge_message_is_left_to_its_route(odd_
     _, cards = chat_of(odd_server, "odd", "tr_leaf_failure", 0)
     assert cards[0]["failures"] == [{"status": 429, "error": "slow down", "at": "1970-01-01T00:00:01.000Z",
                                      "placed": "input_leaf"}]
+
+
+@pytest.fixture(scope="module")
+def agent_server(tmp_path_factory):
+    run = tmp_path_factory.mktemp("chat") / "agents"
+    run.mkdir()
+    nodes = write_reused_ids(run)
+    yield from ((server, nodes) for server in served([run]))
+
+
+def test_calls_and_results_pair_in_path_order_though_every_call_is_named_call_0(agent_server):
+    server, nodes = agent_server
+    first, _ = chat_of(server, "agents", REUSED, 0)
+    pairs = [(p["call_node_id"], p.get("call_index"), p["result_node_id"]) for p in first["pairs"]]
+    rounds = [(f"n{c}", 0, f"n{r}") for c, r in nodes["rounds"].values()]
+    parallel = f"n{nodes['parallel']}"
+    assert pairs == [*rounds, (parallel, 0, f"n{nodes['first']}"), (parallel, 1, f"n{nodes['second']}"),
+                     (None, None, f"n{nodes['orphan']}")]
+    assert {p["tool_call_id"] for p in first["pairs"]} == {"call_0", "call_9"}
+
+
+def test_a_later_part_carries_no_pairs_and_the_first_pairs_the_whole_path(agent_server):
+    server, _ = agent_server
+    later = server.get(f"/v1/trajectories/{REUSED}/paths/0/chat?run_id=agents&from=3")
+    assert "pairs" not in later

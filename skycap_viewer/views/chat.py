@@ -40,7 +40,7 @@ def chat_part(view: RecordView, path_index: int, start: int = 0, limit: PartLimi
         return answer
     return {**path_facts(view, path), "unit": "tokens" if path.token_blocked else "chars",
             "mode": view.rollout.mode, "node_count": len(ids), "fork": fork_facts(view, path),
-            "tools": last_tools(view, ids), **answer}
+            "tools": last_tools(view, ids), "pairs": tool_pairs(view, ids), **answer}
 
 
 def card(view: RecordView, path: PathView, position: int, failed: dict) -> dict:
@@ -114,6 +114,41 @@ def failures_on_path(view: RecordView, path: PathView) -> dict[int, list]:
             found.setdefault(leaf, []).append({"status": failure.get("status"), "error": failure.get("error"),
                                                "at": iso_time(failure.get("t")), "placed": placed})
     return found
+
+
+def tool_pairs(view: RecordView, ids: list[int]) -> list[dict]:
+    """Each tool call of the path with its result, paired in path order (ids repeat: skycap's renderer names
+    every parsed call `call_0`): a result answers the nearest earlier call with its id, the first of that
+    message's calls with the id still unanswered; a call's result is the first later result naming it before
+    the id is called again. One pair per call (`result_node_id` null: none on the path), one per result that
+    answers no call (`call_node_id` null), and one more for a call answered twice. The whole path's, in the
+    first part: a link reaches a card of a later part."""
+    pairs: list[dict] = []
+    latest: dict[str, list[dict]] = {}  # a tool-call id -> the pairs of the last message that called it
+    for node_id in ids:
+        message = view.rollout.nodes[node_id].get("message")
+        if not isinstance(message, dict):
+            continue
+        answers = message.get("tool_call_id")
+        if isinstance(answers, str):
+            calls = latest.get(answers)
+            pair = next((p for p in calls or [] if p["result_node_id"] is None), None)
+            if pair is not None:
+                pair["result_node_id"] = wire_id(node_id)
+            else:
+                pairs.append({"tool_call_id": answers, "call_node_id": calls[-1]["call_node_id"] if calls else None,
+                              "call_index": calls[-1]["call_index"] if calls else None,
+                              "result_node_id": wire_id(node_id)})
+        called: dict[str, list[dict]] = {}
+        for index, call in enumerate(message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []):
+            call_id = call.get("id") if isinstance(call, dict) else None
+            if isinstance(call_id, str):
+                pair = {"tool_call_id": call_id, "call_node_id": wire_id(node_id), "call_index": index,
+                        "result_node_id": None}
+                pairs.append(pair)
+                called.setdefault(call_id, []).append(pair)
+        latest.update(called)
+    return pairs
 
 
 def fork_facts(view: RecordView, path: PathView) -> dict | None:

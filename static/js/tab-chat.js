@@ -2,7 +2,7 @@
 // /paths/{n}/chat answer, in parts). A card says who wrote it and its node id (a link to that node in
 // the Path tab), and beside a model turn what its calls and the trainer made of it. The model's
 // reasoning is folded under one line, tool calls are their name and arguments, each linked to its
-// result by `tool_call_id`, long texts are folded past a few lines, and the messages a fork shares
+// result as the server pairs them (`pairs`: in path order, ids repeat), long texts are folded past a few lines, and the messages a fork shares
 // with an earlier path are folded into one row. Record text goes in as text (no Markdown, no HTML).
 // A card's body is drawn when it comes near the viewport; a part that comes later is drawn after the
 // cards already drawn (parts.js `drawLaterPart`), not with them again. A pure function of the answer: the drawer
@@ -33,7 +33,7 @@ function messagePieces(message) {
       pieces.push({kind: "text", label: "text", text});
     }
   }
-  for (const call of toolCalls(message)) pieces.push(callPiece(call));
+  toolCalls(message).forEach((call, index) => pieces.push(callPiece(call, index)));
   return pieces;
 }
 
@@ -50,8 +50,8 @@ function contentTexts(content) {
     : typeof part?.text === "string" ? part.text : `[${part?.type ?? "part"}]`));
 }
 
-/** One tool call: its name, its id, its arguments pretty-printed when they parse as JSON (said). */
-function callPiece(call) {
+/** Tool call `index` of a message: its name, its id, its arguments pretty-printed when they parse as JSON (said). */
+function callPiece(call, index) {
   const fn = call?.function && typeof call.function === "object" ? call.function : call || {};
   const raw = fn.arguments ?? call?.arguments;
   let text = typeof raw === "string" ? raw : JSON.stringify(raw ?? null, null, 2);
@@ -63,7 +63,7 @@ function callPiece(call) {
     } catch { /* shown as the text it is */ }
   }
   return {kind: "call", label: `arguments (${form})`, text, name: String(fn.name ?? call?.name ?? "?"),
-    id: typeof call?.id === "string" ? call.id : null};
+    id: typeof call?.id === "string" ? call.id : null, index};
 }
 
 /** Every searchable text of the path's loaded cards, in the order drawn: the find bar's sources. */
@@ -79,10 +79,7 @@ export function chatTexts(answer) {
 export function renderChat(answer, state, {go, more = null, message = null, root = null, pinned = () => state.msg}) {
   if (!answer) return el("p", {className: "muted pad"}, "loading…");
   if (answer.error) return el("p", {className: "notice error"}, `Cannot read the conversation: ${answer.error}`);
-  const results = new Map();  // tool_call_id -> the card of its result
-  const callers = new Map();  // tool_call_id -> the card of the call
-  const unlinked = new Map();  // tool_call_id -> the "no result" note of a drawn call, while its result is to come
-  const links = {results, callers, unlinked, go, pinned};
+  const links = {...pairLinks(answer.pairs), go, pinned};
   const box = el("div", {className: "chat-tab", dataset: {path: answer.path}});
   if (answer.path_count > 1) box.append(pathPicker(answer, go));
   box.append(el("p", {className: "muted chat-summary"},
@@ -114,15 +111,6 @@ export function renderChat(answer, state, {go, more = null, message = null, root
   const grow = (now) => {  // draw the cards from `drawn` on, and what says how many are held
     if (now !== answer) return false;
     const fresh = (answer.cards || []).slice(drawn);
-    for (const card of fresh) {
-      const id = card.message?.tool_call_id;
-      if (typeof id === "string") {
-        results.set(id, card);
-        unlinked.get(id)?.replaceWith(...resultLink(card));  // a call drawn before its result came
-        unlinked.delete(id);
-      }
-      for (const call of toolCalls(card.message)) if (typeof call?.id === "string") callers.set(call.id, card);
-    }
     fresh.forEach((card, at) => {
       const element = cardElement(card, answer, state, links, message);
       observer.observe(element);
@@ -146,6 +134,21 @@ function pathPicker(answer, go) {
   return el("label", {className: "chat-path"}, "path ",
     el("select", {"aria-label": "path", onchange: (event) => go({path: Number(event.target.value)}, {replace: true})},
       options), ` of ${num(answer.path_count)}`);
+}
+
+/** The server's pairing of the path's calls and results (`pairs`), looked up by card: a result card's
+ *  pair (by its node), a call's pairs (by its node and its index among the message's calls). */
+function pairLinks(pairs) {
+  const resultPairs = new Map();
+  const callPairs = new Map();
+  for (const pair of pairs || []) {
+    if (pair.result_node_id !== null) resultPairs.set(pair.result_node_id, pair);
+    if (pair.call_node_id === null) continue;
+    const key = `${pair.call_node_id}:${pair.call_index}`;
+    callPairs.set(key, [...callPairs.get(key) || [], pair]);
+  }
+  return {resultOf: (card) => resultPairs.get(card.node_id), resultsOf: (card, piece) =>
+    callPairs.get(`${card.node_id}:${piece.index}`) || []};
 }
 
 function toolNames(tools) {
@@ -193,10 +196,9 @@ function drawPieces(body, card, links, message) {
   }
   const id = card.message?.tool_call_id;
   if (typeof id === "string") {
-    const caller = links.callers.get(id);
+    const caller = links.resultOf(card)?.call_node_id;
     body.append(el("p", {className: "small chat-result-of"}, `result of tool call ${id}`,
-      caller ? [" · ", jump(`← the call in ${caller.node_id}`, caller)]
-        : " (its call is not on this path or not loaded)"));
+      caller ? [" · ", jump(`← the call in ${caller}`, caller)] : " · no call with this id before it on this path"));
   }
   const pieces = messagePieces(card.message);
   if (!pieces.length) body.append(el("p", {className: "muted"}, "(no text)"));
@@ -216,13 +218,12 @@ function pieceElement(piece, at, card, links) {
     event.currentTarget.remove();
   }, {className: "ghost show-all"}) : null;
   if (piece.kind !== "call") return el("div", {className: `chat-piece ${piece.kind}`}, text, show);
-  const result = piece.id ? links.results.get(piece.id) : null;
-  const none = result ? null : el("span", {className: "muted small"}, " · no result on this path");
-  if (none && piece.id) links.unlinked.set(piece.id, none);  // its result may come in a later part
+  const results = links.resultsOf(card, piece).map((pair) => pair.result_node_id).filter((node) => node !== null);
   return el("div", {className: "chat-piece call", dataset: {call: piece.id ?? ""}},
     el("p", {className: "chat-call-head"}, el("strong", {}, piece.name),
       el("span", {className: "muted small"}, ` ${piece.id ?? "(no id)"} · ${piece.label}`),
-      result ? resultLink(result) : none),
+      results.length ? results.map((node) => [" · ", jump(`result in ${node} →`, node)])
+        : el("span", {className: "muted small"}, " · no result on this path")),
     text, show);
 }
 
@@ -232,23 +233,19 @@ function fold(kind, summary, text, at = null) {
     el("summary", {}, summary), el("pre", {className: "chat-text", dataset: at === null ? {} : {piece: at}}, text));
 }
 
-/** A call's link to the card of its result. */
-function resultLink(card) {
-  return [" · ", jump(`result in ${card.node_id} →`, card)];
-}
-
-/** A link to another card of the tab: brings it into sight and marks it. */
-function jump(label, card) {
+/** A link to the card of node `nodeId` (a call's or a result's): brings it into sight and marks it (a card
+ *  of a part still to come: nothing yet). */
+function jump(label, nodeId) {
   return button(label, (event) => {
     const target = event.currentTarget.closest(".chat-tab")
-      ?.querySelector(`.chat-card[data-position="${card.position}"]`);
+      ?.querySelector(`.chat-card[data-node="${CSS.escape(nodeId)}"]`);
     if (!target) return;
     const shared = target.closest("details.chat-shared");
     if (shared) shared.open = true;
     drawBody(target);
     target.scrollIntoView({block: "center"});
     target.classList.add("node-selected");
-  }, {className: "ghost chat-jump", dataset: {jump: card.node_id}});
+  }, {className: "ghost chat-jump", dataset: {jump: nodeId}});
 }
 
 /** A model turn's facts, in the margin: what the record says of its calls and training, and the one
