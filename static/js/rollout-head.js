@@ -3,6 +3,7 @@
 // `/trajectories/{id}` header, /paths, /graph, /exchanges), fetching nothing.
 
 import {el} from "./dom.js";
+import {visible} from "./facts.js";
 import {num, pct, trainedText, unitShort} from "./format.js";
 import {rewardCell} from "./reward.js";
 import {flagBadge, forkKinds, textOnlyNotice} from "./viewer.js";
@@ -46,7 +47,7 @@ export function rolloutHead(bundle, {actions = [], notes = [], rewardRange = nul
   const bridged = t.skycap?.bridged || {};
   const facts = [
     ["mode", t.mode ?? "-"], ["status", `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`],
-    ["task", t.task_id ?? "-"],
+    ["task", t.task_id === null || t.task_id === undefined ? "-" : visible(String(t.task_id), false)],
     ["step", num(t.step)], ["trains", ruleFact(t.samples_rule)], ["samples", samplesFact(t.size)],
     ["trainable", trainableFact(t.size)],
     ["tokenizer", t.tokenizer ?? "-"],

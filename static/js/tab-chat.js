@@ -2,15 +2,18 @@
 // /paths/{n}/chat answer, in parts). A card says who wrote it and its node id (a link to that node in
 // the Path tab), and beside a model turn what its calls and the trainer made of it. The model's
 // reasoning is folded under one line, tool calls are their name and arguments, each linked to its
-// result as the server pairs them (`pairs`: in path order, ids repeat), long texts are folded past a few lines, and the messages a fork shares
-// with an earlier path are folded into one row. Record text goes in as text (no Markdown, no HTML).
-// A card's body is drawn when it comes near the viewport; a part that comes later is drawn after the
-// cards already drawn (parts.js `drawLaterPart`), not with them again. A pure function of the answer: the drawer
-// and a snapshot file draw the same tab.
+// result as the server pairs them (`pairs`: in path order, ids repeat), long texts are folded past a
+// few lines, and the messages a fork shares with an earlier path are folded into one row. Record text
+// goes in as text (no Markdown, no HTML), direction controls as marks (facts.js `visible`), the other
+// invisible characters too under "control chars". A card's body is drawn when it comes near the
+// viewport; a part that comes later is drawn after the cards already drawn (parts.js `drawLaterPart`),
+// not with them again. A pure function of the answer: the drawer and a snapshot file draw the same tab.
 
 import {append, button, el, replace} from "./dom.js";
+import {visible} from "./facts.js";
 import {cutText, num, plural} from "./format.js";
 import {drawsLaterParts, moreRow} from "./parts.js";
+import {optionToggle} from "./path-view.js";
 
 const FOLD_LINES = 12;  // a text longer than this many lines (or FOLD_CHARS) is folded, with "show all"
 const FOLD_CHARS = 1500;
@@ -79,15 +82,19 @@ export function chatTexts(answer) {
 export function renderChat(answer, state, {go, more = null, message = null, root = null, pinned = () => state.msg}) {
   if (!answer) return el("p", {className: "muted pad"}, "loading…");
   if (answer.error) return el("p", {className: "notice error"}, `Cannot read the conversation: ${answer.error}`);
-  const links = {...pairLinks(answer.pairs), go, pinned};
+  const links = {...pairLinks(answer.pairs), go, pinned, controls: Boolean(state.controls)};
   const box = el("div", {className: "chat-tab", dataset: {path: answer.path}});
   if (answer.path_count > 1) box.append(pathPicker(answer, go));
   box.append(el("p", {className: "muted chat-summary"},
     `${plural(answer.node_count, "message")} on path ${answer.path}`
     + ` · ${answer.unit === "tokens" ? "tokens" : "characters"}`
-    + ` as the record has them${more ? " · m / M: next / previous model turn" : ""}`));
-  if (answer.tools) box.append(fold("tools", `tools the last call was sent with: ${toolNames(answer.tools)}`,
-    JSON.stringify(answer.tools, null, 2)));
+    + ` as the record has them${more ? " · m / M: next / previous model turn" : ""}`,
+    optionToggle(state, go, "controls", "control chars",
+      "show line breaks, tabs, zero-width characters and other controls (direction controls are always shown)")));
+  if (answer.tools) {
+    box.append(fold("tools", `tools the last call was sent with: ${visible(toolNames(answer.tools), false)}`,
+      JSON.stringify(answer.tools, null, 2), links.controls));
+  }
   const observer = new IntersectionObserver((entries) => {
     for (const entry of entries) {
       if (!entry.isIntersecting) continue;
@@ -164,7 +171,8 @@ function cardElement(card, answer, state, links, message) {
     + `${card.role === "system" ? " system" : ""}${card.position === state.msg ? " pinned" : ""}`,
   dataset: {node: card.node_id, position: card.position, role: card.role ?? "", author: card.author}});
   const head = el("header", {className: "chat-head"},
-    el("span", {className: "chat-role"}, card.role ?? "(no role)"),
+    el("span", {className: "chat-role"}, card.role === null || card.role === undefined ? "(no role)"
+      : visible(String(card.role), false)),
     el("span", {className: "muted small"}, model ? "model" : "client"),
     button(card.node_id, () => links.go({tab: "path", node: card.node_id}),
       {className: "ghost node-link", title: `open ${card.node_id} in the Path tab`, dataset: {link: "node"}}),
@@ -197,7 +205,7 @@ function drawPieces(body, card, links, message) {
   const id = card.message?.tool_call_id;
   if (typeof id === "string") {
     const caller = links.resultOf(card)?.call_node_id;
-    body.append(el("p", {className: "small chat-result-of"}, `result of tool call ${id}`,
+    body.append(el("p", {className: "small chat-result-of"}, `result of tool call ${visible(id, false)}`,
       caller ? [" · ", jump(`← the call in ${caller}`, caller)] : " · no call with this id before it on this path"));
   }
   const pieces = messagePieces(card.message);
@@ -208,8 +216,8 @@ function drawPieces(body, card, links, message) {
 function pieceElement(piece, at, card, links) {
   const lines = piece.text.split("\n").length;
   const size = `${num(piece.text.length)} chars${lines > 1 ? `, ${num(lines)} lines` : ""}`;
-  if (piece.kind === "reasoning") return fold("reasoning", `${piece.label} · ${size}`, piece.text, at);
-  const text = el("pre", {className: "chat-text", dataset: {piece: at}}, piece.text);
+  if (piece.kind === "reasoning") return fold("reasoning", `${piece.label} · ${size}`, piece.text, links.controls, at);
+  const text = el("pre", {className: "chat-text", dataset: {piece: at}}, visible(piece.text, links.controls));
   const long = lines > FOLD_LINES || piece.text.length > FOLD_CHARS;
   const folded = long && (piece.kind !== "text" || card.author !== "model");
   if (folded) text.classList.add("folded");
@@ -220,17 +228,18 @@ function pieceElement(piece, at, card, links) {
   if (piece.kind !== "call") return el("div", {className: `chat-piece ${piece.kind}`}, text, show);
   const results = links.resultsOf(card, piece).map((pair) => pair.result_node_id).filter((node) => node !== null);
   return el("div", {className: "chat-piece call", dataset: {call: piece.id ?? ""}},
-    el("p", {className: "chat-call-head"}, el("strong", {}, piece.name),
-      el("span", {className: "muted small"}, ` ${piece.id ?? "(no id)"} · ${piece.label}`),
+    el("p", {className: "chat-call-head"}, el("strong", {}, visible(piece.name, false)),
+      el("span", {className: "muted small"},
+        ` ${piece.id === null ? "(no id)" : visible(piece.id, false)} · ${piece.label}`),
       results.length ? results.map((node) => [" · ", jump(`result in ${node} →`, node)])
         : el("span", {className: "muted small"}, " · no result on this path")),
     text, show);
 }
 
 /** A folded text: one line saying what it is and how long, the text below once opened. */
-function fold(kind, summary, text, at = null) {
-  return el("details", {className: `chat-fold ${kind}`},
-    el("summary", {}, summary), el("pre", {className: "chat-text", dataset: at === null ? {} : {piece: at}}, text));
+function fold(kind, summary, text, controls, at = null) {
+  return el("details", {className: `chat-fold ${kind}`}, el("summary", {}, summary),
+    el("pre", {className: "chat-text", dataset: at === null ? {} : {piece: at}}, visible(text, controls)));
 }
 
 /** A link to the card of node `nodeId` (a call's or a result's): brings it into sight and marks it (a card
@@ -274,7 +283,7 @@ function facts(card, answer) {
 
 function failures(card) {
   return el("p", {className: "chat-failures"}, card.failures.map((failure) => el("span",
-    {className: "badge level-error", title: String(failure.error ?? "")},
+    {className: "badge level-error", title: visible(String(failure.error ?? ""), false)},
     `${failure.placed === "by time" ? "a call failed after this message (placed by time)" : "a call from here failed"}`
-    + ` ${failure.status ?? "-"}: ${String(failure.error ?? "").slice(0, 160)}`)));
+    + ` ${failure.status ?? "-"}: ${visible(String(failure.error ?? "").slice(0, 160), false)}`)));
 }

@@ -62,3 +62,65 @@ def test_the_snapshot_pairs_them_as_the_page_does(temp_server, offline, agents, 
     expect(page.tab.locator(".chat-card")).to_have_count(19)
     check_pairs(page.tab, nodes)
     page.check()
+
+
+HIGHLIGHT = "() => { const h = CSS.highlights.get('find-hit'); return h && h.size ? [...h][0].toString() : null; }"
+
+
+def no_raw_bidi(locator):
+    """No direction control is in the drawn text itself (it would be applied): only its mark."""
+    text = locator.evaluate("element => element.textContent")
+    assert not re.search("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", text), text
+
+
+def test_a_right_to_left_override_in_tool_output_is_a_mark_in_every_view(page_over, agents):
+    run, nodes = agents
+    result = f"n{nodes['rounds'][0][1]}"
+    page = page_over(run)
+    tab = page.open(f"#/run/agents/rollouts/t/{REUSED}?tab=chat")
+    card = tab.locator(f'.chat-card[data-node="{result}"] pre.chat-text')
+    expect(card).to_contain_text("evil⟨RLO⟩exe.txt")
+    expect(card).to_contain_text("pass\u200dword")  # zero-width and CR only under "control chars"
+    no_raw_bidi(card)
+    tab.keyboard.press("f")
+    tab.keyboard.type("exe.txt")
+    expect(tab.locator(".find-count")).to_have_text("1 of 1")
+    assert tab.evaluate(HIGHLIGHT) == "exe.txt"  # found in the record's text, marked where it is drawn
+    tab.keyboard.press("Escape")
+    tab.locator(".chat-tab input[data-option=controls]").check()
+    expect(card).to_contain_text("pass⟨ZWJ⟩word")
+    expect(card).to_contain_text("progress 10%␍progress 99%")
+    expect(card).to_contain_text("evil⟨RLO⟩exe.txt")
+    card.scroll_into_view_if_needed()
+    page.shot("chat-invisible-marks")
+    tab.click("#drawer .tab[data-tab=path]")
+    block = tab.locator(f'.block[data-node="{result}"] .text')
+    expect(block).to_contain_text("evil⟨RLO⟩exe.txt")
+    expect(block).to_contain_text("pass⟨ZWJ⟩word")
+    no_raw_bidi(block)
+    tab.locator(".path-tab input[data-option=controls]").uncheck()
+    expect(block).to_contain_text("evil⟨RLO⟩exe.txt")
+    no_raw_bidi(block)
+    tab.click("#drawer .tab[data-tab=tree]")
+    tab.click(f'.tree-row[data-node="{result}"]')
+    expect(tab.locator(".tree-panel pre.text")).to_contain_text("evil⟨RLO⟩exe.txt")
+    no_raw_bidi(tab.locator(".tree-panel pre.text"))
+    tab.click("#drawer .tab[data-tab=json]")
+    expect(tab.locator("pre.json")).to_contain_text("evil⟨RLO⟩exe.txt")
+    no_raw_bidi(tab.locator("pre.json"))
+
+
+def test_the_snapshot_shows_the_override_as_a_mark(temp_server, offline, agents, tmp_path):
+    run, nodes = agents
+    result = f"n{nodes['rounds'][0][1]}"
+    server = temp_server(run)
+    server.wait_indexed()
+    page = offline(saved(tmp_path, REUSED, served(server, REUSED, "?run_id=agents&tab=chat")))
+    card = page.tab.locator(f'.chat-card[data-node="{result}"] pre.chat-text')
+    expect(card).to_contain_text("evil⟨RLO⟩exe.txt")
+    no_raw_bidi(card)
+    page.tab.click('button.tab[data-tab="path"]')
+    block = page.tab.locator(f'.block[data-node="{result}"] .text')
+    expect(block).to_contain_text("evil⟨RLO⟩exe.txt")
+    no_raw_bidi(block)
+    page.check()
