@@ -134,3 +134,19 @@ def test_a_later_part_carries_no_pairs_and_the_first_pairs_the_whole_path(agent_
     server, _ = agent_server
     later = server.get(f"/v1/trajectories/{REUSED}/paths/0/chat?run_id=agents&from=3")
     assert "pairs" not in later
+
+
+def test_a_client_copy_says_what_it_is_and_what_its_tokens_lack(corpus_server):
+    _, cards = chat_of(corpus_server, "retok", "tr_retok_reasoning_dropped", 1)
+    by_node = {card["node_id"]: card for card in cards}
+    copy = by_node["n2"]
+    assert copy["copy"] == {"kind": "re-tokenized", "of": "n1"}
+    assert copy["not_in_tokens"] == ["reasoning"]  # the template dropped it: that is why skycap made the copy
+    paths = corpus_server.get("/v1/trajectories/tr_retok_reasoning_dropped/paths?run_id=retok")
+    assert copy["token_text"] == paths["nodes"]["n2"]["text"]
+    assert by_node["n4"]["unbridged"] == "unbridged" and by_node["n0"].get("copy") is None
+    assert all("not_in_tokens" not in card for card in cards if card["node_id"] != "n2")
+    _, forked = chat_of(corpus_server, "real-like", "tr_86f0b750382298e2", 2)
+    edited = next(card for card in forked if card["node_id"] == "n4")
+    assert edited["copy"] == {"kind": "edited",
+                              "detail": "the harness sent back the model's reply with content changed"}

@@ -11,6 +11,7 @@ from bisect import bisect_right
 
 from skycap_viewer.record.blocks import sampled_kind, sampled_tokens
 from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
+from skycap_viewer.record.forks import trajectory_forks
 from skycap_viewer.record.rollout import PathView
 from skycap_viewer.views.row import chosen_path, last_tools, path_facts
 from skycap_viewer.views.trajectory import (
@@ -34,7 +35,9 @@ def chat_part(view: RecordView, path_index: int, start: int = 0, limit: PartLimi
     ids = path.info.nodes
     check_start(start, len(ids))
     failed = failures_on_path(view, path)
-    cards, end, _ = window(lambda p: card(view, path, p, failed), start, len(ids), limit, placeholder=without_message)
+    edited = {fork.node_id: fork.detail for fork in trajectory_forks(view.document) if fork.kind == "edited reply"}
+    cards, end, _ = window(lambda p: card(view, path, p, failed, edited), start, len(ids), limit,
+                           placeholder=without_message)
     answer = {"cards": cards, "part": part_of(start, end, len(ids))}
     if start:
         return answer
@@ -43,9 +46,11 @@ def chat_part(view: RecordView, path_index: int, start: int = 0, limit: PartLimi
             "tools": last_tools(view, ids), "pairs": tool_pairs(view, ids), **answer}
 
 
-def card(view: RecordView, path: PathView, position: int, failed: dict) -> dict:
+def card(view: RecordView, path: PathView, position: int, failed: dict, edited: dict) -> dict:
     """One node of the path as a card: its message, author and node id; for a model turn, its calls,
-    how the trainer took it on this path, and the sampled tokens' lowest logprob."""
+    how the trainer took it on this path, the sampled tokens' lowest logprob and whether a call of it was
+    unbridged; for an assistant message the client wrote, what copy it is; and where its tokens do not
+    hold its message's texts, the tokens' text (what the trainer saw)."""
     node_id = path.info.nodes[position]
     node = view.rollout.nodes[node_id]
     slices = node.get("tokens")
@@ -60,10 +65,61 @@ def card(view: RecordView, path: PathView, position: int, failed: dict) -> dict:
     if node["author"] == "model":
         entry.update(training(path, node_id), sampled=sampled_tokens(node) if slices else None,
                      calls=[call_facts(call) for call in node.get("calls") or []],
-                     lowest_logprob=lowest_logprob(view, node))
+                     lowest_logprob=lowest_logprob(view, node), unbridged=unbridged(view, node_id))
+    elif node.get("role") == "assistant":
+        entry["copy"] = copy_kind(view, node, edited)
+    if path.token_blocked:
+        entry.update(tokens_differ(view, node))
     if node_id in failed:
         entry["failures"] = failed[node_id]
     return entry
+
+
+def unbridged(view: RecordView, node_id: int) -> str | None:
+    """"unbridged" when a call of the model turn re-rendered its prompt from messages (`bridged: false`),
+    "inferred" when an old record's history passes a re-tokenized copy (the Tree's signs), else None."""
+    signs = view.signs
+    return "unbridged" if node_id in signs["unbridged"] else "inferred" if node_id in signs["inferred_unbridged"] \
+        else None
+
+
+def copy_kind(view: RecordView, node: dict, edited: dict) -> dict:
+    """What an assistant message the client wrote is, as the Path tab and the Tree mark it: a `re-tokenized`
+    copy of model node `of` (the template rendered the reply to other tokens), an `edited` reply (`detail`:
+    what the harness changed, as the fork says), else `replayed` (an assistant turn the model did not
+    sample here)."""
+    if node["id"] in view.rollout.copy_set:
+        return {"kind": "re-tokenized", "of": wire_id(node["shadowed_by"])}
+    if node["id"] in edited:
+        return {"kind": "edited", "detail": edited[node["id"]]}
+    return {"kind": "replayed"}
+
+
+def message_pieces(message) -> list[tuple[str, str]]:
+    """(what, text) of a message's reasoning and text content: what its tokens should hold."""
+    if not isinstance(message, dict):
+        return []
+    pieces = [("reasoning", message[key]) for key in ("reasoning_content", "reasoning")
+              if isinstance(message.get(key), str)]
+    content = message.get("content")
+    parts = [content] if isinstance(content, str) else content if isinstance(content, list) else []
+    for part in parts:
+        text = part if isinstance(part, str) else part.get("text") if isinstance(part, dict) else None
+        if isinstance(text, str):
+            pieces.append(("text", text))
+    return pieces
+
+
+def tokens_differ(view: RecordView, node: dict) -> dict:
+    """Where the node's tokens do not hold its message (the template dropped the reasoning, a re-rendered
+    prompt): `not_in_tokens`, which texts of the message its tokens' text lacks, and `token_text`, that
+    text, which is what the trainer saw; nothing when they hold it all or the tokens are not read."""
+    slices, tokens = node.get("tokens"), view.tokens[0]
+    text = tokens.shown_text(slices) if slices and tokens is not None else None
+    if text is None:
+        return {}
+    missing = sorted({what for what, piece in message_pieces(node.get("message")) if piece.strip() not in text})
+    return {"not_in_tokens": missing, "token_text": text} if missing else {}
 
 
 def training(path: PathView, node_id: int) -> dict:

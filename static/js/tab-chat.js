@@ -14,6 +14,8 @@ import {visible} from "./facts.js";
 import {cutText, num, plural} from "./format.js";
 import {drawsLaterParts, moreRow} from "./parts.js";
 import {optionToggle} from "./path-view.js";
+import {copyBadge} from "./retok-badge.js";
+import {flagInfo, kindWhy} from "./viewer.js";
 
 const FOLD_LINES = 12;  // a text longer than this many lines (or FOLD_CHARS) is folded, with "show all"
 const FOLD_CHARS = 1500;
@@ -174,6 +176,8 @@ function cardElement(card, answer, state, links, message) {
     el("span", {className: "chat-role"}, card.role === null || card.role === undefined ? "(no role)"
       : visible(String(card.role), false)),
     el("span", {className: "muted small"}, model ? "model" : "client"),
+    card.copy ? copyMark(card, links.go) : null,
+    card.unbridged ? unbridgedMark(card.unbridged) : null,
     button(card.node_id, () => links.go({tab: "path", node: card.node_id}),
       {className: "ghost node-link", title: `open ${card.node_id} in the Path tab`, dataset: {link: "node"}}),
     el("span", {className: "muted small"}, `${num(card.size)} ${answer.unit === "tokens" ? "tokens" : "chars"}`),
@@ -211,6 +215,33 @@ function drawPieces(body, card, links, message) {
   const pieces = messagePieces(card.message);
   if (!pieces.length) body.append(el("p", {className: "muted"}, "(no text)"));
   pieces.forEach((piece, at) => body.append(pieceElement(piece, at, card, links)));
+  if (card.not_in_tokens?.length) body.append(tokensNote(card, links.controls));
+}
+
+/** What the Path tab and the Tree call an assistant message the client wrote: a re-tokenized copy (its
+ *  badge opens its tokens beside the model's), an edited reply, or a replayed one. */
+function copyMark(card, go) {
+  if (card.copy.kind === "re-tokenized") return copyBadge(card.node_id, card.copy.of, go);
+  const title = card.copy.kind === "edited" ? visible(String(card.copy.detail ?? ""), false) : kindWhy("replayed");
+  return el("span", {className: "badge level-warn chat-copy", title, dataset: {copy: card.copy.kind}}, card.copy.kind);
+}
+
+/** A model turn whose call re-rendered its prompt from messages (or, in an old record, is inferred to). */
+function unbridgedMark(how) {
+  const flag = how === "inferred" ? "unbridged-inferred" : "unbridged";
+  return el("span", {className: `badge level-${flagInfo(flag).level}`, title: flagInfo(flag).why,
+    dataset: {flag}}, how === "inferred" ? "unbridged (inferred)" : "unbridged");
+}
+
+/** Where the card's tokens do not hold its message's texts (the template dropped the reasoning, a prompt
+ *  re-rendered): said, with the tokens' text, which is what the trainer saw. */
+function tokensNote(card, controls) {
+  const lacking = card.not_in_tokens.join(" and ");
+  return el("div", {className: "chat-tokens-differ"},
+    el("p", {className: "notice warn"}, `Its tokens do not hold its ${lacking}: the trainer saw the tokens' text,`
+      + " not the message above."),
+    fold("tokens", `the tokens' text (what the trainer saw) · ${num(card.token_text.length)} chars`,
+      card.token_text, controls));
 }
 
 function pieceElement(piece, at, card, links) {

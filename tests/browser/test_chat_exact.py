@@ -124,3 +124,19 @@ def test_the_snapshot_shows_the_override_as_a_mark(temp_server, offline, agents,
     expect(block).to_contain_text("evil⟨RLO⟩exe.txt")
     no_raw_bidi(block)
     page.check()
+
+
+def test_a_card_says_what_the_trainer_saw(page, corpus_server):
+    tab = page.open("#/run/retok/rollouts/t/tr_retok_reasoning_dropped?tab=chat&path=1")
+    copy = tab.locator('#drawer .chat-card[data-node="n2"]')
+    expect(copy.locator(".chat-head .retok-badge")).to_have_text("re-tokenized copy of n1")
+    expect(copy.locator(".chat-tokens-differ .notice")).to_contain_text("Its tokens do not hold its reasoning")
+    tokens = copy.locator("details.chat-fold.tokens")
+    tokens.locator("summary").click()
+    expect(tokens.locator("pre")).to_have_text("<s>assistant\nIt is 143.</s>\n")
+    expect(tab.locator('#drawer .chat-card[data-node="n4"] .chat-head [data-flag=unbridged]')).to_have_text("unbridged")
+    copy.locator(".retok-badge").click()  # opens its tokens beside the model's, as in the Path tab
+    expect(tab.locator("#drawer")).to_contain_text("n2: re-tokenized copy of n1")
+    page.shot("chat-retokenized-copy")
+    tab = page.open("#/run/real-like/rollouts/t/tr_86f0b750382298e2?tab=chat&path=2")
+    expect(tab.locator('#drawer .chat-card[data-node="n4"] .chat-copy')).to_have_text("edited")
