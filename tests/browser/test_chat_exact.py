@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from tests.agent_records import REUSED, write_reused_ids
 from tests.browser.test_snapshot import Offline, saved, served
+from tests.chain import write_chain
 
 
 @pytest.fixture
@@ -140,3 +141,46 @@ def test_a_card_says_what_the_trainer_saw(page, corpus_server):
     page.shot("chat-retokenized-copy")
     tab = page.open("#/run/real-like/rollouts/t/tr_86f0b750382298e2?tab=chat&path=2")
     expect(tab.locator('#drawer .chat-card[data-node="n4"] .chat-copy')).to_have_text("edited")
+
+
+SETTLED_TOP = """([selector, frames]) => new Promise((done) => {
+  // the card's top below the drawer's scrolling box's top, once it has stayed put `frames` frames running
+  const box = document.querySelector("#drawer-panel");
+  let last = null, still = 0;
+  const look = () => {
+    const card = box.querySelector(selector);
+    const top = card ? Math.round(card.getBoundingClientRect().top - box.getBoundingClientRect().top) : null;
+    still = top !== null && top === last ? still + 1 : 0;
+    last = top;
+    if (still >= frames) done(top); else requestAnimationFrame(look);
+  };
+  look();
+})"""
+
+
+def test_a_message_link_deep_in_a_long_chat_lands_and_stays(page_over, tmp_path):
+    def long_texts(document):
+        for node in document["nodes"]:
+            node["message"]["content"] = "\n".join(f"{node['message']['content']}, line {i}" for i in range(30))
+
+    write_chain(tmp_path / "long", 40, edit=long_texts)
+    tab = page_over(tmp_path).open("#/run/long/rollouts/t/chain?tab=chat&msg=35")
+    card = tab.locator('#drawer .chat-card[data-position="35"]')
+    expect(card).to_have_class(re.compile("pinned"))
+    assert tab.evaluate(SETTLED_TOP, ['.chat-card[data-position="35"]', 30]) == 0  # at the top, once all settled
+    expect(card).to_be_in_viewport()
+
+
+def test_a_block_link_deep_in_a_long_path_lands_and_stays(page_over, tmp_path):
+    def long_texts(document):
+        for node in document["nodes"]:
+            node["message"]["content"] = "\n".join(f"{node['message']['content']}, line {i}" for i in range(30))
+
+    write_chain(tmp_path / "long", 120, edit=long_texts)
+    tab = page_over(tmp_path).open("#/run/long/rollouts/t/chain?tab=path&blk=100")
+    block = tab.locator('#drawer section.block[data-blk="100"]')
+    expect(block).to_have_class(re.compile("pinned"))
+    top = tab.evaluate(SETTLED_TOP, ['section.block[data-blk="100"]', 30])
+    box, height = tab.evaluate("""() => [document.querySelector("#drawer-panel").clientHeight,
+        document.querySelector('section.block[data-blk="100"]').getBoundingClientRect().height]""")
+    assert abs(top - (box - height) / 2) <= 2  # centred, once what is above has its drawn height
