@@ -10,6 +10,7 @@ from skycap_viewer.record.blocks import message_text
 from skycap_viewer.record.frames import compress, decompress_one_frame
 from skycap_viewer.record.sidecars import read_sidecar
 from skycap_viewer.wire import encode_json
+from tests.badrecords import copy_record
 from tests.chain import chain_document
 from tests.conftest import FIXTURES, ORACLE, trained_paths
 from tests.server_process import ServerProcess
@@ -117,6 +118,19 @@ def test_a_record_compared_with_itself_is_identical(corpus_server):
     size = sum(len(units) for _, units in node_ids("groups", record))
     assert answer["identical"] and answer["diverge"] is None and answer["turns"] == []
     assert answer["common_prefix_tokens"] == size == answer["a"]["size"]
+    assert answer["itself"] is True  # said: the page tells the reader
+
+
+def test_compare_takes_the_run_id_every_other_route_takes(corpus_server, tmp_path):
+    for run in ("one", "two"):  # the same record id in two runs: a side needs its run
+        (tmp_path / run).mkdir()
+        copy_record(FIXTURES / "spec", "tr_shared_reply", tmp_path / run, "tr_shared_reply")
+    with ServerProcess([tmp_path / "one", tmp_path / "two"]) as server:
+        server.wait_indexed()
+        answer = server.get("/v1/compare?a=tr_shared_reply&b=tr_shared_reply&run_id=two&path_b=1")
+        assert answer["a"]["trajectory"]["run_id"] == answer["b"]["trajectory"]["run_id"] == "two"
+    other = corpus_server.get("/v1/compare?a=tr_shared_reply&b=tr_shared_reply&run_id=spec&path_b=1")
+    assert other["itself"] is False and not other["identical"]
 
 
 def forked_records():

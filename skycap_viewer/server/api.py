@@ -440,14 +440,15 @@ class Api:
             raise ApiError(400, f"compare needs two trajectory ids: pass {' and '.join(missing)}")
         path_a, path_b = path_number(params, "path_a", 0), path_number(params, "path_b", 0)
         start = part_start(params)
-        *_, version_a, view_a = self.view(ids["a"], side_scope(params, "run_a"))
-        *_, version_b, view_b = self.view(ids["b"], side_scope(params, "run_b"))
-        key = ("compare", version_a, path_a, version_b, path_b, start)
+        run_a, _, version_a, view_a = self.view(ids["a"], side_scope(params, "run_a"))
+        run_b, _, version_b, view_b = self.view(ids["b"], side_scope(params, "run_b"))
+        itself = (run_a.id, ids["a"], path_a) == (run_b.id, ids["b"], path_b)
+        key = ("compare", version_a, path_a, version_b, path_b, start, itself)
         cached = self.encoded_paths.get(key) if version_a and version_b else None
         if cached is not None:
             return 200, cached
         limit = self.part_limit.within(COMPARE_PART_BYTES)
-        encoded = answer_part(lambda: Comparison(view_a, path_a, view_b, path_b).encoded_part(start, limit))
+        encoded = answer_part(lambda: Comparison(view_a, path_a, view_b, path_b, itself).encoded_part(start, limit))
         if version_a and version_b:
             self.encoded_paths.put(key, encoded)
         return 200, encoded

@@ -305,8 +305,10 @@ def nodes_json(items: list) -> RawJson:
 class Comparison:
     """Two sides compared once: the prefix and the pairs, then the answer in parts."""
 
-    def __init__(self, view_a: RecordView, path_a: int, view_b: RecordView, path_b: int):
+    def __init__(self, view_a: RecordView, path_a: int, view_b: RecordView, path_b: int, itself: bool = False):
+        """`itself`: both sides are one path of one record in one run (said in the answer)."""
         self.a, self.b, self.why_text = sides(view_a, path_a, view_b, path_b)
+        self.itself = itself
         self.prefix = common_prefix(self.a, self.b)
 
     @cached_property
@@ -351,6 +353,7 @@ class Comparison:
         return RawJson(encode_json({
             "unit": "tokens" if self.a.by_tokens else "chars",
             "why_text": self.why_text,
+            "itself": self.itself,
             "a": RawJson(encode_json(self.a.summary())),
             "b": RawJson(encode_json(self.b.summary())),
             **self.facts(),

@@ -184,3 +184,8 @@ def test_a_block_link_deep_in_a_long_path_lands_and_stays(page_over, tmp_path):
     box, height = tab.evaluate("""() => [document.querySelector("#drawer-panel").clientHeight,
         document.querySelector('section.block[data-blk="100"]').getBoundingClientRect().height]""")
     assert abs(top - (box - height) / 2) <= 2  # centred, once what is above has its drawn height
+
+
+def test_a_rollout_compared_with_itself_says_so(page, corpus_server):
+    tab = page.open("#/run/groups/compare?a=tr_08862b0a923de527&b=tr_08862b0a923de527")
+    expect(tab.locator(".notice.itself")).to_contain_text("compared with itself")
