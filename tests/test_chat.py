@@ -77,6 +77,8 @@ def test_failed_calls_are_on_the_card_their_history_ended_at(corpus_server, tmp_
     _, cards = chat_of(corpus_server, "real-like", "tr_f4c44e2c3f5f9d60", 0)
     placed = {card["node_id"]: [f["placed"] for f in card.get("failures", [])] for card in cards}
     assert placed == {"n0": [], "n1": ["by time", "by time"], "n2": [], "n3": []}  # input_leaf null: by time
+    later = [f["later"] for card in cards for f in card.get("failures", [])]
+    assert later == [["n2"], ["n2"]]  # its request may have carried what was recorded after n1
 
 
 def leaf_failure(document):
@@ -108,7 +110,7 @@ def test_a_long_path_comes_in_parts_and_a_huge_message_is_left_to_its_route(odd_
     assert whole["message"]["content"] == "x" * (5 * 2**20)
     _, cards = chat_of(odd_server, "odd", "tr_leaf_failure", 0)
     assert cards[0]["failures"] == [{"status": 429, "error": "slow down", "at": "1970-01-01T00:00:01.000Z",
-                                     "placed": "input_leaf"}]
+                                     "placed": "input_leaf"}]  # the record says: nothing more
 
 
 @pytest.fixture(scope="module")

@@ -152,8 +152,9 @@ def lowest_logprob(view: RecordView, node: dict) -> float | None:
 def failures_on_path(view: RecordView, path: PathView) -> dict[int, list]:
     """The record's failed calls on the path's cards: each on the node its history ended at
     (`input_leaf`), or, when the record does not say (`input_leaf` null), on the path's last node
-    created by the time it failed (`placed: "by time"`, the viewer's placing); a failure whose node is
-    on another path is not on this one."""
+    created by the time it failed (`placed: "by time"`, the viewer's placing), with `later`: the client
+    messages recorded after that node, up to the next model turn, which its request may have carried too
+    (a tool's results, recorded once they came); a failure whose node is on another path is not on this one."""
     ids = path.info.nodes
     nodes = view.rollout.nodes
     times = [created if is_finite_number(created := nodes[n].get("created_at")) else 0.0 for n in ids]
@@ -165,11 +166,25 @@ def failures_on_path(view: RecordView, path: PathView) -> dict[int, list]:
             when = failure.get("t")
             if not ids or not is_finite_number(when):
                 continue
-            leaf, placed = ids[max(0, bisect_right(times, when) - 1)], "by time"
+            at = max(0, bisect_right(times, when) - 1)
+            leaf, placed = ids[at], "by time"
         if leaf in on_path:
-            found.setdefault(leaf, []).append({"status": failure.get("status"), "error": failure.get("error"),
-                                               "at": iso_time(failure.get("t")), "placed": placed})
+            entry = {"status": failure.get("status"), "error": failure.get("error"), "at": iso_time(failure.get("t")),
+                     "placed": placed}
+            if placed == "by time":
+                entry["later"] = later_messages(view, ids, at)
+            found.setdefault(leaf, []).append(entry)
     return found
+
+
+def later_messages(view: RecordView, ids: list[int], at: int) -> list[str]:
+    """The client messages after position `at` of the path, up to its next model turn."""
+    later = []
+    for node_id in ids[at + 1:]:
+        if view.rollout.nodes[node_id]["author"] == "model":
+            break
+        later.append(wire_id(node_id))
+    return later
 
 
 def tool_pairs(view: RecordView, ids: list[int]) -> list[dict]:

@@ -313,8 +313,11 @@ function facts(card, answer) {
 }
 
 function failures(card) {
-  return el("p", {className: "chat-failures"}, card.failures.map((failure) => el("span",
+  return el("p", {className: "chat-failures"}, card.failures.map((failure) => [el("span",
     {className: "badge level-error", title: visible(String(failure.error ?? ""), false)},
     `${failure.placed === "by time" ? "a call failed after this message (placed by time)" : "a call from here failed"}`
-    + ` ${failure.status ?? "-"}: ${visible(String(failure.error ?? "").slice(0, 160), false)}`)));
+    + ` ${failure.status ?? "-"}: ${visible(String(failure.error ?? "").slice(0, 160), false)}`),
+  failure.later?.length ? el("span", {className: "muted small chat-failure-later"}, ` the record does not say what`
+    + ` it was sent (no input_leaf): its request may also have carried ${failure.later.join(", ")}, recorded after`
+    + " this message") : null]));
 }

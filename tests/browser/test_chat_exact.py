@@ -189,3 +189,10 @@ def test_a_block_link_deep_in_a_long_path_lands_and_stays(page_over, tmp_path):
 def test_a_rollout_compared_with_itself_says_so(page, corpus_server):
     tab = page.open("#/run/groups/compare?a=tr_08862b0a923de527&b=tr_08862b0a923de527")
     expect(tab.locator(".notice.itself")).to_contain_text("compared with itself")
+
+
+def test_a_failure_placed_by_time_says_what_its_request_may_have_carried(page, corpus_server):
+    tab = page.open("#/run/real-like/rollouts/t/tr_f4c44e2c3f5f9d60?tab=chat")
+    later = tab.locator('#drawer .chat-card[data-node="n1"] .chat-failure-later')
+    expect(later).to_have_count(2)
+    expect(later.first).to_contain_text("its request may also have carried n2, recorded after this message")
