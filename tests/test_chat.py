@@ -152,3 +152,11 @@ def test_a_client_copy_says_what_it_is_and_what_its_tokens_lack(corpus_server):
     edited = next(card for card in forked if card["node_id"] == "n4")
     assert edited["copy"] == {"kind": "edited",
                               "detail": "the harness sent back the model's reply with content changed"}
+
+
+def test_a_cards_images_carry_the_labels_the_path_tab_gives_them(corpus_server):
+    _, cards = chat_of(corpus_server, "spec", "tr_media", 0)
+    paths = corpus_server.get("/v1/trajectories/tr_media/paths?run_id=spec")
+    for card in cards:
+        assert card.get("media", []) == paths["nodes"][card["node_id"]]["media"]
+    assert [item["label"] for item in cards[2]["media"]] == ["image · dog · 2 tokens", "image · cat · 3 tokens"]

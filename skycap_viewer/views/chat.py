@@ -12,9 +12,11 @@ from bisect import bisect_right
 from skycap_viewer.record.blocks import sampled_kind, sampled_tokens
 from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
 from skycap_viewer.record.forks import trajectory_forks
+from skycap_viewer.record.media import node_media
 from skycap_viewer.record.rollout import PathView
 from skycap_viewer.views.row import chosen_path, last_tools, path_facts
 from skycap_viewer.views.trajectory import (
+    MEDIA_IN_NODE,
     SERVED_PARTS,
     PartLimit,
     RecordView,
@@ -72,6 +74,8 @@ def card(view: RecordView, path: PathView, position: int, failed: dict, edited: 
         entry.update(tokens_differ(view, node))
     if node_id in failed:
         entry["failures"] = failed[node_id]
+    if media := node_media(node, 0, MEDIA_IN_NODE):
+        entry["media"] = media  # the Path tab's labels: its image parts are named by them, in order
     return entry
 
 

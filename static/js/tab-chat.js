@@ -21,14 +21,15 @@ const FOLD_LINES = 12;  // a text longer than this many lines (or FOLD_CHARS) is
 const FOLD_CHARS = 1500;
 const THINK = /^\s*<think>([\s\S]*?)(?:<\/think>|$)/;  // a reply's reasoning, when the template keeps it in the text
 
-/** The texts of a message as the card shows them, in order: [{kind, label, text, ...}]. */
-function messagePieces(message) {
+/** The texts of a message as the card shows them, in order: [{kind, label, text, ...}]; `media`, the
+ *  node's media items (the server's, as the Path tab labels them). */
+function messagePieces(message, media = []) {
   if (typeof message === "string") return [{kind: "text", label: "text", text: message}];
   if (!message || typeof message !== "object") return [];
   const pieces = [];
   const reasoning = [message.reasoning_content, message.reasoning].find((value) => typeof value === "string");
   if (reasoning) pieces.push({kind: "reasoning", label: "reasoning", text: reasoning});
-  for (const text of contentTexts(message.content)) {
+  for (const text of contentTexts(message.content, media)) {
     const think = text.match(THINK);
     if (think) {
       pieces.push({kind: "reasoning", label: "reasoning (<think> in the text)", text: think[1]});
@@ -47,12 +48,19 @@ function toolCalls(message) {
   return Array.isArray(message?.tool_calls) ? message.tool_calls : [];
 }
 
-/** A message's `content` as texts: a string, or a list of parts (a part that is not text is named). */
-function contentTexts(content) {
+/** A message's `content` as texts: a string, or a list of parts (a part that is not text is named: an
+ *  image by its media item's label, the n-th image part by the n-th item, as the Path tab labels it). */
+function contentTexts(content, media) {
   if (typeof content === "string") return content ? [content] : [];
   if (!Array.isArray(content)) return content === null || content === undefined ? [] : [JSON.stringify(content)];
-  return content.map((part) => (typeof part === "string" ? part
-    : typeof part?.text === "string" ? part.text : `[${part?.type ?? "part"}]`));
+  let images = 0;
+  return content.map((part) => {
+    if (typeof part === "string") return part;
+    if (typeof part?.text === "string") return part.text;
+    const type = String(part?.type ?? "part");
+    const item = /image/.test(type) ? media[images++] : undefined;
+    return item ? `[${item.label}]` : `[${type}]`;
+  });
 }
 
 /** Tool call `index` of a message: its name, its id, its arguments pretty-printed when they parse as JSON (said). */
@@ -73,7 +81,7 @@ function callPiece(call, index) {
 
 /** Every searchable text of the path's loaded cards, in the order drawn: the find bar's sources. */
 export function chatTexts(answer) {
-  return (answer?.cards || []).flatMap((card) => messagePieces(card.message)
+  return (answer?.cards || []).flatMap((card) => messagePieces(card.message, card.media)
     .map((piece, at) => ({card, at, text: piece.text})));
 }
 
@@ -212,7 +220,7 @@ function drawPieces(body, card, links, message) {
     body.append(el("p", {className: "small chat-result-of"}, `result of tool call ${visible(id, false)}`,
       caller ? [" · ", jump(`← the call in ${caller}`, caller)] : " · no call with this id before it on this path"));
   }
-  const pieces = messagePieces(card.message);
+  const pieces = messagePieces(card.message, card.media);
   if (!pieces.length) body.append(el("p", {className: "muted"}, "(no text)"));
   pieces.forEach((piece, at) => body.append(pieceElement(piece, at, card, links)));
   if (card.not_in_tokens?.length) body.append(tokensNote(card, links.controls));

@@ -196,3 +196,10 @@ def test_a_failure_placed_by_time_says_what_its_request_may_have_carried(page, c
     later = tab.locator('#drawer .chat-card[data-node="n1"] .chat-failure-later')
     expect(later).to_have_count(2)
     expect(later.first).to_contain_text("its request may also have carried n2, recorded after this message")
+
+
+def test_images_in_the_chat_tab_are_labelled_as_in_the_path_tab(page, corpus_server):
+    tab = page.open("#/run/spec/rollouts/t/tr_media?tab=chat")
+    card = tab.locator('#drawer .chat-card[data-node="n2"] .chat-body')
+    expect(card.locator("pre")).to_have_text(["[image · dog · 2 tokens]", " and this?", "[image · cat · 3 tokens]"])
+    expect(card).not_to_contain_text("[image_url]")
