@@ -203,3 +203,16 @@ def test_images_in_the_chat_tab_are_labelled_as_in_the_path_tab(page, corpus_ser
     card = tab.locator('#drawer .chat-card[data-node="n2"] .chat-body')
     expect(card.locator("pre")).to_have_text(["[image · dog · 2 tokens]", " and this?", "[image · cat · 3 tokens]"])
     expect(card).not_to_contain_text("[image_url]")
+
+
+def test_the_record_search_finds_a_tool_call_id_and_marks_its_node(page_over, agents):
+    run, nodes = agents
+    tab = page_over(run).open("#/run/agents/rollouts")
+    box = tab.locator("#record-search")
+    box.fill("call_9")
+    box.press("Enter")
+    match = tab.locator(".matches .match")
+    expect(match).to_have_count(1)
+    expect(match.locator(".match-node")).to_contain_text(f"n{nodes['orphan']} · tool · tool_call_ids")
+    match.locator(".match-traj").click()
+    expect(tab.locator(f'#drawer section.block.hit-block[data-node="n{nodes["orphan"]}"]').first).to_be_visible()
