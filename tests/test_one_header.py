@@ -48,3 +48,14 @@ def test_the_paths_header_says_what_the_listing_and_show_say(verified, run, reco
     assert facts(server.get(f"/v1/trajectories/{record_id}/graph?run_id={run}")["trajectory"]) == expected
     verdict = "forced-run" if record_id == "tr_mask_forced" else "malformed-record"
     assert verdict in expected["flags"]
+
+
+def test_a_record_with_no_nodes_says_nothing_trains_and_claims_no_mode(corpus_server):
+    header = corpus_server.get("/v1/trajectories/tr_empty?run_id=spec")
+    assert header["mode"] is None  # no node and no capture mode: "text" would be a guess
+    assert header["size"]["trainable"] == 0 and header["size"]["tokens"] == 0
+    paths = corpus_server.get("/v1/trajectories/tr_empty/paths?run_id=spec")
+    assert paths["mode"] is None and paths["trajectory"]["size"]["trainable"] == 0
+    shown = subprocess.run([sys.executable, "-m", "skycap_viewer", "show", str(FIXTURES / "spec" / "tr_empty")],
+                           capture_output=True, timeout=120, text=True)
+    assert "no mode recorded" in shown.stdout.splitlines()[0]

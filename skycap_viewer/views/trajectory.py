@@ -521,7 +521,7 @@ class RecordView:
                                         "part": part}))
         payload = {
             "trajectory": self.header if header is None else header,
-            "mode": self.rollout.mode,
+            "mode": self.rollout.stated_mode,
             "text_only": shown.text_only,
             "tokenizer": (self.document.get("capture") or {}).get("tokenizer"),
         }

@@ -10,6 +10,7 @@ import {flagBadge, forkKinds, textOnlyNotice} from "./viewer.js";
 
 /** The header's trainable figure from the server's `size`: totals over the samples the trainer gets. */
 function trainableFact(size) {
+  if (size?.trainable === 0 && !size.tokens) return "0";  // no nodes: nothing could train
   if (!size?.tokens) return "-";
   if (size.unit !== "tokens") return `- (no tokens: ${num(size.tokens)} ch)`;
   return `${num(size.trainable)}/${num(size.tokens)} ${pct(size.trainable, size.tokens)}`;

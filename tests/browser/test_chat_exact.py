@@ -216,3 +216,9 @@ def test_the_record_search_finds_a_tool_call_id_and_marks_its_node(page_over, ag
     expect(match.locator(".match-node")).to_contain_text(f"n{nodes['orphan']} · tool · tool_call_ids")
     match.locator(".match-traj").click()
     expect(tab.locator(f'#drawer section.block.hit-block[data-node="n{nodes["orphan"]}"]').first).to_be_visible()
+
+
+def test_an_empty_record_says_nothing_trains_and_no_mode(page, corpus_server):
+    tab = page.open("#/run/spec/rollouts/t/tr_empty")
+    expect(tab.locator("#drawer")).to_contain_text("trainable0tokenizer")  # the facts run label, value, label
+    expect(tab.locator("#drawer")).to_contain_text("mode-status")
