@@ -150,6 +150,7 @@ class Api:
             "groupable": groupable,
             "group_count": groups["group_count"],
             "modal_group_size": groups["modal_n"],
+            "group_sizes": groups["sizes"],  # [smallest, largest]: "of 4" only when they are one size
             "default_view": "groups" if groupable else "rollouts",
             **index,
         }

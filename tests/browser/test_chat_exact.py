@@ -222,3 +222,10 @@ def test_an_empty_record_says_nothing_trains_and_no_mode(page, corpus_server):
     tab = page.open("#/run/spec/rollouts/t/tr_empty")
     expect(tab.locator("#drawer")).to_contain_text("trainable0tokenizer")  # the facts run label, value, label
     expect(tab.locator("#drawer")).to_contain_text("mode-status")
+
+
+def test_a_runs_header_says_its_groups_sizes_vary(page, corpus_server):
+    run = next(r for r in corpus_server.get("/v1/runs")["data"] if r["id"] == "groups")
+    assert run["group_sizes"] == [3, 4]
+    tab = page.open("#/run/groups/groups")
+    expect(tab.locator("#main")).to_contain_text(f"{run['group_count']} groups of 3–4 rollouts, most of 4")

@@ -281,7 +281,8 @@ def test_rollouts_with_no_group_key_are_counted_and_listed_not_hidden(page_over,
     listing = server.get("/v1/groups?run_id=mixed")
     assert listing["ungrouped"] == len(keyless)
     tab = page.open("#/run/mixed/groups")
-    expect(tab.locator(".band-title")).to_contain_text("groups, each counted once per flag")
+    expect(tab.locator(".band-title")).to_have_text("record health · groups · across the run")  # short
+    expect(tab.locator(".band-title")).to_have_attribute("title", re.compile("counts groups, each once per flag"))
     notice = tab.locator(".ungrouped-notice")
     expect(notice).to_contain_text(f"{len(keyless)} rollouts have no group key (step, instance_id): list them")
     notice.locator("a[data-link=ungrouped]").click()
@@ -289,7 +290,7 @@ def test_rollouts_with_no_group_key_are_counted_and_listed_not_hidden(page_over,
     expect(tab.locator("tr.rollout-row")).to_have_count(len(keyless))
     assert sorted(table_ids(tab)) == keyless
     assert "ungrouped=1" in page.hash()
-    expect(tab.locator(".band-title")).to_contain_text("rollouts with no group key")
+    expect(tab.locator(".band-title")).to_have_text("record health · rollouts · no group key")
     chip = tab.locator(".filters [data-filter=ungrouped]")
     expect(chip).to_contain_text("no group key")
     tab.reload()  # a pasted link keeps the filter
