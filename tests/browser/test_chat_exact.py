@@ -229,3 +229,19 @@ def test_a_runs_header_says_its_groups_sizes_vary(page, corpus_server):
     assert run["group_sizes"] == [3, 4]
     tab = page.open("#/run/groups/groups")
     expect(tab.locator("#main")).to_contain_text(f"{run['group_count']} groups of 3–4 rollouts, most of 4")
+
+
+def test_a_record_directory_too_deep_to_be_a_run_is_said_on_the_page(page_over, tmp_path):
+    deep = tmp_path / "root" / "job" / "train" / "skycap"
+    deep.mkdir(parents=True)
+    write_reused_ids(deep)
+    (tmp_path / "root" / "near").mkdir()
+    write_reused_ids(tmp_path / "root" / "near")
+    page = page_over(tmp_path / "root")
+    skipped = page.server.get("/v1/runs")["skipped"]
+    assert [entry["path"] for entry in skipped] == [str(deep)]
+    tab = page.open("#/")
+    note = tab.locator("#runs .skipped-dirs")
+    expect(note).to_contain_text("skipped")
+    expect(note).to_contain_text(f"{deep} · skycap records three levels below the directory given")
+    expect(tab.locator("#runs a.run[data-run=near]")).to_be_visible()  # the run it did find is listed
