@@ -158,11 +158,13 @@ SETTLED_TOP = """([selector, frames]) => new Promise((done) => {
 })"""
 
 
-def test_a_message_link_deep_in_a_long_chat_lands_and_stays(page_over, tmp_path):
-    def long_texts(document):
-        for node in document["nodes"]:
-            node["message"]["content"] = "\n".join(f"{node['message']['content']}, line {i}" for i in range(30))
+def long_texts(document):
+    """Every message 30 lines: the cards and blocks above a link's target take their height as they are drawn."""
+    for node in document["nodes"]:
+        node["message"]["content"] = "\n".join(f"{node['message']['content']}, line {i}" for i in range(30))
 
+
+def test_a_message_link_deep_in_a_long_chat_lands_and_stays(page_over, tmp_path):
     write_chain(tmp_path / "long", 40, edit=long_texts)
     tab = page_over(tmp_path).open("#/run/long/rollouts/t/chain?tab=chat&msg=35")
     card = tab.locator('#drawer .chat-card[data-position="35"]')
@@ -172,10 +174,6 @@ def test_a_message_link_deep_in_a_long_chat_lands_and_stays(page_over, tmp_path)
 
 
 def test_a_block_link_deep_in_a_long_path_lands_and_stays(page_over, tmp_path):
-    def long_texts(document):
-        for node in document["nodes"]:
-            node["message"]["content"] = "\n".join(f"{node['message']['content']}, line {i}" for i in range(30))
-
     write_chain(tmp_path / "long", 120, edit=long_texts)
     tab = page_over(tmp_path).open("#/run/long/rollouts/t/chain?tab=path&blk=100")
     block = tab.locator('#drawer section.block[data-blk="100"]')
