@@ -4,6 +4,7 @@ where skycap trains, in parts for a long path, a message too big for a part left
 
 import pytest
 
+from tests.support.agent_records import REUSED, write_reused_ids
 from tests.support.chain_record import write_chain
 from tests.support.corpus import FIXTURES
 from tests.support.oracle import oracle_records, trained_paths
@@ -77,6 +78,8 @@ def test_failed_calls_are_on_the_card_their_history_ended_at(corpus_server, tmp_
     _, cards = chat_of(corpus_server, "real-like", "tr_f4c44e2c3f5f9d60", 0)
     placed = {card["node_id"]: [f["placed"] for f in card.get("failures", [])] for card in cards}
     assert placed == {"n0": [], "n1": ["by time", "by time"], "n2": [], "n3": []}  # input_leaf null: by time
+    later = [f["later"] for card in cards for f in card.get("failures", [])]
+    assert later == [["n2"], ["n2"]]  # its request may have carried what was recorded after n1
 
 
 def leaf_failure(document):
@@ -108,4 +111,53 @@ def test_a_long_path_comes_in_parts_and_a_huge_message_is_left_to_its_route(odd_
     assert whole["message"]["content"] == "x" * (5 * 2**20)
     _, cards = chat_of(odd_server, "odd", "tr_leaf_failure", 0)
     assert cards[0]["failures"] == [{"status": 429, "error": "slow down", "at": "1970-01-01T00:00:01.000Z",
-                                     "placed": "input_leaf"}]
+                                     "placed": "input_leaf"}]  # the record says: nothing more
+
+
+@pytest.fixture(scope="module")
+def agent_server(tmp_path_factory):
+    run = tmp_path_factory.mktemp("chat") / "agents"
+    run.mkdir()
+    nodes = write_reused_ids(run)
+    yield from ((server, nodes) for server in served([run]))
+
+
+def test_calls_and_results_pair_in_path_order_though_every_call_is_named_call_0(agent_server):
+    server, nodes = agent_server
+    first, _ = chat_of(server, "agents", REUSED, 0)
+    pairs = [(p["call_node_id"], p.get("call_index"), p["result_node_id"]) for p in first["pairs"]]
+    rounds = [(f"n{c}", 0, f"n{r}") for c, r in nodes["rounds"].values()]
+    parallel = f"n{nodes['parallel']}"
+    assert pairs == [*rounds, (parallel, 0, f"n{nodes['first']}"), (parallel, 1, f"n{nodes['second']}"),
+                     (None, None, f"n{nodes['orphan']}")]
+    assert {p["tool_call_id"] for p in first["pairs"]} == {"call_0", "call_9"}
+
+
+def test_a_later_part_carries_no_pairs_and_the_first_pairs_the_whole_path(agent_server):
+    server, _ = agent_server
+    later = server.get(f"/v1/trajectories/{REUSED}/paths/0/chat?run_id=agents&from=3")
+    assert "pairs" not in later
+
+
+def test_a_client_copy_says_what_it_is_and_what_its_tokens_lack(corpus_server):
+    _, cards = chat_of(corpus_server, "retok", "tr_retok_reasoning_dropped", 1)
+    by_node = {card["node_id"]: card for card in cards}
+    copy = by_node["n2"]
+    assert copy["copy"] == {"kind": "re-tokenized", "of": "n1"}
+    assert copy["not_in_tokens"] == ["reasoning"]  # the template dropped it: that is why skycap made the copy
+    paths = corpus_server.get("/v1/trajectories/tr_retok_reasoning_dropped/paths?run_id=retok")
+    assert copy["token_text"] == paths["nodes"]["n2"]["text"]
+    assert by_node["n4"]["unbridged"] == "unbridged" and by_node["n0"].get("copy") is None
+    assert all("not_in_tokens" not in card for card in cards if card["node_id"] != "n2")
+    _, forked = chat_of(corpus_server, "real-like", "tr_86f0b750382298e2", 2)
+    edited = next(card for card in forked if card["node_id"] == "n4")
+    assert edited["copy"] == {"kind": "edited",
+                              "detail": "the harness sent back the model's reply with content changed"}
+
+
+def test_a_cards_images_carry_the_labels_the_path_tab_gives_them(corpus_server):
+    _, cards = chat_of(corpus_server, "spec", "tr_media", 0)
+    paths = corpus_server.get("/v1/trajectories/tr_media/paths?run_id=spec")
+    for card in cards:
+        assert card.get("media", []) == paths["nodes"][card["node_id"]]["media"]
+    assert [item["label"] for item in cards[2]["media"]] == ["image · dog · 2 tokens", "image · cat · 3 tokens"]

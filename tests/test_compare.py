@@ -11,7 +11,9 @@ from skycap_viewer.record.frames import compress
 from skycap_viewer.wire import encode_json
 from tests.support.chain_record import chain_document
 from tests.support.common_prefix import document_of, expected, node_ids, path_nodes
+from tests.support.corpus import FIXTURES
 from tests.support.oracle import ORACLE
+from tests.support.records import copy_record
 from tests.support.server_process import ServerProcess
 from tests.support.small_parts import SMALL, api_over
 
@@ -79,6 +81,19 @@ def test_a_record_compared_with_itself_is_identical(corpus_server):
     size = sum(len(units) for _, units in node_ids("groups", record))
     assert answer["identical"] and answer["diverge"] is None and answer["turns"] == []
     assert answer["common_prefix_tokens"] == size == answer["a"]["size"]
+    assert answer["itself"] is True  # said: the page tells the reader
+
+
+def test_compare_takes_the_run_id_every_other_route_takes(corpus_server, tmp_path):
+    for run in ("one", "two"):  # the same record id in two runs: a side needs its run
+        (tmp_path / run).mkdir()
+        copy_record(FIXTURES / "spec", "tr_shared_reply", tmp_path / run, "tr_shared_reply")
+    with ServerProcess([tmp_path / "one", tmp_path / "two"]) as server:
+        server.wait_indexed()
+        answer = server.get("/v1/compare?a=tr_shared_reply&b=tr_shared_reply&run_id=two&path_b=1")
+        assert answer["a"]["trajectory"]["run_id"] == answer["b"]["trajectory"]["run_id"] == "two"
+    other = corpus_server.get("/v1/compare?a=tr_shared_reply&b=tr_shared_reply&run_id=spec&path_b=1")
+    assert other["itself"] is False and not other["identical"]
 
 
 def forked_records():

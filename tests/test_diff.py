@@ -7,6 +7,7 @@ import pytest
 from tests.support.cli import run_cli
 from tests.support.common_prefix import expected, node_ids
 from tests.support.corpus import FIXTURES
+from tests.support.records import write_text_record
 
 GROUPS = FIXTURES / "groups"
 PASSED, FAILED = "tr_3c509741a7521e5e", "tr_0e32dadf1ca07c39"  # step 3, instance a: reward 1 and reward 0
@@ -57,3 +58,11 @@ def test_bad_arguments_exit_2_with_one_line(args):
 def test_an_id_not_in_the_directory_is_named_with_it():
     result = run_cli("diff", GROUPS, PASSED, "tr_nothing")
     assert result.returncode == 2 and f"no record tr_nothing in {GROUPS}" in result.stderr
+
+
+def test_two_unrelated_replies_differ_word_by_word(tmp_path):
+    write_text_record(tmp_path, "tr_yes", "Is it right?", "Yes, absolutely right.")
+    write_text_record(tmp_path, "tr_no", "Is it right?", "No way at all.")
+    result = run_cli("diff", tmp_path, "tr_yes", "tr_no")
+    lines = [line.split("│ ", 1)[1] for line in result.stdout.splitlines() if "│ " in line]
+    assert lines == ["⟦Yes,⟧ ⟦absolutely⟧ ⟦right⟧.", "⟦No⟧ ⟦way⟧ ⟦at all⟧."]  # not ⟦Y⟧es⟦, a⟧b…

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from tests.support.agent_records import REUSED, write_reused_ids
 from tests.support.cli import run_cli
 from tests.support.corpus import FIXTURES
 from tests.support.search_records import CATASTROPHIC, MADE, made_record, raw_nodes
@@ -97,3 +98,15 @@ def test_a_catastrophic_regex_skips_the_document_and_says_so(tmp_path):
         f"{tmp_path}/tr_fine"}
     assert result.stderr == (f"skycap-viewer grep: {tmp_path}/{CATASTROPHIC}: skipped: matching took longer "
                              "than 2 s, the limit per document\n")
+
+
+def test_a_tool_call_id_is_found_on_its_call_and_its_result(tmp_path):
+    """The renderer prints no id (`CALL:read:{...}`), yet the id is what one chases a pairing by."""
+    nodes = write_reused_ids(tmp_path)
+    hits = json_hits(tmp_path, "call_9")
+    assert [(h["node_id"], h["in"], h["start"], h["end"]) for h in hits] == [(f"n{nodes['orphan']}", "tool_call_ids",
+                                                                            0, 6)]
+    every = json_hits(tmp_path, "call_0")
+    assert len(every) == 2 * len(nodes["rounds"]) + 3  # each call and each result naming it, once per node
+    result = run_cli("grep", tmp_path, "call_9")
+    assert result.stdout.splitlines() == [f"{tmp_path}/{REUSED}:n{nodes['orphan']}:tool:tool_call_ids:0-6: call_9"]

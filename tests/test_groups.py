@@ -80,6 +80,8 @@ def test_groups_match_the_fixture(corpus_server, run_id):
     run = next(r for r in corpus_server.get("/v1/runs")["data"] if r["id"] == run_id)
     assert run["groupable"] and run["default_view"] == "groups"
     assert run["group_count"] == len(expected) and run["modal_group_size"] == modal_n
+    sizes = [len(want["counting"]) for want in expected.values()]
+    assert run["group_sizes"] == [min(sizes), max(sizes)]
 
 
 def test_groups_text_is_the_original_shape(corpus_server):

@@ -8,10 +8,11 @@ import json
 
 import pytest
 
+from skycap_viewer.catalog.rows import public
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.frames import compress
 from skycap_viewer.server.api import Api
-from skycap_viewer.views.trajectory import WHOLE, PartLimit
+from skycap_viewer.views.trajectory import WHOLE, PartLimit, with_verdicts
 from skycap_viewer.wire import encode_json
 from tests.support.chain_record import chain_document, write_chain
 from tests.support.corpus import copy_corpus
@@ -182,10 +183,11 @@ def test_every_corpus_record_comes_in_one_part_equal_to_the_whole(tmp_path):
             if row.get("unreadable"):
                 continue
             params = {"run_id": [snapshot.id]}
-            view = api.view(record_id, params)[3]
+            _, listed, _, view = api.view(record_id, params)
             served = json.loads(api.paths(record_id, params)[1])
-            assert served == json.loads(encode_json(view.paths_part(limit=WHOLE)))
+            header = with_verdicts(view.header, public(listed))  # with the row's verdicts, as /paths and /graph send it
+            assert served == {**json.loads(encode_json(view.paths_part(limit=WHOLE))), "trajectory": header}
             assert all("next" not in path["part"] for path in served["paths"])
-            assert api.graph(record_id, params)[1] == view.graph_part(limit=WHOLE)
+            assert api.graph(record_id, params)[1] == view.graph_part(limit=WHOLE, header=header)
             assert api.exchanges(record_id, params)[1] == view.exchanges_part(limit=WHOLE)
             assert api.timeline(record_id, params)[1] == view.timeline_part(limit=WHOLE)

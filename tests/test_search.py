@@ -125,7 +125,10 @@ def test_regex(web, root):
     nodes = raw_nodes(root / "made")
     hits, _ = search_all(web, "made", r"\d+", regex="true")
     expected = {(key, m.span()) for key, (text, _, _, _) in nodes.items() for m in re.finditer(r"\d+", text)}
-    assert {((h["trajectory_id"], h["node_id"]), (h["start"], h["end"])) for h in hits} == expected
+    assert {((h["trajectory_id"], h["node_id"]), (h["start"], h["end"])) for h in hits
+            if h["in"] != "tool_call_ids"} == expected
+    ids = [h["snippet"]["match"] for h in hits if h["in"] == "tool_call_ids"]  # the calls' ids, `c1`: not in the text
+    assert ids and all(re.fullmatch(r"\d+", match) for match in ids)
     insensitive = search_all(web, "made", "ANSWER [0-9]", regex="true")[0]
     assert {h["snippet"]["match"] for h in insensitive} == {"ANSWER 7"}
     assert search_all(web, "made", "answer [0-9]", regex="true", case="true")[0] == []

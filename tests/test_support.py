@@ -11,7 +11,7 @@ from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.flags import FORCED_RUN_TOKENS
 from tests.support.corpus import copy_corpus
 from tests.support.oracle import ORACLE
-from tests.support.server_process import ServerProcess, wait_for
+from tests.support.server_process import ServerProcess, all_verified, wait_for
 
 MASKS = ORACLE["masks"]["records"]
 
@@ -19,11 +19,6 @@ MASKS = ORACLE["masks"]["records"]
 def listed(server, run_id, **filters):
     query = "".join(f"&{key}={value}" for key, value in filters.items())
     return {row["id"] for row in server.get(f"/v1/trajectories?run_id={run_id}&limit=1000{query}")["data"]}
-
-
-def all_verified(server):
-    runs = server.get("/v1/runs")["data"]
-    return all(run["sidecars_verified"] == run["trajectory_count"] for run in runs)
 
 
 @pytest.mark.parametrize("record_id", sorted(MASKS))

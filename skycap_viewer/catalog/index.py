@@ -183,7 +183,8 @@ def count_facts(db) -> dict:
 def count_groups(db) -> dict:
     sizes = dict(db.execute("SELECT n, count(*) FROM groups GROUP BY n"))
     grouped = db.execute("SELECT coalesce(sum(members), 0) FROM groups").fetchone()[0]
-    return {"group_count": sum(sizes.values()), "modal_n": modal(sizes), "grouped_rows": grouped}
+    return {"group_count": sum(sizes.values()), "modal_n": modal(sizes), "grouped_rows": grouped,
+            "sizes": [min(sizes, default=None), max(sizes, default=None)]}
 
 
 class IndexedRun:

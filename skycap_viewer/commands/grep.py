@@ -30,8 +30,8 @@ def in_id_order(found, record_ids: list[str]):
 
 
 def hit_line(run: str, hit: dict, paint: Painter) -> str:
-    """`run/record:node:role:in:start-end: before MATCH after` (`in`: the text matched, `tokens` or
-    `message`), record text escaped and newlines shown as `\\n`."""
+    """`run/record:node:role:in:start-end: before MATCH after` (`in`: the text matched, `tokens`,
+    `message` or `tool_call_ids`), record text escaped and newlines shown as `\\n`."""
     parts = {key: safe(text.replace("\n", "\\n")) for key, text in hit["snippet"].items()}
     where = f"{safe(run)}/{safe(hit['trajectory_id'])}:{hit['node_id']}:{safe(str(hit['role']))}"
     shown = parts["before"] + paint(parts["match"], "bold", "red") + parts["after"]

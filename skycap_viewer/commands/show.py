@@ -155,7 +155,8 @@ def header_lines(payload: dict, path_count: int, paint: Painter, forks: list[dic
     """The rollout's header; `forks` (`/graph`'s shape) as one `fork` row each."""
     header = payload["trajectory"]
     ended = "ended" if header["ended"] else "not ended"
-    first = f"{paint(safe(header['id']), 'bold')}  {safe(str(header['status']))}  {ended}  {payload['mode']} mode"
+    first = f"{paint(safe(header['id']), 'bold')}  {safe(str(header['status']))}  {ended}  "
+    first += f"{header['mode']} mode" if header["mode"] else "no mode recorded"
     first += f"  {plural(path_count, 'path')}"
     rows = [("meta", compact(header["meta"])), ("annotations", compact(header["annotations"]))]
     if header.get("tokenizer"):

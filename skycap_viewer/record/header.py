@@ -33,7 +33,7 @@ def trajectory_header(rollout: Rollout, **context) -> dict:
         "id": document["id"],
         "task_id": task_id(meta),
         "step": step_of(meta),
-        "mode": rollout.mode,
+        "mode": rollout.stated_mode,
         "status": document["status"],
         "ended": document.get("ended"),
         "meta": meta,

@@ -119,6 +119,15 @@ class Rollout:
             return capture_mode
         return "tokens" if "tokens" in self.listed_kinds or self.slices_tokens else "text"
 
+    @property
+    def stated_mode(self) -> str | None:
+        """The mode as the header says it: `mode`, or None for a record with no nodes whose capture names
+        none (nothing tells tokens from text: "text" would be a guess)."""
+        if not self.nodes and (self.document.get("capture") or {}).get("mode") not in ("tokens", "text") \
+                and not self.listed_kinds:
+            return None
+        return self.mode
+
     @lazy
     def slices_tokens(self) -> bool:
         """Whether any node has a tokens slice (the first node tells, in a token record)."""
@@ -281,7 +290,10 @@ class Rollout:
 
     @property
     def trainable(self) -> int | None:
-        """The tokens in the loss, over every sample; None without tokens (nothing to count it in)."""
+        """The tokens in the loss, over every sample; None without tokens (nothing to count it in), 0 for a
+        record with no nodes (nothing could train)."""
+        if not self.nodes:
+            return 0
         if self.unit != "tokens":
             return None
         return sum(sample.trainable or 0 for sample in self.samples)

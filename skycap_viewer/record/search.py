@@ -8,6 +8,9 @@ tool call as `name(arguments)`, joined by newlines; a tool result is a `tool` no
 says which it matched (`in`: `tokens` or `message`); its offsets are code points into that text, the
 string `/paths` sends as the node's `text`. A node's kind is `blocks.node_kind`, the classification the
 Path's blocks use: `sampled` (model-authored), `replayed` (a client-authored assistant turn), `given`.
+A node's tool-call ids (a result's `tool_call_id`, the `id` of each call it makes) are searched too when
+that text does not hold them (a template may not render them): a hit there is `in: "tool_call_ids"`, its
+offsets into `tool_call_ids` (the ids joined by spaces), since the id is what one chases a pairing by.
 
 Without `case`, plain text is matched on the full Unicode case folding (`str.casefold`: `ß` finds
 `SS`) and offsets are mapped back to the original text; a regex is matched with `re.IGNORECASE`
@@ -136,6 +139,15 @@ def searched_text(node: dict, query: Query, tokens) -> tuple[str, str]:
     return message_text(node.get("message")), "message"
 
 
+def tool_call_ids(message, text: str) -> str:
+    """The message's tool-call ids that `text` (the node's searched text) does not hold, joined by spaces."""
+    if not isinstance(message, dict):
+        return ""
+    calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
+    ids = [message.get("tool_call_id"), *(call.get("id") for call in calls if isinstance(call, dict))]
+    return " ".join(dict.fromkeys(i for i in ids if isinstance(i, str) and i and i not in text))
+
+
 def document_hits(document: dict, query: Query, trajectory_id: str, tokens=None) -> tuple[list[dict], bool]:
     """(every hit in the document's nodes, in node order, whether `MAX_DOCUMENT_HITS` cut some off);
     `tokens` (the record's `TokenData`) is searched where a node has them, unless the query asks for
@@ -147,12 +159,13 @@ def document_hits(document: dict, query: Query, trajectory_id: str, tokens=None)
         if not node_wanted(node, query):
             continue
         text, within = searched_text(node, query, tokens)
-        for start, end in text_matches(pattern, text, fold, MAX_DOCUMENT_HITS - len(hits)):
-            hits.append({"trajectory_id": trajectory_id, "node_id": wire_id(node["id"]), "role": node.get("role"),
-                         "kind": node_kind(node), "in": within, "start": start, "end": end,
-                         "snippet": snippet(text, start, end)})
-        if len(hits) >= MAX_DOCUMENT_HITS:
-            return hits, True
+        for searched, where in ((text, within), (tool_call_ids(node.get("message"), text), "tool_call_ids")):
+            for start, end in text_matches(pattern, searched, fold, MAX_DOCUMENT_HITS - len(hits)):
+                hits.append({"trajectory_id": trajectory_id, "node_id": wire_id(node["id"]), "role": node.get("role"),
+                             "kind": node_kind(node), "in": where, "start": start, "end": end,
+                             "snippet": snippet(searched, start, end)})
+            if len(hits) >= MAX_DOCUMENT_HITS:
+                return hits, True
     return hits, False
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from skycap_viewer import __version__
 from skycap_viewer.catalog.index import Catalog, Snapshot
 from skycap_viewer.catalog.remote_copy import Mirrors
-from skycap_viewer.catalog.rows import present_sidecars
+from skycap_viewer.catalog.rows import present_sidecars, public
 from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
@@ -70,7 +70,7 @@ from skycap_viewer.views.runs_listing import found_row, rollouts_page
 from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
 from skycap_viewer.views.snapshot import snapshot_data, snapshot_html
 from skycap_viewer.views.step_timeline import StepTimeline, step_timeline_answer
-from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView
+from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView, with_verdicts
 from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import Download, RawJson, encode_json, safe_file_name
 
@@ -154,6 +154,7 @@ class Api:
             "groupable": groupable,
             "group_count": groups["group_count"],
             "modal_group_size": groups["modal_n"],
+            "group_sizes": groups["sizes"],  # [smallest, largest]: "of 4" only when they are one size
             "default_view": "groups" if groupable else "rollouts",
             **index,
         }
@@ -273,7 +274,8 @@ class Api:
         start = part_start(params)
 
         def answer(snapshot, row, view):
-            encoded = answer_part(view.encoded_paths_part, text, path, start, self.part_limit)
+            encoded = answer_part(view.encoded_paths_part, text, path, start, self.part_limit,
+                                  with_verdicts(view.header, public(row)))
             found = support_flags(view.support[0]) if text else []
             mask_error = text and path is None and view.tokens[0] is not None and view.support[1] is not None
             if mask_error and "malformed-record" not in row["flags"] \
@@ -281,7 +283,8 @@ class Api:
                 self.catalog.verify_soon(snapshot.id, document_path(view.directory, record_id).name)
             return encoded
 
-        return self.settled_answer(record_id, params, ("paths", text, path, start), answer, reads_sidecars=text)
+        return self.settled_answer(record_id, params, ("paths", text, path, start), answer, reads_sidecars=text,
+                                   by_row=path is None)
 
     def snapshot(self, record_id: str, params):
         """The rollout as one self-contained HTML file (`views.snapshot`), saved as `<id>.html`:
@@ -326,15 +329,18 @@ class Api:
         return self.settled_answer(record_id, params, ("chat", number, start), lambda snapshot, row, view:
                                    answer_part(chat_part, view, number, start, self.part_limit))
 
-    def settled_answer(self, record_id: str, params, key: tuple, answer, reads_sidecars: bool = True):
+    def settled_answer(self, record_id: str, params, key: tuple, answer, reads_sidecars: bool = True,
+                       by_row: bool = False):
         """`answer(snapshot, row, view)` about one record (a payload, or one already encoded: `RawJson`),
-        kept encoded by its files' versions and `key`.
+        kept encoded by its files' versions and `key` (and `by_row`, by its index row: an answer holding the
+        header changes when the background verification finds what the sidecars say).
         An answer that read sidecars is read again while a rewrite of the record is landing, so it
         never mixes two versions' files (409 when they keep changing); a refusal (`ApiError` from
         `answer`) waits for the files the same way: it may be the rewrite's."""
         for attempt in range(1, SETTLE_TRIES + 1):
             snapshot, row, version, view = self.view(record_id, params)
-            cached = self.encoded_paths.get((version, *key)) if version else None
+            kept = (version, *key, encode_json(with_verdicts(view.header, public(row))) if by_row else None)
+            cached = self.encoded_paths.get(kept) if version else None
             if cached is not None:
                 return 200, cached
             try:
@@ -348,7 +354,7 @@ class Api:
                     raise refused
                 encoded = payload if type(payload) is RawJson else RawJson(encode_json(payload))  # kept encoded
                 if version and version[0] == files_version(view.directory, record_id, view.present):
-                    self.encoded_paths.put((version, *key), encoded)
+                    self.encoded_paths.put(kept, encoded)
                 return 200, encoded
             self.views.drop(version)  # its sidecars may be a rewrite's: read them again
             time.sleep(min(SETTLE_PAUSE * attempt, 0.05))  # a rewrite is under way: read it once it lands
@@ -379,8 +385,8 @@ class Api:
 
     def graph(self, record_id: str, params):
         start = part_start(params)
-        view = self.view(record_id, params)[3]
-        return 200, answer_part(view.graph_part, start, self.part_limit)
+        _, row, _, view = self.view(record_id, params)
+        return 200, answer_part(view.graph_part, start, self.part_limit, with_verdicts(view.header, public(row)))
 
     def node_message(self, record_id: str, params):
         """One node's message whole (`node`): what a `/graph` part sends as a placeholder when it is
@@ -439,14 +445,15 @@ class Api:
             raise ApiError(400, f"compare needs two trajectory ids: pass {' and '.join(missing)}")
         path_a, path_b = path_number(params, "path_a", 0), path_number(params, "path_b", 0)
         start = part_start(params)
-        *_, version_a, view_a = self.view(ids["a"], side_scope(params, "run_a"))
-        *_, version_b, view_b = self.view(ids["b"], side_scope(params, "run_b"))
-        key = ("compare", version_a, path_a, version_b, path_b, start)
+        run_a, _, version_a, view_a = self.view(ids["a"], side_scope(params, "run_a"))
+        run_b, _, version_b, view_b = self.view(ids["b"], side_scope(params, "run_b"))
+        itself = (run_a.id, ids["a"], path_a) == (run_b.id, ids["b"], path_b)
+        key = ("compare", version_a, path_a, version_b, path_b, start, itself)
         cached = self.encoded_paths.get(key) if version_a and version_b else None
         if cached is not None:
             return 200, cached
         limit = self.part_limit.within(COMPARE_PART_BYTES)
-        encoded = answer_part(lambda: Comparison(view_a, path_a, view_b, path_b).encoded_part(start, limit))
+        encoded = answer_part(lambda: Comparison(view_a, path_a, view_b, path_b, itself).encoded_part(start, limit))
         if version_a and version_b:
             self.encoded_paths.put(key, encoded)
         return 200, encoded

@@ -34,6 +34,21 @@ COMPARED_AS_TEXT = "compared-as-text"
 PART_BYTES = 1 << 20  # a served part of turns: two long rollouts' first screens, drawn at once; the rest on scroll
 
 
+def unit_kind(char: str) -> str:
+    return "word" if char.isalnum() or char == "_" else "space" if char.isspace() else "other"
+
+
+def word_starts(pieces: list[str]) -> list[bool]:
+    """Per unit (its text `piece`), whether it starts a word: a run of word characters, a run of spaces,
+    or one other character. A unit with no text of its own (a token sharing a character) starts none."""
+    flags, before = [], ""
+    for piece in pieces:
+        kind = unit_kind(piece[:1]) if piece else None
+        flags.append(kind is not None and (not before or kind == "other" or kind != unit_kind(before)))
+        before = piece[-1:] or before
+    return flags
+
+
 def utf16_units(text: str) -> array:
     """A text as UTF-16 code units: the unit of the page's string offsets (lone surrogates kept)."""
     units = array("H")
@@ -80,6 +95,14 @@ class Side:
             starts.append(at)
             at += len(units)
         return [*starts, at]
+
+    def word_starts(self, position: int) -> list[bool] | None:
+        """Which of the node's units start a word (`word_starts`), so a diff marks whole words; None when
+        its tokens have no text (then unit by unit)."""
+        if not self.by_tokens:
+            return word_starts([chr(unit) for unit in self.units[position]])
+        pieces = self.view.tokens[0].pieces(self.node(position)["tokens"])
+        return None if pieces is None else word_starts(pieces)
 
     def role(self, position: int) -> tuple:
         node = self.node(position)
@@ -250,24 +273,42 @@ def pair_turns(a: Side, b: Side, prefix: Prefix) -> list[tuple[int | None, int |
     return [(None if x is None else x + prefix.a_node, None if y is None else y + prefix.b_node) for x, y in pairs]
 
 
-def differences(x, y, skip_a: int = 0, skip_b: int = 0) -> list[list[int]]:
+def differences(x, y, skip_a: int = 0, skip_b: int = 0, starts_x=None, starts_y=None) -> list[list[int]]:
     """`[a_start, a_end, b_start, b_end]` ranges (offsets in each node) where units `x` and `y`
-    differ after the first `skip_a` / `skip_b` (shared ones). Unit by unit when the differing
-    middles are short enough; else the middle between the common start and end is one range."""
+    differ after the first `skip_a` / `skip_b` (shared ones). Word by word when each side says which of
+    its units start a word (`starts_x`, `starts_y`: two unrelated replies read as their words, not as
+    letters one by one), else unit by unit, when the differing middles are short enough; else the middle
+    between the common start and end is one range."""
     x, y = x[skip_a:], y[skip_b:]
     shorter = min(len(x), len(y))
     head = first_mismatch(x[:shorter], y[:shorter])
     tail = 0
     while tail < shorter - head and x[len(x) - 1 - tail] == y[len(y) - 1 - tail]:
         tail += 1
+    by_words = starts_x is not None and starts_y is not None
+    if by_words:  # the middle starts and ends where a word does on both sides
+        bound_x = [True, *starts_x[skip_a + 1:], True]  # by offset from skip: a word starts there (or the end)
+        bound_y = [True, *starts_y[skip_b + 1:], True]
+        while head and not (bound_x[head] and bound_y[head]):
+            head -= 1
+        while tail and not (bound_x[len(x) - tail] and bound_y[len(y) - tail]):
+            tail -= 1
     mid_x, mid_y = x[head:len(x) - tail], y[head:len(y) - tail]
     if not mid_x and not mid_y:
         return []
     a, b = skip_a + head, skip_b + head
     if not mid_x or not mid_y or len(mid_x) * len(mid_y) > DIFF_CELLS:
         return [[a, a + len(mid_x), b, b + len(mid_y)]]
-    matcher = SequenceMatcher(None, mid_x.tolist(), mid_y.tolist(), autojunk=False)
-    return [[a + a0, a + a1, b + b0, b + b1] for tag, a0, a1, b0, b1 in matcher.get_opcodes() if tag != "equal"]
+    if not by_words:
+        matcher = SequenceMatcher(None, mid_x.tolist(), mid_y.tolist(), autojunk=False)
+        return [[a + a0, a + a1, b + b0, b + b1] for tag, a0, a1, b0, b1 in matcher.get_opcodes() if tag != "equal"]
+    cuts_x = [0, *(i for i in range(1, len(mid_x)) if bound_x[head + i]), len(mid_x)]
+    cuts_y = [0, *(i for i in range(1, len(mid_y)) if bound_y[head + i]), len(mid_y)]
+    words_x = [tuple(mid_x[s:e]) for s, e in zip(cuts_x, cuts_x[1:], strict=False)]
+    words_y = [tuple(mid_y[s:e]) for s, e in zip(cuts_y, cuts_y[1:], strict=False)]
+    matcher = SequenceMatcher(None, words_x, words_y, autojunk=False)
+    return [[a + cuts_x[a0], a + cuts_x[a1], b + cuts_y[b0], b + cuts_y[b1]]
+            for tag, a0, a1, b0, b1 in matcher.get_opcodes() if tag != "equal"]
 
 
 def pair_item(a: Side, b: Side, prefix: Prefix, pair: tuple) -> tuple:
@@ -281,7 +322,7 @@ def pair_item(a: Side, b: Side, prefix: Prefix, pair: tuple) -> tuple:
         diff, same = [], False
     else:
         units_x, units_y = a.units[x], b.units[y]
-        diff = differences(units_x, units_y, shared_a, shared_b)
+        diff = differences(units_x, units_y, shared_a, shared_b, a.word_starts(x), b.word_starts(y))
         same = a.role(x) == b.role(y) and units_x == units_y
     row = encode_json({"a": turn_a, "b": turn_b, "same": same, "diff": diff})
     texts = (encode_json(a.text(x)) if x is not None else None, encode_json(b.text(y)) if y is not None else None)
@@ -305,8 +346,10 @@ def nodes_json(items: list) -> RawJson:
 class Comparison:
     """Two sides compared once: the prefix and the pairs, then the answer in parts."""
 
-    def __init__(self, view_a: RecordView, path_a: int, view_b: RecordView, path_b: int):
+    def __init__(self, view_a: RecordView, path_a: int, view_b: RecordView, path_b: int, itself: bool = False):
+        """`itself`: both sides are one path of one record in one run (said in the answer)."""
         self.a, self.b, self.why_text = sides(view_a, path_a, view_b, path_b)
+        self.itself = itself
         self.prefix = common_prefix(self.a, self.b)
 
     @cached_property
@@ -351,6 +394,7 @@ class Comparison:
         return RawJson(encode_json({
             "unit": "tokens" if self.a.by_tokens else "chars",
             "why_text": self.why_text,
+            "itself": self.itself,
             "a": RawJson(encode_json(self.a.summary())),
             "b": RawJson(encode_json(self.b.summary())),
             **self.facts(),

@@ -103,8 +103,9 @@ def group_keys(params: dict, server_keys: tuple) -> tuple:
 
 
 def side_scope(params: dict, name: str) -> dict:
-    """The scope one side of a comparison is looked up in: `run_a` / `run_b` as its `run_id`."""
-    run_id = one(params, name)
+    """The scope one side of a comparison is looked up in: `run_a` / `run_b` as its `run_id`, else the
+    `run_id` every other route takes (both sides in that run)."""
+    run_id = one(params, name) or one(params, "run_id")
     return {"run_id": [run_id]} if run_id is not None else {}
 
 

@@ -179,6 +179,21 @@ def paths_payload(directory, document: dict, present_names, file_id: str | None,
     """
     return RecordView(directory, document, present_names, file_id, context, verified).paths_part(text, limit=WHOLE)
 
+VERDICTS = ("flags", "record_problems", "size")  # what the sidecars can change, once read (`verified_rollout`)
+DOCUMENT_FACTS = ("id", "status", "ended", "finished_at", "capture", "sidecars", "retries", "skycap")
+
+
+def with_verdicts(header: dict, row: dict) -> dict:
+    """The record's own `header` (from the document the answer is read from) with its index row's flags,
+    problems and sizes, which hold the sidecars' verdicts once the background verification has read them
+    (`forced-run`, a damaged sidecar's `malformed-record` and sizes in characters), as the listing and
+    `show --json` say them; its own when the row describes another version of the record (a rewrite landed
+    since it was listed)."""
+    if any(row.get(key) != header.get(key) for key in DOCUMENT_FACTS):
+        return header
+    return {**header, **{key: row[key] for key in VERDICTS if key in row}}
+
+
 # -- the record's graph, its calls, and two paths compared (server routes) -------------------
 
 
@@ -483,12 +498,13 @@ class RecordView:
         return json.loads(self.encoded_paths_part(text, path, start, limit))
 
     def encoded_paths_part(self, text: bool = True, path: int | None = None, start: int = 0,
-                           limit: PartLimit = SERVED_PARTS) -> RawJson:
+                           limit: PartLimit = SERVED_PARTS, header: dict | None = None) -> RawJson:
         """A part of the `/paths` answer, encoded. Without `path`, the first part: the header and every
         path's summary, then each path's lists (node ids, targets, messages, blocks) from its first
         node, the paths in order, as far as one part holds; with `path`, that path's lists from
         `start`. With text, `nodes` holds the text (and tokens) of the nodes in the part, each encoded
-        once (`path_item`). Raises IndexError for a path there is not, ValueError for a start there is not."""
+        once (`path_item`). `header`: the record's header as served (its index row), else its own. Raises
+        IndexError for a path there is not, ValueError for a start there is not."""
         tokens, error = self.tokens if text else (None, None)
         shown = self.shown(text)
         if path is not None:
@@ -500,8 +516,8 @@ class RecordView:
             return RawJson(encode_json({"path": path, **lists, **({"nodes": nodes_json(texts)} if text else {}),
                                         "part": part}))
         payload = {
-            "trajectory": self.header,
-            "mode": self.rollout.mode,
+            "trajectory": self.header if header is None else header,
+            "mode": self.rollout.stated_mode,
             "text_only": shown.text_only,
             "tokenizer": (self.document.get("capture") or {}).get("tokenizer"),
         }
@@ -537,9 +553,10 @@ class RecordView:
         return {"node_id": wire_id(node_id), "media": [item for shown in items for item in shown],
                 "part": part_of(start, end, total)}
 
-    def graph_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
+    def graph_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS, header: dict | None = None) -> dict:
         """A part of the `/graph` answer: the nodes from `start` in document order; the first part
-        also the header, roots, leaves, branch points, forks and the train-once check."""
+        also the header (`header`, as served, else its own), roots, leaves, branch points, forks and the
+        train-once check."""
         rollout = self.rollout
         nodes = rollout.nodes
         check_start(start, len(nodes))
@@ -550,7 +567,7 @@ class RecordView:
             return {"nodes": items, "part": part}
         graph = rollout.graph
         return {
-            "trajectory": self.header,
+            "trajectory": self.header if header is None else header,
             "nodes": items,
             "root_node_ids": [wire_id(n) for n in graph.roots],
             "leaf_node_ids": [wire_id(n) for n in graph.leaves],

@@ -151,7 +151,9 @@ function showSource(error) {
 
 async function refreshRuns() {
   try {
-    runs = (await get("/runs", {}, {poll: true})).body.data || [];
+    const body = (await get("/runs", {}, {poll: true})).body;
+    runs = body.data || [];
+    sidebar.skipped = body.skipped || [];  // record directories discovery passed over: said under the runs
     if (!viewer) viewer = setViewer(await get("/__viewer"));
     showSource(null);
     return true;
@@ -162,9 +164,9 @@ async function refreshRuns() {
 }
 
 async function poll() {
-  const before = JSON.stringify(runs);
+  const before = JSON.stringify([runs, sidebar.skipped]);
   if (await refreshRuns()) {
-    if (before !== JSON.stringify(runs)) {
+    if (before !== JSON.stringify([runs, sidebar.skipped])) {
       if (!state.run && runs.length) go({run: runs[0].id}, {replace: true});
       else if (state.run && !pairing() && !comparing()) runPage.show(state, runOf(state.run));
       sidebar.update(runs, state.run);

@@ -118,16 +118,22 @@ const READER_MOVES = ["wheel", "touchstart", "keydown", "pointerdown"];
  *  while what is above it takes its drawn height (drawn on sight, or sized on sight by
  *  `content-visibility`, which the browser's own scroll anchoring does not follow): until it has stayed
  *  put `settled` frames running, `most` frames at most, or the reader moves. */
-export function restoreScrollAnchor(box, anchor, {settled = 10, most = 120} = {}) {
+export function restoreScrollAnchor(box, anchor, options = {}) {
   const at = anchor && box.querySelector(anchor.key);
-  if (!at) return;
+  if (at) holdInView(box, at, () => anchor.offset, options);
+}
+
+/** Scroll `box` so element `at` starts `offset()` pixels below its top edge, and keep it there while what
+ *  is above takes its drawn height (`restoreScrollAnchor`'s rule): where a link (`msg=`, `tok=`, `blk=`)
+ *  lands. `offset` is asked again each frame (centring follows the element's own height). */
+export function holdInView(box, at, offset, {settled = 10, most = 120} = {}) {
   let moved = false;
   const stop = () => { moved = true; };
   for (const name of READER_MOVES) window.addEventListener(name, stop, {capture: true, passive: true});
   let still = 0;
   const place = (left) => {
     if (!moved && at.isConnected) {
-      const off = at.getBoundingClientRect().top - box.getBoundingClientRect().top - anchor.offset;
+      const off = at.getBoundingClientRect().top - box.getBoundingClientRect().top - offset();
       if (Math.abs(off) >= 1) {
         box.scrollTop += off;
         still = 0;

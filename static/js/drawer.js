@@ -6,7 +6,7 @@ import {apiUrl, bundleFacts, get, trajectoryPath} from "./api.js";
 import {renderCalls} from "./tab-calls.js";
 import {drawBody, renderChat} from "./tab-chat.js";
 import {
-  append, button, copyText, el, focusKey, replace, restoreFocus, restoreScrollAnchor, scrollAnchor,
+  append, button, copyText, el, focusKey, holdInView, replace, restoreFocus, restoreScrollAnchor, scrollAnchor,
 } from "./dom.js";
 import {forkPair, renderForks} from "./tab-forks.js";
 import {FindBar} from "./find-bar.js";
@@ -410,7 +410,7 @@ export class Drawer {
     drawBody(element);
     element.classList.add(pinned || (!state.node && block) ? "pinned" : "node-selected");
     if (this.hit?.node_id === found.node_id) element.classList.add("search-hit");
-    if (scroll) element.scrollIntoView({block: "start"});
+    if (scroll) holdInView(this.content, element, () => 0);  // kept there while the cards above take their height
   }
 
   /** `m` / `M`: the next / previous model turn of the Chat tab, from the one a step reached (it has

@@ -22,11 +22,43 @@ export function unitShort(unit) {
   return unit === "tokens" ? "tok" : "ch";
 }
 
-/** Text with line breaks, tabs and other control characters made visible, when asked. */
+// Characters that change how text reads without being seen. Direction controls reorder what follows
+// them (an override shows `evil\u202eexe.txt` as `eviltxt.exe`): always shown as a mark, never applied,
+// as the terminal escapes them (commands/terminal.py BIDI). Zero-width characters, the BOM, separators
+// and C0/C1 controls hide or break text: shown under "control chars" (`showControls`).
+const BIDI_NAMES = {
+  "\u061c": "ALM", "\u200e": "LRM", "\u200f": "RLM", "\u202a": "LRE", "\u202b": "RLE", "\u202c": "PDF",
+  "\u202d": "LRO", "\u202e": "RLO", "\u2066": "LRI", "\u2067": "RLI", "\u2068": "FSI", "\u2069": "PDI",
+};
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const HIDDEN_NAMES = {
+  "\u00ad": "SHY", "\u200b": "ZWSP", "\u200c": "ZWNJ", "\u200d": "ZWJ", "\u2060": "WJ", "\ufeff": "BOM",
+  "\u2028": "LSEP", "\u2029": "PSEP", "\u007f": "DEL",
+};
+const HIDDEN = /[\u00ad\u200b-\u200d\u2060\ufeff\u2028\u2029\u007f-\u009f]/g;
+
+/** The mark a character is shown as: ⟨its name⟩, or ⟨U+XXXX⟩. */
+function mark(names, c) {
+  return `⟨${names[c] ?? `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`}⟩`;
+}
+
+/** Record text as every view shows it (Path, Chat, Tree, Forks, JSON, find results, the snapshot): direction
+ *  controls always as marks (`⟨RLO⟩`); with `showControls`, also line breaks (↵), tabs (→), carriage returns
+ *  (␍, a lone one included), C0 controls (their pictures), and zero-width characters, the BOM, separators,
+ *  DEL and C1 controls as marks. Each character maps on its own, so a prefix's shown length places a
+ *  match (`shownLength`). */
 export function visible(text, showControls) {
-  if (!showControls) return text;
-  return text.replace(/\r/g, "␍").replace(/\t/g, "→\t").replace(/\n/g, "↵\n")
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)));
+  const marked = text.replace(BIDI, (c) => mark(BIDI_NAMES, c));
+  if (!showControls) return marked;
+  return marked.replace(/\r/g, "␍").replace(/\t/g, "→\t").replace(/\n/g, "↵\n")
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) => String.fromCharCode(0x2400 + c.charCodeAt(0)))
+    .replace(HIDDEN, (c) => mark(HIDDEN_NAMES, c));
+}
+
+/** Where offset `at` of `text` (UTF-16) lands in `visible(text, showControls)`: a find's match in the
+ *  record's text, placed in what is drawn. */
+export function shownLength(text, at, showControls) {
+  return visible(text.slice(0, at), showControls).length;
 }
 
 /** The logprob colours, most likely first: [lowest probability of the band, class, label]. The
@@ -53,7 +85,8 @@ export function tokenFacts(block, node, i) {
   const loss = block.kind === "sampled" ? "in the loss"
     : block.kind === "sampled-elsewhere" ? `masked (trained in path ${block.trained_in})`
     : block.kind === "sampled-untrained" ? "masked (the record trains it on no path)" : "masked";
-  const parts = [hasText ? JSON.stringify(piece) : "(no text)", `#${position}`, `id ${node.token_ids[i]}`, loss];
+  const parts = [hasText ? visible(JSON.stringify(piece), false) : "(no text)", `#${position}`,
+    `id ${node.token_ids[i]}`, loss];
   if (hasText && piece === "") parts.push("owns no whole character: it shares one with the next token");
   const media = mediaAt(node, i);
   if (media) parts.push(`placeholder of ${media.label}`);

@@ -4,6 +4,7 @@
 // CSS highlight and scrolls to it. Case-insensitive; Enter / Shift+Enter step, Esc closes.
 
 import {button, el} from "./dom.js";
+import {shownLength} from "./facts.js";
 import {num} from "./format.js";
 import {forkPair} from "./tab-forks.js";
 import {nodeText} from "./tab-tree.js";
@@ -111,13 +112,16 @@ export class FindBar {
     if (this.state.tab === "tree") {
       return [...this.content.querySelectorAll(".tree-row")].map((row) => {
         const id = row.dataset.node;
-        return {text: nodeText(this.bundle, id), show: (from, to, reveal) => this.treeRange(id, from, to, reveal)};
+        const text = nodeText(this.bundle, id);
+        return {text, show: (from, to, reveal) => this.treeRange(id, shownLength(text, from, false),
+          shownLength(text, to, false), reveal)};
       });
     }
     if (this.state.tab === "chat") {
       const answer = this.bundle.chat?.get(Math.min(this.state.path, (this.bundle.paths.paths || []).length - 1));
       return chatTexts(answer).map(({card, at, text}) => ({text,
-        show: (from, to) => this.chatRange(card, at, from, to)}));
+        show: (from, to) => this.chatRange(card, at, shownLength(text, from, this.state.controls),
+          shownLength(text, to, this.state.controls))}));
     }
     return [...this.content.querySelectorAll("section.block")].map((section) => ({
       text: sectionText(section) ?? "",

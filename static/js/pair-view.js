@@ -142,6 +142,10 @@ export class PairView {
     const shared = this.sharedFold(answer.shared_nodes.a,
       el("span", {className: "pair-shared", dataset: {shared: size}},
         el("strong", {}, "shared: "), `${num(size)} ${unit}${chars} · ${messages}`));
+    if (answer.itself) {
+      return [shared, el("p", {className: "notice warn itself"},
+        `A and B are the same path of the same rollout: it is compared with itself (${num(answer.a.size)} ${unit}).`)];
+    }
     if (answer.identical) {
       return [shared, el("p", {className: "notice ok identical"},
         `The two paths are identical: ${num(answer.a.size)} ${unit}, nothing parts them.`)];

@@ -47,7 +47,8 @@ export function pathView(bundle, state, {go, lazy, tools = () => [], panels = ()
       `${num(path.trainable_count)} trainable (${pct(path.trainable_count, path.token_count) || "0%"})`) : null,
     el("span", {}, `stop: ${path.stop_reason ?? "-"}`),
     toggle("given", "given", "show the given blocks (system, user, tool messages)"),
-    toggle("controls", "control chars", "show line breaks and tabs as ↵ and →"),
+    toggle("controls", "control chars",
+      "show line breaks, tabs, zero-width characters and other controls (direction controls are always shown)"),
     hasLogprobs ? toggle("logprobs", "colour by logprob", "shade sampled tokens by how unlikely they were") : null,
     ...tools(path)));
   if (state.path > index) {

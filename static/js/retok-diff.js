@@ -22,10 +22,10 @@ export function markCopies(blocks, bundle, go) {
   }
 }
 
-/** The two streams of the copy the URL names, on the Path and Tree tabs; null otherwise. Fetched once
+/** The two streams of the copy the URL names, on the Path, Chat and Tree tabs; null otherwise. Fetched once
  *  per rollout (kept in the bundle) and filled in place when it comes. */
 export function retokPanel(bundle, state, go) {
-  if (!state.retok || !["path", "tree"].includes(state.tab) || !bundle.paths) return null;
+  if (!state.retok || !["path", "chat", "tree"].includes(state.tab) || !bundle.paths) return null;
   const box = el("section", {className: "retok-diff", dataset: {copy: state.retok}, "aria-label": "re-tokenized copy"},
     el("p", {className: "muted small"}, "loading…"));
   const fill = (answer) => {

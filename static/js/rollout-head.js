@@ -3,12 +3,14 @@
 // `/trajectories/{id}` header, /paths, /graph, /exchanges), fetching nothing.
 
 import {el} from "./dom.js";
+import {visible} from "./facts.js";
 import {num, pct, trainedText, unitShort} from "./format.js";
 import {rewardCell} from "./reward.js";
 import {flagBadge, forkKinds, textOnlyNotice} from "./viewer.js";
 
 /** The header's trainable figure from the server's `size`: totals over the samples the trainer gets. */
 function trainableFact(size) {
+  if (size?.trainable === 0 && !size.tokens) return "0";  // no nodes: nothing could train
   if (!size?.tokens) return "-";
   if (size.unit !== "tokens") return `- (no tokens: ${num(size.tokens)} ch)`;
   return `${num(size.trainable)}/${num(size.tokens)} ${pct(size.trainable, size.tokens)}`;
@@ -46,7 +48,7 @@ export function rolloutHead(bundle, {actions = [], notes = [], rewardRange = nul
   const bridged = t.skycap?.bridged || {};
   const facts = [
     ["mode", t.mode ?? "-"], ["status", `${t.status ?? "-"}${t.ended === false ? " (not ended)" : ""}`],
-    ["task", t.task_id ?? "-"],
+    ["task", t.task_id === null || t.task_id === undefined ? "-" : visible(String(t.task_id), false)],
     ["step", num(t.step)], ["trains", ruleFact(t.samples_rule)], ["samples", samplesFact(t.size)],
     ["trainable", trainableFact(t.size)],
     ["tokenizer", t.tokenizer ?? "-"],

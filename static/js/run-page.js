@@ -29,6 +29,16 @@ export function defaultView(run) {
 
 /** "sidecars verified 12/30" while the server has not yet read every record's sidecars (its
  *  flags may still grow), else null. */
+/** "82 groups of 4", or "82 groups of 2–5 rollouts, most of 4" when their sizes vary (the server's). */
+function groupsFact(run) {
+  const groups = plural(run.group_count ?? 0, "group");
+  const [least, most] = run.group_sizes || [];
+  if (least !== undefined && least !== null && least !== most) {
+    return `${groups} of ${least}–${most} rollouts${run.modal_group_size ? `, most of ${run.modal_group_size}` : ""}`;
+  }
+  return `${groups}${run.modal_group_size ? ` of ${run.modal_group_size}` : ""}`;
+}
+
 function verifying(run) {
   const done = run.sidecars_verified;
   const total = run.trajectory_count;
@@ -133,9 +143,7 @@ export class RunPage {
       run.indexing
         ? `indexing ${num(run.indexed ?? 0)}/${num(run.trajectory_count ?? 0)}…`
         : plural(run.trajectory_count ?? 0, "trajectory", "trajectories"),
-      run.groupable
-        ? `${plural(run.group_count ?? 0, "group")}${run.modal_group_size ? ` of ${run.modal_group_size}` : ""}`
-        : null,
+      run.groupable ? groupsFact(run) : null,
       run.task_count ? plural(run.task_count, "task") : null,
       steps.length ? (steps.length > 1 ? `steps ${steps[0]}..${steps[steps.length - 1]}` : `step ${steps[0]}`) : null,
       run.created_at ? String(run.created_at).replace("T", " ").slice(0, 19) : null,
@@ -249,11 +257,13 @@ export class RunPage {
     const scope = [state.step && `step ${state.step}`, state.task && `task ${state.task}`, state.status,
       ...state.ann, state.q && `"${state.q}"`, range, ungrouped && "no group key"].filter(Boolean).join(" · ")
       || "across the run";
-    const counted = (listing.health?.unit || unit) === "groups"
-      ? "groups, each counted once per flag it or a matching rollout carries,"
-        + " and each rollout with no group key once per flag"
-      : ungrouped ? "rollouts with no group key, each counted once per flag" : "rollouts, each counted once per flag";
-    this.bandTitle.textContent = `record health · ${counted} · ${scope}`;
+    const byGroups = (listing.health?.unit || unit) === "groups";
+    this.bandTitle.textContent = `record health · ${byGroups ? "groups" : "rollouts"}`
+      + ` · ${scope}`;
+    this.bandTitle.title = byGroups  // how a chip counts: said when asked, not in the title
+      ? "A chip counts groups, each once per flag it or a matching rollout carries, and each rollout with no"
+        + " group key once per flag."
+      : `A chip counts ${ungrouped ? "rollouts with no group key" : "rollouts"}, each once per flag.`;
     const chips = band(listing.health, state.flag, state.xflag, (patch) => this.go({...patch, page: 1}));
     replace(this.bandBox, unanswerable(chips, "requiring or excluding a flag", ".active"));
     const flagged = [...state.flag, ...state.xflag.map((flag) => `not ${flag}`)].join(", ");

@@ -31,7 +31,7 @@ function nearest(text, piece, near) {
 /** [from, to) of the match in the node's shown text (UTF-16), or null when that text does not hold it. */
 function textRange(node, hit, tokenMode) {
   const text = node.text;
-  if (text === null || text === undefined) return null;
+  if (text === null || text === undefined || hit.in === "tool_call_ids") return null;  // an id: its whole blocks
   const points = hit.end - hit.start;
   if (!tokenMode || hit.in === "tokens") {
     const from = afterPoints(text, hit.start);

@@ -154,7 +154,8 @@ export class RecordSearch {
       "aria-selected": "false", onclick: () => this.open(index)},
     el("span", {className: "match-traj"}, hit.trajectory_id),
     el("span", {className: "match-node muted", title: hit.in === "tokens" ? "matched in the decoded tokens"
-      : "matched in the message text"}, `${hit.node_id} · ${hit.role ?? "(no role)"} · ${hit.in}`),
+      : hit.in === "tool_call_ids" ? "matched in its tool-call ids" : "matched in the message text"},
+    `${hit.node_id} · ${hit.role ?? "(no role)"} · ${hit.in}`),
     el("span", {className: "snippet"}, visible(lead, true), el("mark", {}, visible(snippet.match || "", true)),
       visible(snippet.after || "", true)));
   }

@@ -1,7 +1,9 @@
-// The runs list on the left: grouped by project, with record counts and indexing progress.
+// The runs list on the left: grouped by project, with record counts and indexing progress, and below
+// it the record directories discovery skipped (too deep below the directory given: `/v1/runs` skipped).
 // Redrawn only when something a reader would see changed.
 
 import {el, replace} from "./dom.js";
+import {visible} from "./facts.js";
 import {num} from "./format.js";
 
 export class Sidebar {
@@ -9,6 +11,7 @@ export class Sidebar {
     this.container = container;
     this.filterBox = filterBox;
     this.runs = [];
+    this.skipped = [];  // [{path, why}]
     this.current = null;
     this.signature = "";
     filterBox.addEventListener("input", () => this.draw(true));
@@ -22,10 +25,24 @@ export class Sidebar {
 
   draw(force) {
     const needle = this.filterBox.value.trim().toLowerCase();
-    const signature = JSON.stringify([needle, this.current,
+    const signature = JSON.stringify([needle, this.current, this.skipped,
       this.runs.map((r) => [r.id, r.project, r.trajectory_count, r.indexing, r.indexed])]);
     if (!force && signature === this.signature) return;
     this.signature = signature;
+    this.list(needle);
+    if (this.skipped.length) this.container.append(this.skippedNote());
+  }
+
+  /** The record directories discovery passed over, each with why: a run the reader expected may be one. */
+  skippedNote() {
+    return el("div", {className: "notice warn small skipped-dirs"},
+      el("p", {}, `${this.skipped.length === 1 ? "A record directory was" : `${num(this.skipped.length)} record`
+        + " directories were"} skipped:`),
+      el("ul", {}, this.skipped.map((entry) => el("li", {title: entry.why},
+        el("code", {}, visible(String(entry.path), false)), ` · ${visible(String(entry.why), false)}`))));
+  }
+
+  list(needle) {
     const shown = this.runs.filter((run) => !needle || run.id.toLowerCase().includes(needle)
       || String(run.project || "").toLowerCase().includes(needle));
     if (!this.runs.length) {

@@ -1,6 +1,7 @@
 // The JSON tab: the record as the server read it, to copy or download.
 
 import {copyText, downloadText, el} from "./dom.js";
+import {visible} from "./facts.js";
 
 export function renderJson(bundle) {
   const document = {trajectory: bundle.trajectory, graph: bundle.graph, exchanges: bundle.exchanges?.data};
@@ -11,5 +12,5 @@ export function renderJson(bundle) {
       el("span", {className: "muted small"}, "header, graph (every node with its message and calls) and calls"),
       el("button", {type: "button", onclick: (event) => copyText(text, event.currentTarget)}, "copy all"),
       el("button", {type: "button", onclick: () => downloadText(text, name)}, `download ${name}`)),
-    el("pre", {className: "json"}, text));
+    el("pre", {className: "json"}, visible(text, false)));  // direction controls as marks; copied as they are
 }

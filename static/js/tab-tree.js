@@ -142,7 +142,8 @@ export function renderTree(bundle, {openNode, setOpen, more, go}) {
     el("span", {className: "caret"}, open ? "▾" : "▸"),
     root ? el("span", {className: "badge level-info", title: "a second root: a history that shares no node with the"
       + " tree above"}, "new root") : null,
-    el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`}, node.role ?? "(no role)"),
+    el("span", {className: `role-badge ${node.author === "model" ? "model" : "client"}`},
+      node.role === null || node.role === undefined ? "(no role)" : visible(String(node.role), false)),
     el("span", {className: "muted small"}, node.author),
     forkOf.has(id) ? forkBadge(forkOf.get(id)) : null,
     ...signBadges(node, go),
@@ -206,6 +207,7 @@ function branches(bundle, kids, byId, go) {
       el("p", {className: "small"}, el("span", {className: "node-id"}, id),
         ` ${byId.get(id).role ?? "-"} · ${byId.get(id).author}`, ...signBadges(byId.get(id), go)),
       el("pre", {className: "text"},
-        el("span", {className: "shared", title: "the text every branch shares"}, texts[i].slice(0, shared)),
-        texts[i].slice(shared))))));
+        el("span", {className: "shared", title: "the text every branch shares"},
+          visible(texts[i].slice(0, shared), false)),
+        visible(texts[i].slice(shared), false))))));
 }

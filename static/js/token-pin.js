@@ -4,7 +4,7 @@
 // parts until the place is there, shows the given blocks when it is in one, unfolds and draws its
 // block, marks it and scrolls to it once.
 
-import {el} from "./dom.js";
+import {el, holdInView} from "./dom.js";
 import {num, sizeIn} from "./format.js";
 import {pinIn, unfold, unpinAll} from "./tokens.js";
 
@@ -121,8 +121,6 @@ export class PinnedPlace {
     const shown = pinIn(section, target.position, readout);
     if (!shown || this.scrolled === key) return;
     this.scrolled = key;
-    shown.scrollIntoView({block: "center"});
-    // again once blocks above have their real height
-    requestAnimationFrame(() => shown.scrollIntoView({block: "center"}));
+    holdInView(content, shown, () => (content.clientHeight - shown.getBoundingClientRect().height) / 2);
   }
 }

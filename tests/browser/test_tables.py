@@ -280,7 +280,8 @@ def test_rollouts_with_no_group_key_are_counted_and_listed_not_hidden(page_over,
     listing = server.get("/v1/groups?run_id=mixed")
     assert listing["ungrouped"] == len(keyless)
     tab = page.open("#/run/mixed/groups")
-    expect(tab.locator(".band-title")).to_contain_text("groups, each counted once per flag")
+    expect(tab.locator(".band-title")).to_have_text("record health · groups · across the run")  # short
+    expect(tab.locator(".band-title")).to_have_attribute("title", re.compile("counts groups, each once per flag"))
     notice = tab.locator(".ungrouped-notice")
     expect(notice).to_contain_text(f"{len(keyless)} rollouts have no group key (step, instance_id): list them")
     notice.locator("a[data-link=ungrouped]").click()
@@ -288,7 +289,7 @@ def test_rollouts_with_no_group_key_are_counted_and_listed_not_hidden(page_over,
     expect(tab.locator("tr.rollout-row")).to_have_count(len(keyless))
     assert sorted(table_ids(tab)) == keyless
     assert "ungrouped=1" in page.hash()
-    expect(tab.locator(".band-title")).to_contain_text("rollouts with no group key")
+    expect(tab.locator(".band-title")).to_have_text("record health · rollouts · no group key")
     chip = tab.locator(".filters [data-filter=ungrouped]")
     expect(chip).to_contain_text("no group key")
     tab.reload()  # a pasted link keeps the filter
@@ -343,11 +344,14 @@ def test_the_run_header_says_how_many_sidecars_are_verified_until_all_are(page_o
 
 
 def test_the_trainable_column_says_zero_as_zero_and_nothing_measurable_as_a_dash(page, corpus_server):
-    """A tokens record that trains nothing shows 0, what its size says; one without tokens (null) shows -."""
+    """A tokens record that trains nothing shows 0, what its size says, and so does one with no nodes (nothing
+    could train); one without tokens (null) shows -."""
     rows = {row["id"]: row for row in corpus_server.get("/v1/trajectories?run_id=spec")["data"]}
-    assert rows["tr_empty_mask"]["size"]["trainable"] == 0 and rows["tr_empty"]["size"]["trainable"] is None
+    assert rows["tr_empty_mask"]["size"]["trainable"] == 0 and rows["tr_empty"]["size"]["trainable"] == 0
+    assert rows["tr_text"]["size"]["trainable"] is None
     tab = page.open("#/run/spec/rollouts")
     cells = {record_id: tab.locator(f'tr.rollout-row[data-traj="{record_id}"] td.num').nth(2)  # step, tokens, trainable
-             for record_id in ("tr_empty_mask", "tr_empty")}
+             for record_id in ("tr_empty_mask", "tr_empty", "tr_text")}
     expect(cells["tr_empty_mask"]).to_have_text("0 0%")
-    expect(cells["tr_empty"]).to_have_text("-")
+    expect(cells["tr_empty"]).to_have_text("0 0%")
+    expect(cells["tr_text"]).to_have_text("-")

@@ -16,6 +16,7 @@ Records written as skycap writes them:
 - `bad_records`: the damaged and hostile records, and what the viewer must make of each.
 - `chain_record`: one long chain of nodes, whose answers come in parts.
 - `timeline_record`: calls that overlap, on a fixed clock.
+- `agent_records`: an agent's rollout whose tool calls all reuse one id (`call_0`), and a result that answers none.
 - `step_timeline_run`: one step's rollouts with known call times, and a run index marking attempts.
 - `sampled_records`: records given a `samples` field.
 - `search_records`: records made for search, and the text a search reaches, rebuilt from the docs' rule.

@@ -162,3 +162,8 @@ def wait_for(check, what: str, timeout: float = 15):
             return result
         time.sleep(0.2)
     raise AssertionError(f"after {timeout} s, still waiting for: {what}")
+
+
+def all_verified(server) -> bool:
+    """Every run's records have had their sidecars checked in the background (their flags are final)."""
+    return all(run["sidecars_verified"] == run["trajectory_count"] for run in server.get("/v1/runs")["data"])
