@@ -74,7 +74,10 @@ def test_the_header_says_the_size_unit_and_reward_value(corpus_server, directory
     sizes = [p["token_count"] or p["char_count"] or 0 for p in paths]
     samples = [p for p in paths if p["trains"]]
     assert size["tokens"] == sum(p["token_count"] or p["char_count"] or 0 for p in samples)
-    assert size["trainable"] == (sum(p["trainable_count"] for p in samples) if size["unit"] == "tokens" else None)
+    if paths:
+        assert size["trainable"] == (sum(p["trainable_count"] for p in samples) if size["unit"] == "tokens" else None)
+    else:  # no nodes: nothing could train, whatever the mode
+        assert size["trainable"] == 0
     assert size["longest"] == max(sizes, default=0) and size["samples"] == len(samples)
     assert header["samples_rule"] == (entry.get("samples_field") or {}).get("paths")
     for path in paths:
