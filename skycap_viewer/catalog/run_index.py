@@ -30,7 +30,7 @@ from skycap_viewer.catalog.blobs import squeezed, unsqueezed
 from skycap_viewer.catalog.rows import bounded_mapping, cut_marker
 from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.record.document import containers_past
-from skycap_viewer.wire import encode_json
+from skycap_viewer.wire import encodable, encode_json
 
 INDEX_DIRECTORY = "index"
 STEP_FILE = re.compile(r"step-(0|[1-9][0-9]{0,17})\.json")
@@ -172,6 +172,7 @@ def checked_row(row, position: int) -> IndexRow:
     where = f"row {position}"
     if not isinstance(row, dict):
         raise IndexProblem(f"{where} is not an object")
+    row = encodable(row)  # kept in the run's database: a lone surrogate (valid JSON) has no UTF-8 form
     record_id = row.get("id")
     if not isinstance(record_id, str) or not record_id or len(record_id) > ID_LIMIT:
         raise IndexProblem(f"{where} has no id (a string of 1 to {ID_LIMIT} characters)")
