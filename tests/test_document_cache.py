@@ -44,11 +44,11 @@ def test_requests_that_miss_together_share_one_read(tmp_path, monkeypatch):
 
 
 def test_views_are_bounded_by_weight_and_the_newest_stays():
-    cache = ViewCache(size=4, max_weight=10, weigh=len)
-    cache.get("a", lambda: "x" * 4)
-    cache.get("b", lambda: "x" * 4)
+    cache = ViewCache(size=4, max_weight=10)
+    cache.get("a", lambda: "x" * 4, 4)
+    cache.get("b", lambda: "x" * 4, 4)
     assert list(cache.entries) == ["a", "b"]
-    cache.get("c", lambda: "x" * 4)  # 12 > 10: the oldest goes
+    cache.get("c", lambda: "x" * 4, 4)  # 12 > 10: the oldest goes
     assert list(cache.entries) == ["b", "c"]
-    cache.get("huge", lambda: "x" * 50)  # heavier than the budget alone: kept, everything else goes
+    cache.get("huge", lambda: "x" * 50, 50)  # heavier than the budget alone: kept, everything else goes
     assert list(cache.entries) == ["huge"]
