@@ -22,6 +22,7 @@ from tests.server_process import ServerProcess
 
 STALLED = 130
 BIG = b"GET /v1/trajectories/tr_long/paths?run_id=long HTTP/1.1\r\nHost: localhost\r\n\r\n"  # 8 MB, no gzip
+BIG_META = b"GET /v1/trajectories/tr_meta?run_id=long HTTP/1.1\r\nHost: localhost\r\n\r\n"  # its whole 8 MB meta
 LONG_TEXT = "a long prompt " * 600_000  # 8.4 MB of message text
 
 
@@ -30,14 +31,15 @@ def chain_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("stalled")
     (root / "long").mkdir()
     write_text_record(root / "long", "tr_long", LONG_TEXT, "ok")
+    write_text_record(root / "long", "tr_meta", "hi", "ok", lambda document: document["meta"].update(notes=LONG_TEXT))
     return root
 
 
-def stalled_connection(port: int) -> socket.socket:
+def stalled_connection(port: int, request: bytes = BIG) -> socket.socket:
     connection = socket.socket()
     connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: the window stays small
     connection.connect(("127.0.0.1", port))
-    connection.sendall(BIG)
+    connection.sendall(request)
     return connection
 
 
@@ -49,10 +51,11 @@ def probe_seconds(server, path: str) -> float:
 
 
 @pytest.mark.slow
-def test_stalled_downloads_leave_room_for_everyone_else(chain_run):
+@pytest.mark.parametrize("request_line", [BIG, BIG_META], ids=["paths", "trajectory"])
+def test_stalled_downloads_leave_room_for_everyone_else(chain_run, request_line):
     with ServerProcess([chain_run]) as server, PeakMemory(server.process.pid) as peak:
         server.wait_indexed()
-        stalled = [stalled_connection(server.port) for _ in range(STALLED)]
+        stalled = [stalled_connection(server.port, request_line) for _ in range(STALLED)]
         try:
             for connection in stalled:  # every one of them is answered (stalled in its send) or refused
                 connection.settimeout(30)

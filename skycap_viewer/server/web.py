@@ -73,21 +73,19 @@ LONG_ANSWERS_BUSY = {"detail": "too many long answers are being sent at once (cl
 
 @dataclass(frozen=True)
 class Route:
-    """One API path: literal segments and captures, the `Api` method that answers it, and its cache policy.
+    """One API path: literal segments and captures, the `Api` method that answers it, and its policies.
 
     A `per_generation` answer depends only on the index generation and the request target: it carries
-    an ETag (a poll that changed nothing gets 304) and is kept encoded in the server's answer cache."""
+    an ETag (a poll that changed nothing gets 304) and is kept encoded in the server's answer cache.
+    A `record_sized` answer grows with a record or a run (megabytes, more than a socket's buffers take
+    at once, so it holds its connection until the client reads it): it takes one of the long answers'
+    slots (`answer`). Every other answer is small and lands in the buffers. Each route says both, in
+    the one table, so a route added or changed cannot be forgotten by a list kept elsewhere."""
 
     segments: tuple
     answer: str
     per_generation: bool = False
-
-    @property
-    def record_sized(self) -> bool:
-        """Whether its answer grows with a record or a run (megabytes, more than a socket's buffers take
-        at once, so it holds its connection until the client reads it): such answers take one of the
-        long answers' slots (`answer`). Every other answer is small, and lands in the buffers."""
-        return self.answer in RECORD_SIZED
+    record_sized: bool = False
 
     def match(self, segments: list[str]) -> list[str] | None:
         """The captured segments, percent-decoded, when `segments` (as written) is this route's path, else
@@ -104,37 +102,35 @@ class Route:
         return captured
 
 
-RECORD_SIZED = {"export", "paths", "path_row", "path_messages", "path_chat", "graph", "exchanges", "timeline", "forks",
-                "notable", "retokenized", "experts", "snapshot", "lineup", "compare", "node_message", "node_media",
-                "trajectory_mirror"}
 ROUTES = (
     Route(("healthz",), "healthz"),
     Route(("__viewer",), "viewer"),
     Route(("v1", "runs"), "runs", per_generation=True),
     Route(("v1", "trajectories"), "trajectories", per_generation=True),
-    Route(("v1", "trajectories", "export"), "export"),  # before the record of an id: see `Route.match`
-    Route(("v1", "trajectories", CAPTURE), "trajectory"),
-    Route(("v1", "trajectories", CAPTURE, "paths"), "paths"),
-    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "row"), "path_row"),
-    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "messages"), "path_messages"),
-    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "chat"), "path_chat"),
-    Route(("v1", "trajectories", CAPTURE, "graph"), "graph"),
-    Route(("v1", "trajectories", CAPTURE, "exchanges"), "exchanges"),
-    Route(("v1", "trajectories", CAPTURE, "timeline"), "timeline"),
-    Route(("v1", "trajectories", CAPTURE, "forks"), "forks"),
-    Route(("v1", "trajectories", CAPTURE, "notable"), "notable"),
-    Route(("v1", "trajectories", CAPTURE, "retokenized"), "retokenized"),
-    Route(("v1", "trajectories", CAPTURE, "experts"), "experts"),
-    Route(("v1", "trajectories", CAPTURE, "message"), "node_message"),
-    Route(("v1", "trajectories", CAPTURE, "media"), "node_media"),
-    Route(("v1", "trajectories", CAPTURE, "mirror"), "trajectory_mirror"),
-    Route(("v1", "trajectories", CAPTURE, "snapshot"), "snapshot"),
+    # the export before the record of an id: see `Route.match`
+    Route(("v1", "trajectories", "export"), "export", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE), "trajectory", record_sized=True),  # its whole meta and annotations
+    Route(("v1", "trajectories", CAPTURE, "paths"), "paths", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "row"), "path_row", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "messages"), "path_messages", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "chat"), "path_chat", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "graph"), "graph", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "exchanges"), "exchanges", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "timeline"), "timeline", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "forks"), "forks", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "notable"), "notable", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "retokenized"), "retokenized", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "experts"), "experts", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "message"), "node_message", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "media"), "node_media", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "mirror"), "trajectory_mirror", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "snapshot"), "snapshot", record_sized=True),
     Route(("v1", "values"), "values", per_generation=True),
     Route(("v1", "search"), "search"),
     Route(("v1", "groups"), "groups", per_generation=True),
     Route(("v1", "groups", CAPTURE), "group", per_generation=True),
-    Route(("v1", "groups", CAPTURE, "lineup"), "lineup"),
-    Route(("v1", "compare"), "compare"),
+    Route(("v1", "groups", CAPTURE, "lineup"), "lineup", record_sized=True),
+    Route(("v1", "compare"), "compare", record_sized=True),
     # answers over two runs may be kept per generation too: the generation is the whole catalog's
     Route(("v1", "compare", "runs"), "compare_runs", per_generation=True),
     Route(("v1", "lineage"), "lineage", per_generation=True),
