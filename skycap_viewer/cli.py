@@ -14,8 +14,8 @@ from pathlib import Path
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
 from skycap_viewer.catalog.object_store import ObjectStore, is_url
 from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, RemoteCopy
-from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
+from skycap_viewer.printable import safe
 from skycap_viewer.record.document import is_document_name, record_id_of
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, WITHIN, Query

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "skycap_viewer"
-BASE = {"skycap_viewer", "skycap_viewer.errors", "skycap_viewer.flags", "skycap_viewer.wire",
+BASE = {"skycap_viewer", "skycap_viewer.errors", "skycap_viewer.flags", "skycap_viewer.wire", "skycap_viewer.printable",
         "skycap_viewer.page"}
 ENTRY = {"skycap_viewer.cli", "skycap_viewer.__main__"}
 BELOW = {  # layer -> the layers its modules may import (its own included)

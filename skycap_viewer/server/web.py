@@ -26,7 +26,8 @@ from urllib.parse import parse_qs, unquote
 
 from skycap_viewer.errors import ApiError
 from skycap_viewer.page import page_folder
-from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, TOKEN_PARAM, Access, hidden_token
+from skycap_viewer.printable import safe
+from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, Access, offered_token, shown_target
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
 from skycap_viewer.server.connections import (
@@ -403,8 +404,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
         segments = api_segments(raw_path)
         cookie = None
         if segments is None and self.server.access.token is not None:
-            offered = parse_qs(query).get(TOKEN_PARAM)
-            if offered and self.server.access.matches(offered[-1]):  # the printed link: the page, and its cookie
+            if self.server.access.matches(offered_token(query)):  # the printed link: the page, and its cookie
                 cookie = self.server.access.set_cookie(self.server.port)
         if cookie is None and self.token_refused(is_api=segments is not None):
             return
@@ -587,12 +587,17 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def log_access(self, status: int):
         if not self.server.quiet:
             elapsed = (time.monotonic() - self.started) * 1000
-            command, path = getattr(self, "command", None), hidden_token(getattr(self, "path", ""))
+            command = safe(str(getattr(self, "command", None)), one_line=True)
+            path = shown_target(getattr(self, "path", ""), self.server.access.token)
             print(f"{command} {path} {status} {elapsed:.0f}ms", file=sys.stderr, flush=True)
 
     def log_request(self, code="-", size="-"):
         pass  # `log_access` writes one line per request instead
 
     def log_message(self, format, *args):
+        """The standard library's own lines (a bad request line, quoted): escaped, the token hidden."""
         if not self.server.quiet:
-            super().log_message(format, *args)
+            line = format % args
+            if self.server.access.token:
+                line = line.replace(self.server.access.token, "…")
+            print(f"{self.address_string()} - {safe(line, one_line=True)}", file=sys.stderr, flush=True)
