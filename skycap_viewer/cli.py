@@ -169,7 +169,7 @@ def local_copies(args, values: list[str], copies: list, serving: bool = False) -
                           record_id)
         if serving and copy.directory.is_dir():
             copy.synced = False  # listed by its first poll, right away
-        elif not copy.sync():
+        elif not copy.synced_safely():
             if not copy.directory.is_dir():
                 raise UsageError(copy.problem)
             print(f"skycap-viewer: {safe(copy.problem)}; reading the copy made before", file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@ rewritten and deleted in the store are seen; a missing credential and an unreach
 named in one line. `tests/s3_store.py` runs the store (moto's server mode).
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -302,3 +303,85 @@ def test_discovery_over_a_store_is_the_directorys(store, tmp_path):
         server.wait_indexed()
         assert server.get("/__viewer")["roots"] == [url]
         assert server.get("/healthz")["record"] == url
+
+
+LONG = "a" * 250  # a name under NAME_MAX (255) that a prefixed temporary name passes
+HOSTILE_KEYS = {  # an object of the store the copy cannot hold as a file, and why
+    f"hostile/run/{'b' * 250}.json.zst": "over NAME_MAX",
+    f"hostile/run/{LONG}.json.zst": "under NAME_MAX, over it with `.fetching-`",
+    "hostile/run/tr_a.json.zst/tr_z.json.zst": "a folder where a document is",
+    f"hostile/{'c' * 300}/tr_q.json.zst": "a folder name over NAME_MAX",
+}
+
+
+@pytest.mark.slow
+def test_objects_the_copy_cannot_hold_are_named_once_and_the_rest_is_served(store, tmp_path):
+    """The server starts (a traceback and exit 1 before), lists the good records, names what it could not
+    copy in `/v1/runs` `source.problem` and on stderr once; such an object arriving while it runs leaves
+    the poll thread alive: a record added after it is listed too."""
+    local, url = two_records(store, tmp_path, "hostile/run")
+    document = (local / "tr_a.json.zst").read_bytes()
+    for key in list(HOSTILE_KEYS)[:3]:
+        store.put(key, document)
+    url = url.rsplit("/", 1)[0]  # the folder of runs: the long folder name is in it
+    with ServerProcess([url], env={**store.env, "XDG_CACHE_HOME": str(tmp_path / "cache")}) as server:
+        runs = server.wait_indexed()
+        assert {row["id"] for row in server.get("/v1/trajectories?run_id=run&limit=10")["data"]} == {"tr_a", "tr_b"}
+        problem = runs[0]["source"]["problem"]
+        assert problem and "cannot fetch" in problem and "object(s)" in problem, runs
+        store.put(list(HOSTILE_KEYS)[3], document)  # while it runs
+        store.put("hostile/run/tr_c.json.zst", document)
+        wait_for(lambda: "tr_c" in {row["id"] for row in server.get("/v1/trajectories?run_id=run&limit=10")["data"]},
+                 "the record added after the hostile ones", timeout=60)
+        said = server.output()
+        assert "Traceback" not in said, said[-3000:]
+        assert said.count("cannot fetch") <= 2, said[-3000:]  # once at start, once when the fourth is new
+
+
+def planted_copy(store, tmp_path, prefix: str) -> tuple:
+    """Two records at `prefix`, and where the viewer's copy of them lives in a cache under `tmp_path`."""
+    _, url = two_records(store, tmp_path, prefix)
+    cache = tmp_path / "cache"
+    return url, cache, copy_directory(cache, url)
+
+
+def test_a_symlink_planted_in_the_copy_is_never_written_through(store, tmp_path):
+    url, cache, copy = planted_copy(store, tmp_path, "planted/run")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("mine")
+    copy.mkdir(parents=True)
+    for name in ("tr_a.json.zst", ".skycap-viewer-copy.json"):  # the temporary name of each, both spellings
+        digest = hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
+        for planted in (f".fetching-{digest}", f".fetching-{name}"):
+            (copy / planted).symlink_to(outside)
+    RemoteCopy(ObjectStore(url, {"endpoint_url": store.endpoint}), cache).sync()
+    assert outside.read_text() == "mine"
+    assert (copy / "tr_a.json.zst").is_file() and not (copy / "tr_a.json.zst").is_symlink()
+
+
+def test_a_listed_path_out_of_the_copy_is_never_deleted(store, tmp_path):
+    url, cache, copy = planted_copy(store, tmp_path, "listed/run")
+    RemoteCopy(ObjectStore(url, {"endpoint_url": store.endpoint}), cache).sync()
+    outside = tmp_path / "outside.json.zst"
+    outside.write_text("mine")
+    listing = json.loads((copy / ".skycap-viewer-copy.json").read_text())
+    listing["objects"][os.path.relpath(outside, copy)] = [1, "x", None]
+    (copy / ".skycap-viewer-copy.json").write_text(json.dumps(listing))
+    # gone from the store, as the planted entry says: it removes nothing outside
+    RemoteCopy(ObjectStore(url, {"endpoint_url": store.endpoint}), cache).sync()
+    assert outside.read_text() == "mine"
+    run = subprocess.run([sys.executable, "-m", "skycap_viewer", "check", url], capture_output=True, timeout=120,
+                         env={**os.environ, **store.env, "XDG_CACHE_HOME": str(cache.parent / "check-cache")})
+    assert outside.read_text() == "mine", run.stderr[-500:]
+
+
+def test_a_copy_folder_that_is_a_symlink_receives_nothing(store, tmp_path):
+    url, cache, copy = planted_copy(store, tmp_path, "linked/run")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    copy.parent.mkdir(parents=True)
+    copy.symlink_to(elsewhere)
+    remote = RemoteCopy(ObjectStore(url, {"endpoint_url": store.endpoint}), cache)
+    remote.sync()
+    assert list(elsewhere.iterdir()) == []
+    assert remote.problem and "not a folder of the viewer's copy" in remote.problem
