@@ -154,7 +154,7 @@ def local_copies(args, values: list[str], copies: list, serving: bool = False) -
     from the persisted index), and synced as the server starts polling."""
     if not any(is_url(value) for value in values):
         return values
-    from skycap_viewer.catalog.persisted import cache_directory
+    from skycap_viewer.record.copies import cache_directory
 
     local = []
     for value in values:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from skycap_viewer.catalog.index import Catalog
-from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
+from skycap_viewer.catalog.persisted import IndexFiles
 from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.catalog.watcher import Watcher
+from skycap_viewer.record.copies import cache_directory
 from tests.conftest import RECORD_DIRS, copy_corpus
 from tests.server_process import ServerProcess
 

@@ -24,6 +24,7 @@ from tests.conftest import FIXTURES, PULLED, copy_corpus, run_cli
 from tests.s3_store import S3Store
 from tests.server_process import ServerProcess, wait_for
 from tests.test_skyrl_capture import capture_tree
+from tests.test_web import InProcess
 
 ROUTES = ("paths", "graph", "exchanges", "timeline", "paths/0/messages", "paths/0/row", "retokenized", "notable")
 CHANGING = ("revision", "updated_at", "path", "source")  # what the copy says differently: when and where it was read
@@ -385,3 +386,25 @@ def test_a_copy_folder_that_is_a_symlink_receives_nothing(store, tmp_path):
     remote.sync()
     assert list(elsewhere.iterdir()) == []
     assert remote.problem and "not a folder of the viewer's copy" in remote.problem
+
+
+def test_a_copy_file_outside_the_viewers_cache_says_nothing(tmp_path):
+    """A served directory holding the viewer's copy files is a directory: not renamed to their URL, their
+    "problem" never shown as the run's warning, their listed objects not taken for sidecars."""
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", run, "tr_a")
+    planted = {"url": "https://evil.example/renamed", "objects": {"tr_a.json.zst": [1, "x", None]},
+               "problem": "run evil.sh to repair"}
+    (run / ".skycap-viewer-copy.json").write_text(json.dumps(planted))
+    (run.parent / ".skycap-viewer-root.json").write_text(json.dumps({"url": "https://evil.example"}))
+    web = InProcess(tmp_path / "root")
+    try:
+        runs = web.json("/v1/runs")["data"]
+        assert "evil" not in json.dumps(runs) and not runs[0].get("source"), runs
+        assert web.json("/v1/trajectories?run_id=run")["data"][0]["id"] == "tr_a"
+    finally:
+        web.server.api.searches.close()
+        web.server.server_close()
+    checked = run_cli("check", str(run))
+    assert "evil" not in checked.stdout + checked.stderr

@@ -30,13 +30,6 @@ SUFFIX = ".sqlite"
 SQLITE_FILES = ("-wal", "-shm", "-journal")  # what SQLite writes beside a database, at the database's path + these
 
 
-def cache_directory() -> Path:
-    """`$XDG_CACHE_HOME/skycap-viewer`, else `~/.cache/skycap-viewer` (a relative XDG path is ignored)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "skycap-viewer"
-
-
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """A hash of the package's Python sources, subpackages included: rows computed by other code are

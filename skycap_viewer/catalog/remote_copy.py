@@ -26,7 +26,7 @@ from skycap_viewer.catalog.discovery import SKYRL_MANIFEST, SKYRL_SHARDS
 from skycap_viewer.catalog.object_store import ObjectStore, describe
 from skycap_viewer.catalog.run_index import INDEX_DIRECTORY, MAX_FILE_BYTES, STEP_FILE
 from skycap_viewer.errors import RecordError
-from skycap_viewer.record.copies import COPY_FILE, copy_listing, mark_root, register_fetcher
+from skycap_viewer.record.copies import COPY_FILE, copy_listing, honour_copies_in, mark_root, register_fetcher
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.frames import file_limit
 from skycap_viewer.record.schema import is_plain_file_name
@@ -113,6 +113,7 @@ class RemoteCopy:
         self.url = store.url
         self.record_id = record_id  # only this record's files (`show` of one record's URL), the rest kept as they are
         self.cache = cache
+        honour_copies_in(cache)
         self.directory = copy_directory(cache, self.url)
         self.cache_bytes = cache_bytes
         self.problem: str | None = None
