@@ -13,15 +13,16 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
-from skycap_viewer.catalog.object_store import ObjectStore
+from skycap_viewer.catalog.object_store import ATTEMPTS, ObjectStore
 from skycap_viewer.catalog.remote_copy import RemoteCopy, copy_directory
 from skycap_viewer.record.copies import ensure_local
 from tests.badrecords import copy_record, encode_document, load_document
 from tests.conftest import FIXTURES, PULLED, copy_corpus, run_cli
-from tests.s3_store import S3Store
+from tests.s3_store import S3Store, ThrottlingStore
 from tests.server_process import ServerProcess, wait_for
 from tests.test_skyrl_capture import capture_tree
 from tests.test_web import InProcess
@@ -408,3 +409,26 @@ def test_a_copy_file_outside_the_viewers_cache_says_nothing(tmp_path):
         web.server.server_close()
     checked = run_cli("check", str(run))
     assert "evil" not in checked.stdout + checked.stderr
+
+
+@pytest.mark.slow
+def test_a_throttling_store_is_tried_within_one_budget_and_the_open_answers(store, tmp_path):
+    """Every GET of a rollout's sidecars answered `503 SlowDown`: opening it makes at most `ATTEMPTS` GETs a
+    sidecar (the viewer's tries are the only ones: 400 GETs, 327 s when s3fs and botocore retried too)
+    and answers with the rollout from its messages and the store's error."""
+    _, url = two_records(store, tmp_path, "throttled/run")
+    hostile = ThrottlingStore(store.endpoint, (".tokens.zst", ".experts.zst", ".sampling_mask.zst"))
+    try:
+        env = {**store.env, "AWS_ENDPOINT_URL": hostile.endpoint, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        with ServerProcess([url], env=env) as server:
+            server.wait_indexed()
+            started = time.monotonic()
+            paths = server.get("/v1/trajectories/tr_a/paths")
+            opened_in = time.monotonic() - started
+            assert paths["text_only"] == "tokens-unreadable" and "reduce your request rate" in paths["tokens_error"]
+            assert "Traceback" not in server.output()
+        sidecars = 3
+        assert 0 < hostile.throttled_gets <= sidecars * ATTEMPTS, hostile.throttled_gets
+        print(f"opened under a throttling store in {opened_in:.1f} s, {hostile.throttled_gets} GETs refused")
+    finally:
+        hostile.stop()

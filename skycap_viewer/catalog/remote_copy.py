@@ -38,6 +38,7 @@ POLL_SECONDS = 5.0  # between listings, at least
 POLL_SHARE = 10  # ... and at least this many times what the last listing took: a huge prefix is listed less often
 MOST_SECONDS = 120.0  # between listings, at most, however slow, and between tries when the store fails
 DEFAULT_CACHE_BYTES = 4 * 2**30  # of fetched sidecars
+FAILED_FETCH_SECONDS = 10.0  # a sidecar whose fetch failed answers that error this long, the store not asked again
 
 
 def copy_directory(cache: Path, url: str) -> Path:
@@ -122,6 +123,7 @@ class RemoteCopy:
         self.guard = threading.Lock()  # over `fetching` and `fetched_bytes`
         self.fetching: dict[Path, threading.Lock] = {}  # one fetch of a sidecar at a time, others in parallel
         self.fetched_bytes: int | None = None  # of the sidecars on disk, counted at the first fetch
+        self.failed: dict[Path, tuple[float, str]] = {}  # sidecar -> (when its fetch failed, why)
         self.stopped = threading.Event()
         self.polling = False
         self.synced = True  # False: an earlier session's copy, not listed yet (its first poll is at once)
@@ -342,14 +344,20 @@ class RemoteCopy:
         with lock:
             if os.path.lexists(local / base):
                 return
+            failed = self.failed.get(local / base)
+            if failed is not None and time.monotonic() - failed[0] < FAILED_FETCH_SECONDS:
+                raise RecordError(local / base, failed[1])  # the store said so a moment ago: not asked again
             try:
                 data = self.store.get(name)
+                self.write_file(local / base, data, written=written)
             except Exception as error:  # noqa: BLE001 - a store's client raises its own kinds
-                raise RecordError(local / base, f"cannot fetch {self.store.child_url(name)}: {describe(error)}") \
-                    from None
-            self.write_file(local / base, data, written=written)
+                why = f"cannot fetch {self.store.child_url(name)}: {describe(error)}"
+                with self.guard:
+                    self.failed[local / base] = (time.monotonic(), why)
+                raise RecordError(local / base, why) from None
         with self.guard:
             self.fetching.pop(local / base, None)
+            self.failed.pop(local / base, None)
             if self.fetched_bytes is None:
                 self.fetched_bytes = sum(size for _, size, _ in self.fetched_sidecars())
             else:
