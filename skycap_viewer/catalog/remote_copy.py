@@ -17,7 +17,6 @@ on the copy (each run's `/v1/runs` entry says it), and the rows already indexed 
 import hashlib
 import json
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from skycap_viewer.catalog.discovery import SKYRL_MANIFEST, SKYRL_SHARDS
 from skycap_viewer.catalog.object_store import ObjectStore, describe
 from skycap_viewer.catalog.run_index import INDEX_DIRECTORY, MAX_FILE_BYTES, STEP_FILE
 from skycap_viewer.errors import RecordError
+from skycap_viewer.printable import say
 from skycap_viewer.record.copies import COPY_FILE, copy_listing, honour_copies_in, mark_root, register_fetcher
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.frames import file_limit
@@ -184,7 +184,7 @@ class RemoteCopy:
                                  f"{self.store.child_url(failures[0][0])}: {describe(failures[0][1])}")
             elif self.problem is not None:
                 if self.polling:
-                    print(f"skycap-viewer: {self.url}: listed again", file=sys.stderr, flush=True)
+                    say(f"skycap-viewer: {self.url}: listed again")
                 self.problem = None
                 self.write_problems()
             return True
@@ -324,7 +324,7 @@ class RemoteCopy:
         """Keep `problem` on the copy; while polling, also say it on stderr when it is new."""
         if problem != self.problem:
             if self.polling:
-                print(f"skycap-viewer: {problem}; trying again", file=sys.stderr, flush=True)
+                say(f"skycap-viewer: {problem}; trying again")
             self.problem = problem
             self.write_problems()
 

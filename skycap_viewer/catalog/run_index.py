@@ -23,12 +23,12 @@ file again only when its (size, mtime) changed.
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 
 from skycap_viewer.catalog.blobs import squeezed, unsqueezed
 from skycap_viewer.catalog.rows import bounded_mapping, cut_marker
 from skycap_viewer.flags import ordered, row_flags
+from skycap_viewer.printable import say
 from skycap_viewer.record.document import containers_past
 from skycap_viewer.wire import encodable, encode_json
 
@@ -206,12 +206,12 @@ def short(value) -> str:
 def say_ignored(directory, name: str, problem: str):
     """The one line that names a damaged index file."""
     path = os.path.join(directory, *name.split("/"))
-    print(f"skycap-viewer: {path}: run index file ignored: {problem}", file=sys.stderr, flush=True)
+    say(f"skycap-viewer: {path}: run index file ignored: {problem}")
 
 
 def say_left_out(directory, why: str):
     """The one line that says index files were left out."""
-    print(f"skycap-viewer: {os.path.join(directory, INDEX_DIRECTORY)}: {why}", file=sys.stderr, flush=True)
+    say(f"skycap-viewer: {os.path.join(directory, INDEX_DIRECTORY)}: {why}")
 
 
 # -- applying it to the records' rows ---------------------------------------------------------------

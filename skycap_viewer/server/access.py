@@ -23,8 +23,6 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlencode
 
-from skycap_viewer.printable import safe
-
 TOKEN_PARAM = "token"
 TOKEN_ENVIRONMENT = "SKYCAP_VIEWER_TOKEN"
 TOKEN_LIKE_KEY = re.compile(r"tok|tkn|oken|auth")  # in a query key's letters: its value is not logged
@@ -68,10 +66,9 @@ def token_like(key: str) -> bool:
 
 
 def shown_target(target: str, token: str | None) -> str:
-    """A request target as the access log shows it: the value of every token-like key (`token_like`,
-    however it is spelled) as `…`, the token itself as `…` wherever else it is written (decoded or
-    not), and every control character escaped (`printable.safe`): a client's target, unread by any
-    check yet, must neither show a secret nor drive the operator's terminal."""
+    """A request target as the access log shows it (escaped then by `printable.say`, as every line the
+    server writes): the value of every token-like key (`token_like`, however it is spelled) as `…`, and
+    the token itself as `…` wherever else it is written, decoded or not."""
     path, mark, query = target.partition("?")
     pieces = []
     if mark:
@@ -86,7 +83,7 @@ def shown_target(target: str, token: str | None) -> str:
         shown = shown.replace(token, HIDDEN)
         if token in unquote(shown):  # written with escapes (`%61`): the target is shown decoded, it hidden
             shown = unquote(shown).replace(token, HIDDEN)
-    return safe(shown, one_line=True)
+    return shown
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, unquote
 
 from skycap_viewer.errors import ApiError
 from skycap_viewer.page import page_folder
-from skycap_viewer.printable import safe
+from skycap_viewer.printable import say
 from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, Access, offered_token, shown_target
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
@@ -270,7 +270,7 @@ class ViewerServer(ThreadingHTTPServer):
         if isinstance(error, (ConnectionError, TimeoutError)):
             return  # the client went away; nothing to tell anyone
         if not self.quiet:
-            print(f"skycap-viewer: request failed: {type(error).__name__}: {error}", file=sys.stderr)
+            say(f"skycap-viewer: request failed: {type(error).__name__}: {error}")
 
 
 class ViewerHandler(BaseHTTPRequestHandler):
@@ -587,9 +587,9 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def log_access(self, status: int):
         if not self.server.quiet:
             elapsed = (time.monotonic() - self.started) * 1000
-            command = safe(str(getattr(self, "command", None)), one_line=True)
-            path = shown_target(getattr(self, "path", ""), self.server.access.token)
-            print(f"{command} {path} {status} {elapsed:.0f}ms", file=sys.stderr, flush=True)
+            command, path = getattr(self, "command", None), shown_target(getattr(self, "path", ""),
+                                                                          self.server.access.token)
+            say(f"{command} {path} {status} {elapsed:.0f}ms")
 
     def log_request(self, code="-", size="-"):
         pass  # `log_access` writes one line per request instead
@@ -600,4 +600,4 @@ class ViewerHandler(BaseHTTPRequestHandler):
             line = format % args
             if self.server.access.token:
                 line = line.replace(self.server.access.token, "…")
-            print(f"{self.address_string()} - {safe(line, one_line=True)}", file=sys.stderr, flush=True)
+            say(f"{self.address_string()} - {line}")
