@@ -3,6 +3,7 @@ and in `meta` leaves the record readable on every route and in every command, wh
 valid UTF-8 (the escape written where UTF-8 has no form)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -113,3 +114,21 @@ def test_a_lone_surrogate_in_a_listed_field_is_its_record_shown_replaced_never_t
     finally:
         web.server.api.searches.close()
         web.server.server_close()
+
+
+def test_a_file_name_that_is_not_utf8_is_named_and_the_rest_of_its_run_is_listed(tmp_path, capsys):
+    """Its name has no UTF-8 form (lone surrogates once decoded), so no row of it can be stored: it is
+    named once on stderr, and the run's other records are indexed, not "indexing" forever."""
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    copy_record(FIXTURES / "spec", "tr_text", run)
+    os.link(run / "tr_text.json.zst", os.fsencode(run) + b"/bad\xff.json.zst")
+    web = InProcess(tmp_path / "root")
+    try:
+        assert [run["indexing"] for run in web.json("/v1/runs")["data"]] == [False]
+        assert [row["id"] for row in web.json("/v1/trajectories?run_id=run")["data"]] == ["tr_text"]
+    finally:
+        web.server.api.searches.close()
+        web.server.server_close()
+    said = capsys.readouterr().err
+    assert said.count("bad\\udcff.json.zst: skipped: its file name is not UTF-8") == 1, said
