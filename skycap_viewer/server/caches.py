@@ -144,6 +144,7 @@ class DocumentCache:
                 entry = self.cached(key)  # read by the request this one waited for
                 if entry is not None:
                     return entry
+                self.drop_oversized()
                 document, size = read_document_sized(path)
                 if self.version(path) == key:  # not replaced while being read: the version the key names
                     self.keep(key, document, size)
@@ -151,6 +152,14 @@ class DocumentCache:
             finally:
                 with self.lock:
                     self.reading.pop(key, None)
+
+    def drop_oversized(self):
+        """Let go of a kept document heavier than the budget alone (kept as the last read) before reading
+        another: else both are held while the new one is parsed, twice the heaviest record."""
+        with self.lock:
+            if self.size > self.max_bytes:
+                self.entries.clear()
+                self.size = 0
 
     def keep(self, key: tuple, document: dict, size: int):
         with self.lock:
@@ -189,6 +198,8 @@ class ViewCache:
         with self.lock:
             slot = self.entries.get(key)
             if slot is None:
+                if sum(other[2] for other in self.entries.values()) > self.max_weight:
+                    self.entries.clear()  # one heavier than the budget alone: not held while another is made
                 slot = self.entries[key] = [threading.Lock(), None, 0]
                 while len(self.entries) > self.size:
                     self.entries.popitem(last=False)
