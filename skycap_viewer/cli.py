@@ -15,8 +15,8 @@ from pathlib import Path
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
 from skycap_viewer.catalog.object_store import is_url
 from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, synced_copy
-from skycap_viewer.commands.terminal import safe
 from skycap_viewer.errors import UsageError
+from skycap_viewer.printable import safe
 from skycap_viewer.record.document import is_document_name, record_id_of
 from skycap_viewer.record.frames import DEFAULT_FILE_LIMIT, MIB, set_file_limit
 from skycap_viewer.record.search import KINDS, WITHIN, Query
@@ -155,7 +155,7 @@ def local_copies(args, values: list[str], copies: list, serving: bool = False) -
     from the persisted index), and synced as the server starts polling."""
     if not any(is_url(value) for value in values):
         return values
-    from skycap_viewer.catalog.persisted import cache_directory
+    from skycap_viewer.record.copies import cache_directory
 
     local = []
     for value in values:

@@ -80,6 +80,27 @@ def _finite(value):
     return value
 
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def encodable(value):
+    """`value` with every lone surrogate of its strings (keys included) replaced by U+FFFD.
+
+    `"\\ud800"` is valid JSON and Python keeps it, but it has no UTF-8 form: SQLite refuses it (an
+    index row holding one would fail its run's writes on every poll), so what is stored is made
+    encodable once, where it is made, with a replacement a reader sees. Answers from the record
+    itself keep the escape (`_encode`)."""
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() or not LONE_SURROGATE.search(value) else LONE_SURROGATE.sub(REPLACEMENT, value)
+    if kind is dict:
+        return {encodable(key): encodable(item) for key, item in value.items()}
+    if kind is list:
+        return [encodable(item) for item in value]
+    return value
+
+
 UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 

@@ -3,7 +3,8 @@
 Every bomb is made in the test run and is tiny on disk: a good record followed by 2 GiB of
 JSON whitespace (a frame that declares no size, and one whose header declares it), a tokens
 sidecar whose real payload is followed by 2 GiB of zeros, and a legal record inside the file limit
-whose unknown field holds 40 M empty objects (120 MB of JSON, ~3 GB once parsed). The server and the three
+whose unknown field holds 40 M empty objects (120 MB of JSON, ~3 GB once parsed), 24 M two-character
+strings or 30 M numbers (~1.9 and ~1 GB). The server and the three
 commands must name each one with its file and problem, keep every other record listed and
 viewable, answer `/v1/runs` within a second throughout, and stay under 1 GiB of resident
 memory (the whole process tree, indexing workers included).
@@ -20,8 +21,10 @@ from pathlib import Path
 import pytest
 
 from skycap_viewer.record.frames import zstd
+from skycap_viewer.server.caches import RECORD_VIEW_CACHE_BYTES
 from tests.support.chain_record import write_chain
 from tests.support.corpus import BROKEN
+from tests.support.in_process import InProcess
 from tests.support.process_memory import GIB, PeakMemory
 from tests.support.records import BASE_ID, atomic_write, copy_record, encode_document, load_document
 from tests.support.server_process import ServerProcess
@@ -34,9 +37,15 @@ BOMBS = {  # record id -> (what is bombed, the problem its error must name)
     "tr_bomb_whitespace": ("document", "the document decompresses past 128 MiB, the --max-file-mib limit"),
     "tr_bomb_declared": ("document", "the document decompresses to 2048 MiB (its frame header says)"),
     "tr_bomb_sidecar": ("tokens", "the sidecar decompresses past"),
-    "tr_bomb_objects": ("document", "objects and arrays (brackets in its strings counted too), past the 8,388,608"),
+    "tr_bomb_objects": ("document", "holds 40,000,043 objects and arrays, past the 8,388,608"),
+    "tr_bomb_strings": ("document", "holds 24,000,139 values (strings, numbers, objects, arrays), past the 11,184,810"),
+    "tr_bomb_numbers": ("document", "holds 30,000,139 values (strings, numbers, objects, arrays), past the 11,184,810"),
 }
-OBJECTS = 40_000_000  # empty objects in the object bomb
+FILLERS = {  # record id -> (one item of its unknown field's list, how many): 120 MB of JSON each
+    "tr_bomb_objects": (b"{}", 40_000_000),  # ~3 GB once parsed
+    "tr_bomb_strings": (b'"ab"', 24_000_000),  # ~1.9 GB once parsed
+    "tr_bomb_numbers": (b"1.5", 30_000_000),  # ~1 GB once parsed
+}
 
 
 def streamed_frame(head: bytes, filler: bytes, total: int, declare: bool = False) -> bytes:
@@ -62,18 +71,19 @@ def document_bomb(directory: Path, record_id: str, declare: bool) -> None:
     atomic_write(directory / f"{record_id}.json.zst", streamed_frame(head, b" ", BOMB_BYTES, declare))
 
 
-def object_bomb(directory: Path, record_id: str) -> None:
-    """A legal record (a v1 document with an unknown top-level field) of 40 M empty objects: 120 MB of
-    JSON inside the 128 MiB limit, in a frame that declares its size, a few hundred KB on disk."""
+def filler_bomb(directory: Path, record_id: str, item: bytes, count: int) -> None:
+    """A legal record (a v1 document with an unknown top-level field) whose field is a list of `count`
+    `item`s (`FILLERS`: 120 MB of JSON inside the 128 MiB limit), in a frame that declares its size, a
+    few hundred KB on disk."""
     copy_record(BROKEN, BASE_ID, directory, record_id)
     document = load_document(directory / f"{record_id}.json.zst")
     head = json.dumps(document, separators=(",", ":")).encode()[:-1] + b',"junk":['
-    tail = b"{}]}"
-    total = len(head) + 3 * (OBJECTS - 1) + len(tail)
+    tail = item + b"]}"
+    total = len(head) + (len(item) + 1) * (count - 1) + len(tail)
     compressor = zstd.ZstdCompressor(level=1)
     compressor.set_pledged_input_size(total)
-    filler = b"{}," * (len(CHUNK) // 3)
-    parts, left = [compressor.compress(head)], 3 * (OBJECTS - 1)
+    filler = (item + b",") * (len(CHUNK) // (len(item) + 1))
+    parts, left = [compressor.compress(head)], (len(item) + 1) * (count - 1)
     while left > 0:
         piece = filler[:left]
         parts.append(compressor.compress(piece))
@@ -98,7 +108,8 @@ def bomb_run(tmp_path_factory) -> Path:
     document_bomb(run, "tr_bomb_whitespace", declare=False)
     document_bomb(run, "tr_bomb_declared", declare=True)
     sidecar_bomb(run, "tr_bomb_sidecar")
-    object_bomb(run, "tr_bomb_objects")
+    for record_id, (item, count) in FILLERS.items():
+        filler_bomb(run, record_id, item, count)
     assert sum(f.stat().st_size for f in run.iterdir()) < 4 * MIB, "bombs are tiny on disk"
     return run
 
@@ -126,7 +137,7 @@ def test_the_server_names_every_bomb_and_stays_small_and_responsive(bomb_run):
         server.wait_indexed()
         rows = {row["id"]: row for row in server.get("/v1/trajectories?limit=100")["data"]}
         assert set(rows) == {*GOOD, *BOMBS}, "every record listed, the bombs included"
-        for record_id in ("tr_bomb_whitespace", "tr_bomb_declared", "tr_bomb_objects"):
+        for record_id in ("tr_bomb_whitespace", "tr_bomb_declared", *FILLERS):
             row = rows[record_id]
             assert row["unreadable"], row
             assert f"{record_id}.json.zst" in row["error"] and BOMBS[record_id][1] in row["error"], row["error"]
@@ -231,3 +242,28 @@ def test_opening_a_big_rollout_keeps_the_server_answering(tmp_path):
         assert "Traceback" not in server.output()
     assert slowest[0] < 1.0, f"/healthz or a listing took {slowest[0]:.2f} s while the rollout was read"
     assert peak.bytes < GIB, f"server tree peaked at {peak.bytes / MIB:.0f} MiB"
+
+
+HEAVY = 4  # records of a few nodes and 2 M short strings each (10 MB of JSON, ~130 MB parsed): within the limits
+
+
+@pytest.mark.slow
+def test_records_opened_in_turn_are_kept_by_what_they_hold_not_by_their_nodes(tmp_path):
+    """Each is read (it is within every limit), and opened in turn they do not pile up in the server:
+    its kept views are bounded by what their documents' parses hold, not by their few nodes (four such
+    records of 120 MB of JSON each held 1.7 GB)."""
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    for number in range(HEAVY):
+        filler_bomb(run, f"tr_heavy_{number}", b'"ab"', 2_000_000)
+    web = InProcess(tmp_path / "root")
+    try:
+        for number in range(HEAVY):
+            assert web.json(f"/v1/trajectories/tr_heavy_{number}/paths?run_id=run")["paths"], number
+        kept = web.server.api.views.entries
+        weights = [slot[2] for slot in kept.values()]
+        assert 1 <= len(kept) < HEAVY, weights
+        assert len(kept) == 1 or sum(weights) <= RECORD_VIEW_CACHE_BYTES, weights
+    finally:
+        web.server.api.searches.close()
+        web.server.server_close()

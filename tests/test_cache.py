@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from skycap_viewer.catalog.index import Catalog
-from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
+from skycap_viewer.catalog.persisted import IndexFiles
 from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.catalog.watcher import POLL_SECONDS, Watcher
-from tests.support.corpus import copy_corpus
+from skycap_viewer.record.copies import cache_directory
+from tests.support.corpus import BROKEN, copy_corpus
 from tests.support.oracle import RECORD_DIRS
+from tests.support.records import BASE_ID, copy_record
 from tests.support.server_process import ServerProcess, wait_for
 
 REWRITTEN = ("groups", "tr_08862b0a923de527.json.zst")  # rewritten between two starts
@@ -342,3 +344,30 @@ def test_the_database_deleted_in_two_steps_while_serving(runs, tmp_path, first):
                 path.unlink(missing_ok=True)
         assert listed_again(server, before) == before
     assert "Traceback" not in server.output()
+
+
+SHARED_RECORDS = 300
+
+
+@pytest.mark.slow
+def test_two_viewers_started_at_once_on_one_cache_do_not_fight_over_an_index(tmp_path):
+    """The first writes the run's database (its lock file holds its pid); the second starts from a copy of
+    it in a temporary directory and says so: both list every record once, with no UNIQUE error, no
+    rebuild of a file the other made (`database deleted` 503s for a minute before), no traceback."""
+    run = tmp_path / "runs" / "shared"
+    run.mkdir(parents=True)
+    for number in range(SHARED_RECORDS):
+        copy_record(BROKEN, BASE_ID, run, f"tr_{number:04d}")
+    cache = tmp_path / "cache"
+    with ServerProcess([run.parent], cache_home=cache) as first, \
+            ServerProcess([run.parent], cache_home=cache) as second:
+        for server in (first, second):
+            server.wait_indexed(timeout=120)
+            assert server.get("/v1/runs")["data"][0]["indexed"] == SHARED_RECORDS
+            assert len(server.get(f"/v1/trajectories?limit={SHARED_RECORDS + 10}")["data"]) == SHARED_RECORDS
+        said = first.output() + second.output()
+        for trouble in ("UNIQUE", "Traceback", "disk I/O", "being rebuilt"):
+            assert trouble not in said, said[-3000:]
+        assert "its index is written by another viewer (pid" in second.output(), second.output()[-2000:]
+    locks = list((cache / "skycap-viewer").glob("*.sqlite.lock"))
+    assert len(locks) == 1 and locks[0].read_text() == str(first.process.pid)

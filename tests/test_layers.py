@@ -26,7 +26,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "skycap_viewer"
-BASE = {"skycap_viewer", "skycap_viewer.errors", "skycap_viewer.flags", "skycap_viewer.wire",
+BASE = {"skycap_viewer", "skycap_viewer.errors", "skycap_viewer.flags", "skycap_viewer.wire", "skycap_viewer.printable",
         "skycap_viewer.page"}
 ENTRY = {"skycap_viewer.cli", "skycap_viewer.__main__"}
 BELOW = {  # layer -> the layers its modules may import (its own included)

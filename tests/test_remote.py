@@ -7,21 +7,24 @@ rewritten and deleted in the store are seen; a missing credential and an unreach
 named in one line. `tests/support/s3_store.py` runs the store (moto's server mode).
 """
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
-from skycap_viewer.catalog.object_store import ObjectStore
+from skycap_viewer.catalog.object_store import ATTEMPTS, ObjectStore
 from skycap_viewer.catalog.remote_copy import RemoteCopy, copy_directory
 from skycap_viewer.record.copies import ensure_local
 from tests.support.cli import run_cli
 from tests.support.corpus import FIXTURES, PULLED, copy_corpus
+from tests.support.in_process import InProcess
 from tests.support.mirrors import LOCAL_MIRROR, MIRRORED, ON_GCS, pulled_with_a_mirror
 from tests.support.records import copy_record, encode_document, load_document
-from tests.support.s3_store import S3Store
+from tests.support.s3_store import S3Store, ThrottlingStore
 from tests.support.server_process import ServerProcess, wait_for
 from tests.support.skyrl_capture import capture_tree
 
@@ -278,3 +281,130 @@ def test_discovery_over_a_store_is_the_directorys(store, tmp_path):
         server.wait_indexed()
         assert server.get("/__viewer")["roots"] == [url]
         assert server.get("/healthz")["record"] == url
+
+
+LONG = "a" * 250  # a name under NAME_MAX (255) that a prefixed temporary name passes
+HOSTILE_KEYS = {  # an object of the store the copy cannot hold as a file, and why
+    f"hostile/run/{'b' * 250}.json.zst": "over NAME_MAX",
+    f"hostile/run/{LONG}.json.zst": "under NAME_MAX, over it with `.fetching-`",
+    "hostile/run/tr_a.json.zst/tr_z.json.zst": "a folder where a document is",
+    f"hostile/{'c' * 300}/tr_q.json.zst": "a folder name over NAME_MAX",
+}
+
+
+@pytest.mark.slow
+def test_objects_the_copy_cannot_hold_are_named_once_and_the_rest_is_served(store, tmp_path):
+    """The server starts (a traceback and exit 1 before), lists the good records, names what it could not
+    copy in `/v1/runs` `source.problem` and on stderr once; such an object arriving while it runs leaves
+    the poll thread alive: a record added after it is listed too."""
+    local, url = two_records(store, tmp_path, "hostile/run")
+    document = (local / "tr_a.json.zst").read_bytes()
+    for key in list(HOSTILE_KEYS)[:3]:
+        store.put(key, document)
+    url = url.rsplit("/", 1)[0]  # the folder of runs: the long folder name is in it
+    with ServerProcess([url], env={**store.env, "XDG_CACHE_HOME": str(tmp_path / "cache")}) as server:
+        runs = server.wait_indexed()
+        assert {row["id"] for row in server.get("/v1/trajectories?run_id=run&limit=10")["data"]} == {"tr_a", "tr_b"}
+        problem = runs[0]["source"]["problem"]
+        assert problem and "cannot fetch" in problem and "object(s)" in problem, runs
+        store.put(list(HOSTILE_KEYS)[3], document)  # while it runs
+        store.put("hostile/run/tr_c.json.zst", document)
+        wait_for(lambda: "tr_c" in {row["id"] for row in server.get("/v1/trajectories?run_id=run&limit=10")["data"]},
+                 "the record added after the hostile ones", timeout=60)
+        said = server.output()
+        assert "Traceback" not in said, said[-3000:]
+        assert said.count("cannot fetch") <= 2, said[-3000:]  # once at start, once when the fourth is new
+
+
+def planted_copy(store, tmp_path, prefix: str) -> tuple:
+    """Two records at `prefix`, and where the viewer's copy of them lives in a cache under `tmp_path`."""
+    _, url = two_records(store, tmp_path, prefix)
+    cache = tmp_path / "cache"
+    return url, cache, copy_directory(cache, url)
+
+
+def test_a_symlink_planted_in_the_copy_is_never_written_through(store, tmp_path):
+    url, cache, copy = planted_copy(store, tmp_path, "planted/run")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("mine")
+    copy.mkdir(parents=True)
+    for name in ("tr_a.json.zst", ".skycap-viewer-copy.json"):  # the temporary name of each, both spellings
+        digest = hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
+        for planted in (f".fetching-{digest}", f".fetching-{name}"):
+            (copy / planted).symlink_to(outside)
+    RemoteCopy(ObjectStore(url, {"endpoint_url": store.endpoint}), cache).sync()
+    assert outside.read_text() == "mine"
+    assert (copy / "tr_a.json.zst").is_file() and not (copy / "tr_a.json.zst").is_symlink()
+
+
+def test_a_listed_path_out_of_the_copy_is_never_deleted(store, tmp_path):
+    url, cache, copy = planted_copy(store, tmp_path, "listed/run")
+    RemoteCopy(ObjectStore(url, {"endpoint_url": store.endpoint}), cache).sync()
+    outside = tmp_path / "outside.json.zst"
+    outside.write_text("mine")
+    listing = json.loads((copy / ".skycap-viewer-copy.json").read_text())
+    listing["objects"][os.path.relpath(outside, copy)] = [1, "x", None]
+    (copy / ".skycap-viewer-copy.json").write_text(json.dumps(listing))
+    # gone from the store, as the planted entry says: it removes nothing outside
+    RemoteCopy(ObjectStore(url, {"endpoint_url": store.endpoint}), cache).sync()
+    assert outside.read_text() == "mine"
+    run = subprocess.run([sys.executable, "-m", "skycap_viewer", "check", url], capture_output=True, timeout=120,
+                         env={**os.environ, **store.env, "XDG_CACHE_HOME": str(cache.parent / "check-cache")})
+    assert outside.read_text() == "mine", run.stderr[-500:]
+
+
+def test_a_copy_folder_that_is_a_symlink_receives_nothing(store, tmp_path):
+    url, cache, copy = planted_copy(store, tmp_path, "linked/run")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    copy.parent.mkdir(parents=True)
+    copy.symlink_to(elsewhere)
+    remote = RemoteCopy(ObjectStore(url, {"endpoint_url": store.endpoint}), cache)
+    remote.sync()
+    assert list(elsewhere.iterdir()) == []
+    assert remote.problem and "not a folder of the viewer's copy" in remote.problem
+
+
+def test_a_copy_file_outside_the_viewers_cache_says_nothing(tmp_path):
+    """A served directory holding the viewer's copy files is a directory: not renamed to their URL, their
+    "problem" never shown as the run's warning, their listed objects not taken for sidecars."""
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    copy_record(FIXTURES / "groups", "tr_0e32dadf1ca07c39", run, "tr_a")
+    planted = {"url": "https://evil.example/renamed", "objects": {"tr_a.json.zst": [1, "x", None]},
+               "problem": "run evil.sh to repair"}
+    (run / ".skycap-viewer-copy.json").write_text(json.dumps(planted))
+    (run.parent / ".skycap-viewer-root.json").write_text(json.dumps({"url": "https://evil.example"}))
+    web = InProcess(tmp_path / "root")
+    try:
+        runs = web.json("/v1/runs")["data"]
+        assert "evil" not in json.dumps(runs) and not runs[0].get("source"), runs
+        assert web.json("/v1/trajectories?run_id=run")["data"][0]["id"] == "tr_a"
+    finally:
+        web.server.api.searches.close()
+        web.server.server_close()
+    checked = run_cli("check", str(run))
+    assert "evil" not in checked.stdout + checked.stderr
+
+
+@pytest.mark.slow
+def test_a_throttling_store_is_tried_within_one_budget_and_the_open_answers(store, tmp_path):
+    """Every GET of a rollout's sidecars answered `503 SlowDown`: opening it makes at most `ATTEMPTS` GETs a
+    sidecar (the viewer's tries are the only ones: 400 GETs, 327 s when s3fs and botocore retried too)
+    and answers with the rollout from its messages and the store's error."""
+    _, url = two_records(store, tmp_path, "throttled/run")
+    hostile = ThrottlingStore(store.endpoint, (".tokens.zst", ".experts.zst", ".sampling_mask.zst"))
+    try:
+        env = {**store.env, "AWS_ENDPOINT_URL": hostile.endpoint, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        with ServerProcess([url], env=env) as server:
+            server.wait_indexed()
+            started = time.monotonic()
+            paths = server.get("/v1/trajectories/tr_a/paths")
+            opened_in = time.monotonic() - started
+            assert paths["text_only"] == "tokens-unreadable" and "reduce your request rate" in paths["tokens_error"]
+            assert "Traceback" not in server.output()
+        sidecars = 3
+        assert 0 < hostile.throttled_gets <= sidecars * ATTEMPTS, hostile.throttled_gets
+        print(f"opened under a throttling store in {opened_in:.1f} s, {hostile.throttled_gets} GETs refused")
+    finally:
+        hostile.stop()

@@ -551,3 +551,20 @@ def test_the_attempts_the_index_supersedes_do_not_count_in_their_groups(web, pul
     for group in groups:
         sizes[str(group["n"])] = sizes.get(str(group["n"]), 0) + 1
     assert summary["count"] == len(groups) and summary["sizes"] == dict(sorted(sizes.items()))
+
+
+def test_what_the_server_says_on_stderr_of_a_hostile_index_file_cannot_drive_the_terminal(tmp_path):
+    """A damaged run index file is named on stderr with the row's id in it: an id holding a title set,
+    a screen clear, a C1 CSI and a newline (a fake log line) is written escaped, on one line."""
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "spec", run)
+    (run / "index").mkdir()
+    hostile = "r\x1b]0;owned\x07\x1b[2J\x9b31m\nGET /fake 200"
+    (run / "index" / "step-1.json").write_text(json.dumps({"format_version": 1, "step": 1,
+                                                           "rows": [{"id": hostile, "trained": "yes"}]}))
+    with ServerProcess([run]) as server:
+        server.wait_indexed()
+        said = server.output()
+    line = next(text for text in said.splitlines() if "run index file ignored" in text)
+    assert "\\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\x0aGET /fake 200" in line, line
+    assert not any(ord(character) < 32 or 0x7f <= ord(character) <= 0x9f for character in said.replace("\n", ""))

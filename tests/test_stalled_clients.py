@@ -19,7 +19,7 @@ from skycap_viewer.server.connections import MAX_LONG_ANSWERS, LongAnswers
 from tests.support.process_memory import GIB, PeakMemory
 from tests.support.records import write_text_record
 from tests.support.server_process import ServerProcess
-from tests.support.stalled_clients import BIG, LONG_TEXT, stalled_connection
+from tests.support.stalled_clients import BIG, BIG_META, LONG_TEXT, stalled_connection
 
 STALLED = 130
 @pytest.fixture(scope="module")
@@ -27,6 +27,7 @@ def chain_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("stalled")
     (root / "long").mkdir()
     write_text_record(root / "long", "tr_long", LONG_TEXT, "ok")
+    write_text_record(root / "long", "tr_meta", "hi", "ok", lambda document: document["meta"].update(notes=LONG_TEXT))
     return root
 
 
@@ -38,10 +39,11 @@ def probe_seconds(server, path: str) -> float:
 
 
 @pytest.mark.slow
-def test_stalled_downloads_leave_room_for_everyone_else(chain_run):
+@pytest.mark.parametrize("request_line", [BIG, BIG_META], ids=["paths", "trajectory"])
+def test_stalled_downloads_leave_room_for_everyone_else(chain_run, request_line):
     with ServerProcess([chain_run]) as server, PeakMemory(server.process.pid) as peak:
         server.wait_indexed()
-        stalled = [stalled_connection(server.port) for _ in range(STALLED)]
+        stalled = [stalled_connection(server.port, request_line) for _ in range(STALLED)]
         try:
             for connection in stalled:  # every one of them is answered (stalled in its send) or refused
                 connection.settimeout(30)

@@ -6,14 +6,16 @@ A request is written into one end of a socket pair and the real handler answers 
 beside this one.
 """
 
+import json
 import shutil
 import time
 
 import pytest
 
+from skycap_viewer.record.frames import compress, decompress_one_frame
 from skycap_viewer.server.web import ROUTES, ViewerServer
-from tests.support.corpus import FORKED, copy_runs
-from tests.support.in_process import in_process_fixture
+from tests.support.corpus import FIXTURES, FORKED, copy_runs
+from tests.support.in_process import InProcess, in_process_fixture
 
 
 @pytest.fixture
@@ -169,3 +171,28 @@ def test_a_name_given_with_allowed_host_is_answered_and_others_are_told_how(web)
     finally:
         web.server = kept
         named.server_close()
+
+
+BUFFERED_BYTES = 2**20  # what a route's answer may be and not hold its connection (loopback buffers take ~2 MB)
+
+
+def test_every_route_that_can_answer_a_record_sized_body_takes_a_long_answers_slot(tmp_path):
+    """Walk the route table over a run whose records hold 1.5 MB in `meta`: a route answering more than
+    socket buffers take is `record_sized` (a stalled client of `/v1/trajectories/{id}`, which answers
+    the whole meta, held a connection slot each, and 130 of them every slot)."""
+    root = tmp_path / "root"
+    for name in ("groups", "real-like"):
+        shutil.copytree(FIXTURES / name, root / name)
+    for path in (root / "groups").glob("*.json.zst"):
+        document = json.loads(decompress_one_frame(path.read_bytes()))
+        document["meta"]["notes"] = "x" * (3 * BUFFERED_BYTES // 2)
+        path.write_bytes(compress(json.dumps(document).encode()))
+    web = InProcess(root)
+    try:
+        targets = route_targets(web)
+        big = {route.answer for route in ROUTES if len(web.get(targets[route.answer]).body) > BUFFERED_BYTES}
+        assert "trajectory" in big  # the run's records do make that route's answer big
+        assert {route.answer for route in ROUTES if route.answer in big and not route.record_sized} == set()
+    finally:
+        web.server.api.searches.close()
+        web.server.server_close()

@@ -16,10 +16,10 @@ in name order.
 import os
 import re
 import stat
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from skycap_viewer.printable import say
 from skycap_viewer.record.copies import copy_url_of
 from skycap_viewer.record.document import is_document_name, link_leaving
 
@@ -90,7 +90,7 @@ def say_skipped(skipped: list[Skipped], said: set[Path]) -> None:
     for entry in skipped:
         if entry.path not in said:
             said.add(entry.path)
-            print(entry.line(), file=sys.stderr, flush=True)
+            say(entry.line())
 
 
 def is_record_directory(path) -> bool:

@@ -31,6 +31,7 @@ from skycap_viewer.catalog.store import (
     form_unreadable,
     member_row,
 )
+from skycap_viewer.printable import say
 from skycap_viewer.record.copies import copy_listing
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.fields import iso_time, scalar_text
@@ -67,6 +68,10 @@ def scan_directory(directory) -> dict[str, int]:
         for entry in entries:
             if not is_document_name(entry.name):
                 continue
+            if not entry.name.isascii() and not storable_name(entry.name):
+                say_once(f"skycap-viewer: {os.path.join(directory, entry.name)}: skipped: its file name is "
+                         "not UTF-8, and the index keeps names as text")
+                continue
             try:
                 stat = entry.stat()
             except OSError:
@@ -76,6 +81,25 @@ def scan_directory(directory) -> dict[str, int]:
                     continue
             listing[entry.name] = file_version(stat.st_size, stat.st_mtime_ns, change_stamp(stat))
     return listing
+
+
+def storable_name(name: str) -> bool:
+    """Whether a file name has a UTF-8 form (a name that is not UTF-8 on disk is decoded with lone
+    surrogates, which SQLite refuses: its row could never be stored, and its run's writes would fail)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+SAID: set[str] = set()  # lines said once for the process's life
+
+
+def say_once(line: str):
+    if line not in SAID:
+        SAID.add(line)
+        say(line)
 
 
 def directory_updated_at(directory) -> str:

@@ -18,8 +18,13 @@ URL = re.compile(r"([a-z][a-z0-9+.-]*)://(.+)", re.IGNORECASE)
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure", "abfss": "azure"}
 PROTOCOL_PACKAGES = {"s3": "s3fs", "gcs": "gcsfs", "azure": "adlfs"}
 IN_FLIGHT = 32  # objects fetched at once: enough to hide a round trip, few enough for any store's rate limits
-ATTEMPTS = 4  # tries of one request before its error is the answer
+ATTEMPTS = 4  # tries of one request before its error is the answer, in all: the store's client tries once each
 BACKOFF_SECONDS = 0.25  # before the second try; doubled for each later one
+RETRY_SECONDS = 20.0  # no try starts later than this after the first: an open answers, with the store's error
+S3_CLIENT_OPTIONS = {  # s3fs and botocore try once each (the viewer's `retried` is the one budget), and time out
+    "config_kwargs": {"retries": {"total_max_attempts": 1, "mode": "standard"}, "connect_timeout": 5,
+                      "read_timeout": 15},
+}
 
 
 def is_url(text) -> bool:
@@ -44,7 +49,9 @@ class ObjectStore:
             raise UsageError(f"{self.url}: reading an object store needs fsspec: "
                              f"pip install 'skycap-viewer[{extra_for(protocol)}]'") from None
         try:
-            self.fs, self.root = fsspec.core.url_to_fs(self.url, **(storage_options or {}))
+            self.fs, self.root = fsspec.core.url_to_fs(self.url, **client_options(protocol, storage_options or {}))
+            if extra_for(protocol) == "s3":
+                self.fs.retries = 1  # s3fs's own loop (5 tries, on top of botocore's): one try, ours retry it
         except ImportError as error:
             package = PROTOCOL_PACKAGES.get(extra_for(protocol), str(error.name or "its package"))
             raise UsageError(f"{self.url}: the {protocol}:// protocol needs {package}: "
@@ -92,6 +99,16 @@ class ObjectStore:
             list(pool.map(fetch, names))
 
 
+def client_options(protocol: str, given: dict) -> dict:
+    """The storage options the store's client is made with: `given`, and for S3 one try per request
+    and timeouts unless `given` says otherwise. Each layer retried on its own (the viewer 4 times,
+    s3fs 5, botocore 5): 100 GETs of one throttled object, an open answered after 5 minutes."""
+    if extra_for(protocol) != "s3":
+        return given
+    config = {**S3_CLIENT_OPTIONS["config_kwargs"], **given.get("config_kwargs", {})}
+    return {**given, "config_kwargs": config}
+
+
 def glob_escaped(text: str) -> str:
     """`text` matched as itself by fsspec's glob (a record id may hold `*`, `?` or `[`)."""
     return re.sub(r"([*?\[\]])", r"[\1]", text)
@@ -122,9 +139,10 @@ def object_time(info: dict) -> int | None:
 
 
 def retried(request):
-    """`request()`, tried again after a pause when the store throttles or the network fails; an answer
-    that cannot change by trying again (no such object, access denied) is raised at once."""
-    attempt = 0
+    """`request()`, tried again after a pause when the store throttles or the network fails, `ATTEMPTS`
+    times within `RETRY_SECONDS` in all; an answer that cannot change by trying again (no such object,
+    access denied) is raised at once."""
+    attempt, started = 0, time.monotonic()
     while True:
         try:
             return request()
@@ -132,9 +150,10 @@ def retried(request):
             raise
         except Exception as error:  # noqa: BLE001 - a store's client raises its own kinds
             attempt += 1
-            if attempt == ATTEMPTS or not worth_retrying(error):
+            pause = BACKOFF_SECONDS * 2 ** (attempt - 1)
+            if attempt == ATTEMPTS or not worth_retrying(error) or time.monotonic() + pause - started > RETRY_SECONDS:
                 raise
-            time.sleep(BACKOFF_SECONDS * 2 ** (attempt - 1))
+            time.sleep(pause)
 
 
 def worth_retrying(error: Exception) -> bool:

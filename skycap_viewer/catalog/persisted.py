@@ -15,7 +15,7 @@ delete at any time: a running viewer keeps its open file, a restart builds a new
 import hashlib
 import os
 import shutil
-import sys
+import sqlite3
 import tempfile
 import weakref
 from functools import lru_cache
@@ -24,17 +24,17 @@ from pathlib import Path
 import skycap_viewer
 from skycap_viewer import __version__
 from skycap_viewer.catalog.store import SCHEMA_VERSION
+from skycap_viewer.printable import say
 from skycap_viewer.record.frames import file_limit
 
 SUFFIX = ".sqlite"
 SQLITE_FILES = ("-wal", "-shm", "-journal")  # what SQLite writes beside a database, at the database's path + these
+LOCK_SUFFIX = ".lock"  # beside a database: locked by the viewer that writes it, holding its pid
 
-
-def cache_directory() -> Path:
-    """`$XDG_CACHE_HOME/skycap-viewer`, else `~/.cache/skycap-viewer` (a relative XDG path is ignored)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "skycap-viewer"
+try:
+    import fcntl
+except ImportError:  # no advisory locks (Windows): two viewers on one cache are not kept apart
+    fcntl = None
 
 
 @lru_cache(maxsize=1)
@@ -51,6 +51,22 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def copied_database(source: Path, target: Path) -> Path:
+    """`target`, holding a consistent copy of the database at `source` (SQLite's backup, one read
+    transaction: what another viewer has written so far); left as it is when it cannot be read."""
+    reading = writing = None
+    try:
+        reading, writing = sqlite3.connect(source), sqlite3.connect(target)
+        reading.backup(writing)
+    except sqlite3.Error:
+        pass
+    finally:
+        for connection in (reading, writing):
+            if connection is not None:
+                connection.close()
+    return target
+
+
 class IndexFiles:
     """The directory of the runs' databases: the user's cache (`directory`), else a temporary one."""
 
@@ -58,13 +74,14 @@ class IndexFiles:
         self.directory = Path(directory) if directory is not None else None
         self.temporary: Path | None = None
         self.disabled: str | None = None if directory is not None else "--no-cache"
+        self.locks: dict[Path, int] = {}  # lock file -> its descriptor, held for the process's life
         code_fingerprint()  # of the code as it was imported, not as it may be edited while the server runs
 
     def disable(self, reason: str):
         """Use a temporary directory from now on, and say why once."""
         if self.disabled is None:
             self.disabled = reason
-            print(f"skycap-viewer: not using the persisted index: {reason}", file=sys.stderr, flush=True)
+            say(f"skycap-viewer: not using the persisted index: {reason}")
 
     def temporary_directory(self) -> Path:
         if self.temporary is None:
@@ -95,10 +112,40 @@ class IndexFiles:
         database = directory / (key + SUFFIX)
         leaving = self.link_leaving_cache(database)
         if leaving is not None:  # SQLite would follow it, and write where it points: into a record directory, maybe
-            print(f"skycap-viewer: {leaving} is a symlink out of the cache directory: {run_directory} is indexed "
-                  "in a temporary directory", file=sys.stderr, flush=True)
+            say(f"skycap-viewer: {leaving} is a symlink out of the cache directory: {run_directory} is indexed "
+                "in a temporary directory")
             database = self.temporary_directory() / (key + SUFFIX)
+        elif self.disabled is None:
+            holder = self.holder_of(database)
+            if holder is not None:
+                say(f"skycap-viewer: {run_directory}: its index is written by another viewer (pid {holder}): this "
+                    "one starts from a copy of it, kept in a temporary directory")
+                database = copied_database(database, self.temporary_directory() / (key + SUFFIX))
         return database, facts
+
+    def holder_of(self, database: Path) -> str | None:
+        """Take the database's lock (`LOCK_SUFFIX`) for this process's life and write our pid in it; the pid
+        of the viewer holding it, when another does, else None. Two viewers writing one database fought:
+        rows stored twice (UNIQUE errors at every poll), each taking the other's file for one deleted
+        under it and rebuilding it (503 for a minute)."""
+        lock = Path(f"{database}{LOCK_SUFFIX}")
+        if fcntl is None or lock in self.locks:
+            return None
+        try:
+            descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except OSError:
+            return None  # a lock that cannot be made: as without locks
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(descriptor)
+            return None if holder == str(os.getpid()) else holder  # an earlier catalog of this process
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, str(os.getpid()).encode(), 0)
+        self.locks[lock] = descriptor
+        weakref.finalize(self, os.close, descriptor)  # released with the catalog (and by the system at exit)
+        return None
 
     def link_leaving_cache(self, database: Path) -> Path | None:
         """The database file, or one SQLite keeps beside it (`-wal`, `-shm`, `-journal`), that is a

@@ -19,7 +19,6 @@ import queue
 import signal
 import sqlite3
 import stat
-import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -28,6 +27,7 @@ from contextlib import suppress
 from skycap_viewer.catalog.index import change_stamp
 from skycap_viewer.catalog.rows import compute_row, unreadable_row
 from skycap_viewer.catalog.store import rows_written, stored_form
+from skycap_viewer.printable import say
 from skycap_viewer.record.document import record_id_of
 from skycap_viewer.record.frames import declared_size, file_limit, set_file_limit
 
@@ -261,7 +261,7 @@ class RowPool(IdleWorkers):
             try:
                 futures = self._submit(str(directory), pending, verify, extra)
             except (OSError, RuntimeError) as error:  # cannot start processes here (a sandbox, a limit)
-                print(f"skycap-viewer: indexing in one process: {type(error).__name__}: {error}", file=sys.stderr)
+                say(f"skycap-viewer: indexing in one process: {type(error).__name__}: {error}")
                 self.workers = 1
                 yield from compute_rows_here(directory, [name for chunk in pending for name in chunk], verify,
                                              group_by)

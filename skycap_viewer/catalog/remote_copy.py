@@ -17,7 +17,6 @@ on the copy (each run's `/v1/runs` entry says it), and the rows already indexed 
 import hashlib
 import json
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -26,9 +25,11 @@ from skycap_viewer.catalog.discovery import SKYRL_MANIFEST, SKYRL_SHARDS
 from skycap_viewer.catalog.object_store import ObjectStore, describe
 from skycap_viewer.catalog.run_index import INDEX_DIRECTORY, MAX_FILE_BYTES, STEP_FILE
 from skycap_viewer.errors import RecordError, UsageError
-from skycap_viewer.record.copies import COPY_FILE, copy_listing, mark_root, register_fetcher
+from skycap_viewer.printable import say
+from skycap_viewer.record.copies import COPY_FILE, copy_listing, honour_copies_in, mark_root, register_fetcher
 from skycap_viewer.record.document import is_document_name
 from skycap_viewer.record.frames import file_limit
+from skycap_viewer.record.schema import is_plain_file_name
 
 DEPTH = 3  # path segments of a record file under the prefix: the prefix, a child, a grandchild (as discovery)
 SIDECAR_SUFFIX = ".zst"
@@ -37,6 +38,7 @@ POLL_SECONDS = 5.0  # between listings, at least
 POLL_SHARE = 10  # ... and at least this many times what the last listing took: a huge prefix is listed less often
 MOST_SECONDS = 120.0  # between listings, at most, however slow, and between tries when the store fails
 DEFAULT_CACHE_BYTES = 4 * 2**30  # of fetched sidecars
+FAILED_FETCH_SECONDS = 10.0  # a sidecar whose fetch failed answers that error this long, the store not asked again
 
 
 def copy_directory(cache: Path, url: str) -> Path:
@@ -95,6 +97,14 @@ def disk_bytes(status: os.stat_result) -> int:
     return status.st_blocks * 512
 
 
+def remove_file(path: Path):
+    """Remove the file (or symlink: never what it points to) at `path`, if there is one; a folder stays."""
+    try:
+        path.unlink()
+    except (FileNotFoundError, IsADirectoryError, PermissionError, NotADirectoryError):
+        pass
+
+
 class RemoteCopy:
     """The local copy of one store prefix, synced on demand (`sync`) or in the background (`poll`)."""
 
@@ -103,6 +113,8 @@ class RemoteCopy:
         self.store = store
         self.url = store.url
         self.record_id = record_id  # only this record's files (`show` of one record's URL), the rest kept as they are
+        self.cache = cache
+        honour_copies_in(cache)
         self.directory = copy_directory(cache, self.url)
         self.cache_bytes = cache_bytes
         self.problem: str | None = None
@@ -111,6 +123,7 @@ class RemoteCopy:
         self.guard = threading.Lock()  # over `fetching` and `fetched_bytes`
         self.fetching: dict[Path, threading.Lock] = {}  # one fetch of a sidecar at a time, others in parallel
         self.fetched_bytes: int | None = None  # of the sidecars on disk, counted at the first fetch
+        self.failed: dict[Path, tuple[float, str]] = {}  # sidecar -> (when its fetch failed, why)
         self.stopped = threading.Event()
         self.polling = False
         self.synced = True  # False: an earlier session's copy, not listed yet (its first poll is at once)
@@ -139,7 +152,13 @@ class RemoteCopy:
                 self.say_problem(f"cannot list {self.url}: {describe(error)}")
                 return False
             self.listed_in = time.monotonic() - started
-            mark_root(self.directory, self.url)
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self.own_folder(self.directory)
+                mark_root(self.directory, self.url)
+            except OSError as error:
+                self.say_problem(f"cannot copy {self.url}: {describe(error)}")
+                return False
             manifests = frozenset(name.rpartition("/")[0] for name in listing
                                   if name.rpartition("/")[2] == SKYRL_MANIFEST)
             by_directory: dict[str, dict] = {}
@@ -154,7 +173,10 @@ class RemoteCopy:
                 by_directory.setdefault(folder, {})[base] = entry
             failures = []
             for folder, objects in sorted(by_directory.items()):
-                failures += self.sync_directory(folder, objects)
+                try:
+                    failures += self.sync_directory(folder, objects)
+                except OSError as error:  # the folder itself (a name too long, a document where it goes, a full disk)
+                    failures += [(f"{folder}/{base}" if folder else base, error) for base in objects]
             if self.record_id is None:
                 self.remove_gone(by_directory)
             if failures:
@@ -162,7 +184,7 @@ class RemoteCopy:
                                  f"{self.store.child_url(failures[0][0])}: {describe(failures[0][1])}")
             elif self.problem is not None:
                 if self.polling:
-                    print(f"skycap-viewer: {self.url}: listed again", file=sys.stderr, flush=True)
+                    say(f"skycap-viewer: {self.url}: listed again")
                 self.problem = None
                 self.write_problems()
             return True
@@ -172,7 +194,9 @@ class RemoteCopy:
         version changed, then write what the store holds there; the objects that failed, with why."""
         local = self.directory / folder if folder else self.directory
         local.mkdir(parents=True, exist_ok=True)
-        before = (copy_listing(local) or {}).get("objects", {})
+        self.own_folder(local)
+        before = {base: entry for base, entry in ((copy_listing(local) or {}).get("objects", {})).items()
+                  if is_plain_file_name(base)}  # a planted `../x` names nothing of the copy's
         if self.record_id is not None:  # the folder's other records stay as an earlier sync left them
             objects = {**{base: (*entry[:2], entry[2] if len(entry) > 2 else None) for base, entry in before.items()
                           if not base.startswith(f"{self.record_id}.")}, **objects}
@@ -183,13 +207,17 @@ class RemoteCopy:
             target = local / base
             current = before.get(base, [])[:2] == [size, version] and os.path.lexists(target)
             if kind == "list":
-                if not current and os.path.lexists(target):
-                    target.unlink()  # a rewrite's sidecar: fetched again when its rollout is opened
+                if not current:
+                    remove_file(target)  # a rewrite's sidecar: fetched again when its rollout is opened
                 done[base] = [size, version, written]
             elif current:
                 done[base] = [size, version, written]
             elif too_big_to_fetch(name, size):
-                self.write_file(target, None, size, written)
+                try:
+                    self.write_file(target, None, size, written)
+                except OSError as error:  # a size the file system refuses, a full disk
+                    failures.append((name, error))
+                    continue
                 done[base] = [size, version, written]
             else:
                 wanted.append(name)
@@ -201,7 +229,12 @@ class RemoteCopy:
                 with lock:
                     failures.append((name, data))
                 return
-            self.write_file(local / base, data, written=objects[base][2])
+            try:
+                self.write_file(local / base, data, written=objects[base][2])
+            except OSError as error:  # a name the file system refuses, a folder where it goes, a full disk
+                with lock:
+                    failures.append((name, error))
+                return
             with lock:
                 done[base] = list(objects[base])
 
@@ -213,8 +246,7 @@ class RemoteCopy:
                            for name in wanted}})
         self.store.get_many(wanted, landed)
         for base in before.keys() - objects.keys():  # gone from the store: gone from the copy
-            if os.path.lexists(local / base):
-                (local / base).unlink()
+            remove_file(local / base)
         for name, _ in failures:  # not fetched: an older copy of it stays, under its old version
             base = name.rpartition("/")[2]
             if base in before and os.path.lexists(local / base):
@@ -222,6 +254,15 @@ class RemoteCopy:
         self.write_listing(local, self.store.child_url(folder), done)
         self.register(local)
         return failures
+
+    def own_folder(self, local: Path):
+        """Raise unless `local` is a folder of the copy itself: no symlink on the way from the cache's
+        `remote/` folder (one planted there would take the documents written into it anywhere)."""
+        path = self.cache / "remote"
+        for part in local.relative_to(path).parts:
+            path = path / part
+            if path.is_symlink() or not path.is_dir():
+                raise NotADirectoryError(f"{path} is not a folder of the viewer's copy (a symlink or a file)")
 
     def remove_gone(self, listed: dict[str, dict]):
         """Copied folders whose objects are all gone from the store lose their record files (the copied
@@ -231,25 +272,35 @@ class RemoteCopy:
             if ("" if folder == "." else folder) in listed:
                 continue
             for base in (copy_listing(local) or {}).get("objects", {}):
-                if os.path.lexists(local / base):
-                    (local / base).unlink()
-            (local / COPY_FILE).unlink(missing_ok=True)
+                if is_plain_file_name(base):  # a planted `../x` names nothing of the copy's
+                    remove_file(local / base)
+            remove_file(local / COPY_FILE)
             self.registered.discard(local)
 
     def write_file(self, target: Path, data: bytes | None, size: int = 0, written: int | None = None):
         """`data` at `target`, replaced whole (a reader sees the old file or the new one), dated as the
         store dates the object (`written`, in ns: a mirror's sidecars are older than their document, as
         skycap writes them, so a sidecar fetched after its document is not taken for a rewrite's);
-        None: a sparse file of `size` bytes that stands for an object too big to fetch."""
-        temporary = target.with_name(f".fetching-{target.name}")
-        with open(temporary, "wb") as file:
-            if data is None:
-                file.truncate(size)
-            else:
-                file.write(data)
-        if written is not None:
-            os.utime(temporary, ns=(written, written))
-        os.replace(temporary, target)
+        None: a sparse file of `size` bytes that stands for an object too big to fetch.
+
+        The temporary file is named by a hash of the name (a name near NAME_MAX has no room for a
+        prefix) and made new, never opened through what is there (`O_EXCL | O_NOFOLLOW`): a symlink
+        planted at its name is removed, not written through."""
+        temporary = target.with_name(f".fetching-{hashlib.blake2b(target.name.encode(), digest_size=8).hexdigest()}")
+        remove_file(temporary)  # a leftover of a stopped fetch, or something planted
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            with open(os.open(temporary, flags, 0o644), "wb") as file:
+                if data is None:
+                    file.truncate(size)
+                else:
+                    file.write(data)
+            if written is not None:
+                os.utime(temporary, ns=(written, written))
+            os.replace(temporary, target)
+        except OSError:
+            remove_file(temporary)
+            raise
 
     def write_listing(self, local: Path, url: str, objects: dict):
         """Say what the store holds in `local`, unless that is said already: a poll that finds nothing
@@ -257,22 +308,23 @@ class RemoteCopy:
         payload = {"url": url, "objects": dict(sorted(objects.items())), "problem": self.problem}
         if copy_listing(local) == json.loads(json.dumps(payload)):
             return
-        temporary = local / f".fetching-{COPY_FILE}"
-        temporary.write_text(json.dumps(payload, separators=(",", ":")))
-        os.replace(temporary, local / COPY_FILE)
+        self.write_file(local / COPY_FILE, json.dumps(payload, separators=(",", ":")).encode())
 
     def write_problems(self):
         """Say (or clear) `problem` on every copied folder, so each run's entry shows it."""
         for local in list(self.registered):
             listing = copy_listing(local)
             if listing is not None and listing.get("problem") != self.problem:
-                self.write_listing(local, listing["url"], listing["objects"])
+                try:
+                    self.write_listing(local, listing["url"], listing["objects"])
+                except OSError:  # a full disk: the problem is still kept here and said on stderr
+                    continue
 
     def say_problem(self, problem: str):
         """Keep `problem` on the copy; while polling, also say it on stderr when it is new."""
         if problem != self.problem:
             if self.polling:
-                print(f"skycap-viewer: {problem}; trying again", file=sys.stderr, flush=True)
+                say(f"skycap-viewer: {problem}; trying again")
             self.problem = problem
             self.write_problems()
 
@@ -292,14 +344,20 @@ class RemoteCopy:
         with lock:
             if os.path.lexists(local / base):
                 return
+            failed = self.failed.get(local / base)
+            if failed is not None and time.monotonic() - failed[0] < FAILED_FETCH_SECONDS:
+                raise RecordError(local / base, failed[1])  # the store said so a moment ago: not asked again
             try:
                 data = self.store.get(name)
+                self.write_file(local / base, data, written=written)
             except Exception as error:  # noqa: BLE001 - a store's client raises its own kinds
-                raise RecordError(local / base, f"cannot fetch {self.store.child_url(name)}: {describe(error)}") \
-                    from None
-            self.write_file(local / base, data, written=written)
+                why = f"cannot fetch {self.store.child_url(name)}: {describe(error)}"
+                with self.guard:
+                    self.failed[local / base] = (time.monotonic(), why)
+                raise RecordError(local / base, why) from None
         with self.guard:
             self.fetching.pop(local / base, None)
+            self.failed.pop(local / base, None)
             if self.fetched_bytes is None:
                 self.fetched_bytes = sum(size for _, size, _ in self.fetched_sidecars())
             else:
@@ -344,7 +402,7 @@ class RemoteCopy:
         def loop():
             pause = 0 if not self.synced else POLL_SECONDS
             while not self.stopped.wait(pause):
-                if self.sync():
+                if self.synced_safely():
                     pause = min(max(POLL_SECONDS, POLL_SHARE * self.listed_in), MOST_SECONDS)
                 else:
                     pause = min(max(pause, POLL_SECONDS / 2) * 2, MOST_SECONDS)
@@ -353,6 +411,14 @@ class RemoteCopy:
         thread = threading.Thread(target=loop, name=f"sync {self.url}", daemon=True)
         thread.start()
         return thread
+
+    def synced_safely(self) -> bool:
+        """`sync`, whatever it meets: the poll thread must not die (the store would never be listed again)."""
+        try:
+            return self.sync()
+        except Exception as error:  # noqa: BLE001 - anything left unforeseen is said, and tried again
+            self.say_problem(f"cannot copy {self.url}: {describe(error)}")
+            return False
 
     def stop(self):
         self.stopped.set()
@@ -368,7 +434,7 @@ def synced_copy(url: str, storage_options: dict, cache: Path, cache_bytes: int =
     if serving and copy.directory.is_dir():
         copy.synced = False  # listed by its first poll, right away
         return copy, None
-    if not copy.sync():
+    if not copy.synced_safely():
         if not copy.directory.is_dir():
             raise UsageError(copy.problem)
         return copy, f"{copy.problem}; reading the copy made before"
@@ -391,7 +457,7 @@ class Mirrors:
         record_id = name.removesuffix(".json.zst")
         copy = RemoteCopy(ObjectStore(folder, self.storage_options), self.cache, self.cache_bytes, record_id)
         with self.lock:
-            if not copy.sync():
+            if not copy.synced_safely():
                 raise RecordError(url, copy.problem)
         if not (copy.directory / name).is_file():
             raise RecordError(url, "the mirror holds no such document")

@@ -34,7 +34,7 @@ from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.schema import is_plain_file_name
 from skycap_viewer.record.verify import verified_rollout
-from skycap_viewer.wire import RawJson, encode_json
+from skycap_viewer.wire import RawJson, encodable, encode_json
 
 STRIP_SEGMENTS = 400  # more than a table cell has pixels for; a path with more blocks is drawn merged
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "trained", "created")
@@ -131,7 +131,8 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
         rollout = verified_rollout(directory, document, present, file_id) if verify \
             else Rollout(document, present, file_id)
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
-        row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document), symlink_to=link)
+        # its strings as they can be stored: a lone surrogate (valid JSON) has no UTF-8 form (`encodable`)
+        row = encodable(trajectory_header(rollout, id=file_id, created_ts=created_ts(document), symlink_to=link))
         row.update(bounded_values(row))
         row["summary"] = summary(rollout)  # last: the row's JSON is then one encoding and its strip spliced in
     except RecordError as error:
@@ -147,6 +148,7 @@ def unreadable_row(file_id: str, error: str, symlink_to: str | None = None) -> d
     """A record that cannot be read: listed with its error, flagged `malformed-record`; what only its
     document could say (its sizes, calls, paths) is null, not 0."""
     flags = ["malformed-record"]
+    file_id, error, symlink_to = encodable(file_id), encodable(error), encodable(symlink_to)
     row = {
         "id": file_id, "task_id": None, "step": None, "mode": None, "status": None, "ended": None,
         "meta": {}, "annotations": {}, "created_at": None, "finished_at": None, "tokenizer": None,

@@ -23,14 +23,14 @@ file again only when its (size, mtime) changed.
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 
 from skycap_viewer.catalog.blobs import squeezed, unsqueezed
 from skycap_viewer.catalog.rows import bounded_mapping, cut_marker
 from skycap_viewer.flags import ordered, row_flags
+from skycap_viewer.printable import say
 from skycap_viewer.record.document import containers_past
-from skycap_viewer.wire import encode_json
+from skycap_viewer.wire import encodable, encode_json
 
 INDEX_DIRECTORY = "index"
 STEP_FILE = re.compile(r"step-(0|[1-9][0-9]{0,17})\.json")
@@ -172,6 +172,7 @@ def checked_row(row, position: int) -> IndexRow:
     where = f"row {position}"
     if not isinstance(row, dict):
         raise IndexProblem(f"{where} is not an object")
+    row = encodable(row)  # kept in the run's database: a lone surrogate (valid JSON) has no UTF-8 form
     record_id = row.get("id")
     if not isinstance(record_id, str) or not record_id or len(record_id) > ID_LIMIT:
         raise IndexProblem(f"{where} has no id (a string of 1 to {ID_LIMIT} characters)")
@@ -205,12 +206,12 @@ def short(value) -> str:
 def say_ignored(directory, name: str, problem: str):
     """The one line that names a damaged index file."""
     path = os.path.join(directory, *name.split("/"))
-    print(f"skycap-viewer: {path}: run index file ignored: {problem}", file=sys.stderr, flush=True)
+    say(f"skycap-viewer: {path}: run index file ignored: {problem}")
 
 
 def say_left_out(directory, why: str):
     """The one line that says index files were left out."""
-    print(f"skycap-viewer: {os.path.join(directory, INDEX_DIRECTORY)}: {why}", file=sys.stderr, flush=True)
+    say(f"skycap-viewer: {os.path.join(directory, INDEX_DIRECTORY)}: {why}")
 
 
 # -- applying it to the records' rows ---------------------------------------------------------------

@@ -23,7 +23,6 @@ consistent state, whatever is committed meanwhile.
 import json
 import os
 import sqlite3
-import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from skycap_viewer.catalog.groups import Group, group_flags, group_key_of, key_v
 from skycap_viewer.catalog.run_index import MAX_ROWS, IndexFile, Overlay, overlaid
 from skycap_viewer.errors import ApiError
 from skycap_viewer.flags import FLAG_ORDER, FLAGS
+from skycap_viewer.printable import say
 from skycap_viewer.record.fields import scalar_text
 from skycap_viewer.wire import encode_json
 
@@ -245,8 +245,8 @@ class RunStore:
             Path(str(self.path) + suffix).unlink(missing_ok=True)
         self.db, wal = self.connect()
         if not wal:
-            print(f"skycap-viewer: {self.path}: SQLite would not switch the index to WAL mode; "
-                  "listings may wait while it is written", file=sys.stderr, flush=True)
+            say(f"skycap-viewer: {self.path}: SQLite would not switch the index to WAL mode; "
+                "listings may wait while it is written")
 
     def close(self):
         self.db.close()

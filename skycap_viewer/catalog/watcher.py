@@ -6,7 +6,6 @@ touches the disk for listings: requests read the snapshots it publishes.
 """
 
 import os
-import sys
 import threading
 import time
 
@@ -21,6 +20,7 @@ from skycap_viewer.catalog.index import (
 )
 from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
 from skycap_viewer.catalog.store import group_records, indexes_built_at
+from skycap_viewer.printable import say
 
 POLL_SECONDS = 2.0
 PUBLISH_SECONDS = 0.5  # while indexing, rows appear at least this often...
@@ -61,7 +61,7 @@ class Watcher(threading.Thread):
             try:
                 self.poll()
             except Exception as error:  # a bug must not stop live updates; say it once per poll
-                print(f"skycap-viewer: watcher: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+                say(f"skycap-viewer: watcher: {type(error).__name__}: {error}")
             # a huge run takes a while to stat: never spend more than about half the time scanning (reading
             # what changed is not scanning: after a long index, records written meanwhile show at the next poll)
             self.stopped.wait(max(self.interval, 2 * self.listing_seconds))
@@ -139,7 +139,7 @@ class Watcher(threading.Thread):
             if present == (root in self.missing_roots):
                 self.missing_roots.symmetric_difference_update({root})
                 news = "is back" if present else "is gone; its runs are not listed until it is back"
-                print(f"skycap-viewer: {root}: the directory {news}", file=sys.stderr, flush=True)
+                say(f"skycap-viewer: {root}: the directory {news}")
 
     def list_run(self, run: IndexedRun):
         """(changes, whether the run's own facts changed) after listing its directory.

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.catalog.discovery import record_directories, say_skipped
-from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
+from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME
+from skycap_viewer.printable import safe
 from skycap_viewer.record.copies import copy_url_of, names_in
 from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document, record_id_of
 from skycap_viewer.record.forks import Fork, trajectory_forks

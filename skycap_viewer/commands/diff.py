@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 from skycap_viewer.commands.show import block_text, document_file, document_in
-from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
+from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
+from skycap_viewer.printable import safe
 from skycap_viewer.record.copies import names_in
 from skycap_viewer.record.document import read_document, record_id_of
 from skycap_viewer.views.compare import Comparison

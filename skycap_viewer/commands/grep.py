@@ -12,8 +12,9 @@ import sys
 
 from skycap_viewer.catalog.searcher import SearchPool
 from skycap_viewer.commands.check import resolve_directories
-from skycap_viewer.commands.terminal import Painter, Progress, json_text, print_out, safe, wants_colour
+from skycap_viewer.commands.terminal import Painter, Progress, json_text, print_out, wants_colour
 from skycap_viewer.errors import UsageError
+from skycap_viewer.printable import safe
 from skycap_viewer.record.copies import copy_url_of
 from skycap_viewer.record.document import list_record_ids
 from skycap_viewer.record.search import Query, query_problem

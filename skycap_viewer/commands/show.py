@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skycap_viewer.commands.snapshot import print_snapshot
-from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, safe, wants_colour
+from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, wants_colour
 from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
+from skycap_viewer.printable import safe
 from skycap_viewer.record.copies import names_in
 from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
 from skycap_viewer.record.forks import trajectory_forks

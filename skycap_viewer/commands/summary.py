@@ -14,9 +14,10 @@ from skycap_viewer.catalog.discovery import RunLocation, discover_runs, say_skip
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY, build_grouping
 from skycap_viewer.catalog.run_index import NOT_TRAINED, summarise_run_index
 from skycap_viewer.commands.counts import BRIDGED_KEYS, RunStats
-from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, safe, symlink_note
+from skycap_viewer.commands.terminal import Progress, json_text, links_text, plural, print_out, symlink_note
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import GROUP_FLAGS
+from skycap_viewer.printable import safe
 from skycap_viewer.record.copies import copy_url_of, names_in
 from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document
 from skycap_viewer.record.verify import verified_rollout

@@ -11,6 +11,8 @@ import os
 import re
 import sys
 
+from skycap_viewer.printable import BIDI, safe
+
 STYLES = {
     "bold": "1",
     "dim": "2",
@@ -24,22 +26,6 @@ STYLES = {
     "grey": "90",
 }
 MARKS = ("⟦", "⟧")  # around marked text in plain output: `diff`'s differing units, `show`'s media items
-BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # direction controls: reorder what a terminal shows
-UNSAFE_CHARACTERS = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ud800-\\udfff{BIDI}]")
-
-
-def escaped(match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def safe(text: str) -> str:
-    """Escape characters in record text that could move the cursor, restyle the terminal, reorder
-    the line (bidi controls: `\\u202e` shows `txt.exe` as `exe.txt`) or not encode at all (`show`
-    and `check` print what a record says)."""
-    return UNSAFE_CHARACTERS.sub(escaped, text)
-
-
 JSON_UNSAFE = re.compile(f"[\\x7f-\\x9f\\u2028\\u2029\\ud800-\\udfff{BIDI}]")  # json.dumps escapes C0 itself
 
 

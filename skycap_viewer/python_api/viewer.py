@@ -15,7 +15,7 @@ from pathlib import Path
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.object_store import is_url
-from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
+from skycap_viewer.catalog.persisted import IndexFiles
 from skycap_viewer.catalog.pool import RowPool
 from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, synced_copy
 from skycap_viewer.catalog.watcher import Watcher
@@ -24,7 +24,7 @@ from skycap_viewer.errors import ApiError
 from skycap_viewer.python_api.asking import LISTING_FILTERS, SEARCH_OPTIONS, SORTING, ask, query
 from skycap_viewer.python_api.rollout import Rollout
 from skycap_viewer.python_api.rows import Rows
-from skycap_viewer.record.copies import names_in
+from skycap_viewer.record.copies import cache_directory, names_in
 from skycap_viewer.server.api import Api
 from skycap_viewer.views.export import with_rows
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit

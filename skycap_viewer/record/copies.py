@@ -16,6 +16,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from pathlib import Path
 
 from skycap_viewer import errors
 from skycap_viewer.errors import RecordError
@@ -25,7 +26,31 @@ ROOT_FILE = ".skycap-viewer-root.json"  # at a copy's top: the URL it is the cop
 FETCHED_AT_ONCE = 8  # a record's sidecars, fetched together
 
 _fetchers: dict[str, object] = {}  # copied directory (real path) -> fetch(name) for this process
+_copy_roots: set[str] = set()  # real paths of the `remote/` folders a copy of this process was made in
 _lock = threading.Lock()
+
+
+def cache_directory() -> Path:
+    """`$XDG_CACHE_HOME/skycap-viewer`, else `~/.cache/skycap-viewer` (a relative XDG path is ignored):
+    the viewer's own cache, where the index databases and the stores' copies live."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "skycap-viewer"
+
+
+def honour_copies_in(cache) -> None:
+    """Take the viewer's files in copies made under `cache` (another cache than the user's, as given)."""
+    with _lock:
+        _copy_roots.add(os.path.join(os.path.realpath(os.path.join(cache, "remote")), ""))
+
+
+def in_the_cache(real_directory: str) -> bool:
+    """Whether a directory (its real path) lies in a copy of the viewer's cache: only there is a copy
+    file the viewer's own. A served directory holding one says nothing (it would rename the run's root
+    to any URL and show any "problem" text as its warning)."""
+    inside = os.path.join(real_directory, "")
+    roots = _copy_roots | {os.path.join(os.path.realpath(cache_directory() / "remote"), "")}
+    return any(inside.startswith(root) for root in roots)
 
 
 def register_fetcher(directory, fetch) -> None:
@@ -47,7 +72,10 @@ def _marker(directory, name: str):
         status = os.stat(os.path.join(directory, name))
     except OSError:
         return None
-    return _read_marker(os.path.join(os.path.realpath(directory), name), status.st_mtime_ns, status.st_size)
+    real = os.path.realpath(directory)
+    if not in_the_cache(real):
+        return None
+    return _read_marker(os.path.join(real, name), status.st_mtime_ns, status.st_size)
 
 
 @lru_cache(maxsize=64)

@@ -20,6 +20,9 @@ from skycap_viewer.record.schema import check_structure
 
 DOCUMENT_SUFFIX = ".json.zst"
 BYTES_PER_CONTAINER = 16  # of the file limit, for each JSON object or array a document's parse may build
+BYTES_PER_VALUE = 12  # of the file limit, for each JSON value (a string, a number...) a document's parse may build
+BYTES_PER_PARSED_VALUE = 56  # a short str, a float or a small dict's share, and its slot in a list or dict
+JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
 STEPPED_PARSE_CHARS = 4 * 2**20  # a longer document is parsed in steps: json.loads would hold the lock ~0.2 s+
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 FORMAT_VERSION = 1
@@ -57,9 +60,16 @@ def parse_document(data: bytes, path) -> dict:
 
 
 def parse_document_sized(data: bytes, path) -> tuple[dict, int]:
-    """`parse_document`, and the length of the JSON text it was parsed from (what it weighs in a cache)."""
+    """`parse_document`, and what it weighs in a cache (`parsed_bytes`)."""
     text = document_text(data, path)
-    return parse_document_text(text, path), len(text)
+    return parse_document_text(text, path), parsed_bytes(text)
+
+
+def parsed_bytes(text: str) -> int:
+    """About what the parse of `text` holds, an upper bound: its length, and `BYTES_PER_PARSED_VALUE` for
+    each value it may build (`structure_counts`). Its length alone would say 120 MB for 24 M strings
+    of two characters, which take 1.4 GB once parsed."""
+    return len(text) + BYTES_PER_PARSED_VALUE * structure_counts(text)[1]
 
 
 def document_text(data: bytes, path) -> str:
@@ -82,15 +92,39 @@ def json_container_limit() -> int:
     return file_limit() // BYTES_PER_CONTAINER
 
 
+def json_value_limit() -> int:
+    """The most JSON values (strings, numbers, objects, arrays, literals) a document's parse may build:
+    one per `BYTES_PER_VALUE` of the file limit (11 M at 128 MiB). A legit record holds fewer per byte
+    (a chain's node is ~12 in ~160 bytes); 120 MB of `"ab",` would build 24 M strings, ~1.9 GB."""
+    return file_limit() // BYTES_PER_VALUE
+
+
 def container_problem(text: str) -> str | None:
-    """Why `text` may not be parsed: more brackets than `json_container_limit` (counted in strings
-    too: a bound, cheap to take, that no shorter text can pass), else None."""
-    limit = json_container_limit()
-    count = containers_past(text, limit)
-    if count is None:
+    """Why `text` may not be parsed: more objects and arrays than `json_container_limit`, or more values
+    than `json_value_limit`, else None. Counted before parsing, first over the whole text (a bound, cheap
+    to take: brackets and commas in strings count too), then, only when that bound passes a limit,
+    outside the strings (`structure_counts`): a long tool output full of commas is not refused."""
+    containers_limit, values_limit = json_container_limit(), json_value_limit()
+    if len(text) // 2 <= min(containers_limit, values_limit):  # every value takes two characters at least
         return None
-    return (f"the document's JSON text holds {count:,} objects and arrays (brackets in its strings counted too), "
-            f"past the {limit:,} a parse may build: one per {BYTES_PER_CONTAINER} bytes of the --max-file-mib limit")
+    containers, values = structure_counts(text)
+    if containers <= containers_limit and values <= values_limit:
+        return None
+    containers, values = structure_counts(JSON_STRING.sub('""', text))
+    if containers > containers_limit:
+        return (f"the document's JSON text holds {containers:,} objects and arrays, past the {containers_limit:,} "
+                f"a parse may build: one per {BYTES_PER_CONTAINER} bytes of the --max-file-mib limit")
+    if values > values_limit:
+        return (f"the document's JSON text holds {values:,} values (strings, numbers, objects, arrays), past the "
+                f"{values_limit:,} a parse may build: one per {BYTES_PER_VALUE} bytes of the --max-file-mib limit")
+    return None
+
+
+def structure_counts(text: str) -> tuple[int, int]:
+    """(objects and arrays, values) the JSON `text` can build at most: its opening brackets, and those
+    plus its commas, plus one (every value but a container's first follows a comma)."""
+    containers = text.count("{") + text.count("[")
+    return containers, containers + text.count(",") + 1
 
 
 def containers_past(text: str | bytes, limit: int) -> int | None:
@@ -168,7 +202,7 @@ def read_document(path) -> dict:
 
 
 def read_document_sized(path) -> tuple[dict, int]:
-    """`read_document`, and the bytes of JSON it was parsed from."""
+    """`read_document`, and what it weighs in a cache (`parsed_bytes`)."""
     return parse_document_sized(read_regular_file(path), path)
 
 

@@ -27,7 +27,7 @@ from skycap_viewer.record.support import support_flags
 from skycap_viewer.server.caches import (
     DOCUMENT_CACHE_BYTES,
     PATHS_CACHE_BYTES,
-    RECORD_VIEW_CACHE_NODES,
+    RECORD_VIEW_CACHE_BYTES,
     RECORD_VIEW_CACHE_SIZE,
     STEP_TIMELINE_CACHE_BYTES,
     STEP_TIMELINE_CACHE_STEPS,
@@ -90,7 +90,7 @@ class Api:
         self.documents = DocumentCache(DOCUMENT_CACHE_BYTES)
         self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions and the part
         # RecordViews by the record's files' versions
-        self.views = ViewCache(RECORD_VIEW_CACHE_SIZE, RECORD_VIEW_CACHE_NODES, RecordView.node_count)
+        self.views = ViewCache(RECORD_VIEW_CACHE_SIZE, RECORD_VIEW_CACHE_BYTES)
         self.part_limit = part_limit  # how much one part of /paths, /graph, /exchanges, /timeline holds
         self.group_by = catalog.group_by  # the store's groups are the catalog's
         self.searches = Searches()  # its worker processes start with the first search
@@ -238,24 +238,24 @@ class Api:
         return {"meta": document.get("meta") or {}, "annotations": document.get("annotations") or {}, "cut": {}}
 
     def load(self, record_id: str, params):
-        """(snapshot, row, directory, document) of a readable record."""
+        """(snapshot, row, directory, document, what its parse holds) of a readable record."""
         snapshot, row = self.find(record_id, params)
         if row.get("unreadable"):
             raise ApiError(422, f"trajectory {record_id} cannot be read: {row['error']}")
         directory = snapshot.location.path
         path = document_path(directory, record_id)
         try:
-            document = self.documents.get(path)
+            document, weight = self.documents.get_sized(path)
         except RecordError as error:
             if not os.path.lexists(path):  # deleted since it was listed: not there, so not "unreadable"
                 raise ApiError(404, f"trajectory {record_id} is gone from disk") from None
             raise ApiError(422, f"trajectory {record_id} cannot be read: {error}") from None
-        return snapshot, row, directory, document
+        return snapshot, row, directory, document, weight
 
     def view(self, record_id: str, params) -> tuple[Snapshot, dict, tuple | None, RecordView]:
         """(snapshot, row, files' versions, the record's `RecordView`): kept by the versions, so a
         big record's parts share one rollout; a record whose files cannot be versioned gets its own."""
-        snapshot, row, directory, document = self.load(record_id, params)
+        snapshot, row, directory, document, weight = self.load(record_id, params)
         present = present_sidecars(directory, document)
         fetch_missing(directory, present)  # a store's copy: the rollout's sidecars, fetched as it is opened
         version = files_version(directory, record_id, present)
@@ -266,7 +266,7 @@ class Api:
 
         if version is None:
             return snapshot, row, None, make()
-        return snapshot, row, (version, *fields.values()), self.views.get((version, *fields.values()), make)
+        return snapshot, row, (version, *fields.values()), self.views.get((version, *fields.values()), make, weight)
 
     def paths(self, record_id: str, params):
         text = one(params, "text") != "false"

@@ -8,12 +8,15 @@ can no longer come up (an older index generation, an older file version) just ag
   text, up to the request line limit of `server/connections.py`: thousands of distinct long query
   strings must age out like answers do, not pile up as keys); held by the HTTP server.
 - `/paths` answers: `AnswerCache` by the versions of the record's files, `PATHS_CACHE_BYTES`.
-- Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_BYTES` of their
-  JSON (the last one read kept whatever its size); readers of one version share one read.
-- A record's derived structures (`views.trajectory.RecordView`: its rollout, tokens, block bounds):
-  `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them and at most
-  `RECORD_VIEW_CACHE_NODES` nodes (the last one made kept whatever its size), so each part
-  of a big record's answers does not build its rollout again.
+- Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_BYTES` of what
+  their parses hold (`record.document.parsed_bytes`, a bound from their JSON text; the last one read
+  kept whatever its size); readers of one version share one read.
+- A record's derived structures (`views.trajectory.RecordView`: its document, rollout, tokens, block
+  bounds): `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them and at
+  most `RECORD_VIEW_CACHE_BYTES` of what their documents' parses hold (the last one made kept whatever
+  its size), so each part of a big record's answers does not build its rollout again. Weighed in
+  bytes, not nodes: a few nodes can hold 100 MB of JSON in an unknown field, and the view holds its
+  document (its derived structures grow with its nodes, which its JSON holds too).
 - A step's lanes (`views.step_timeline.StepTimeline`, what `/v1/steps/timeline` parts are cut from):
   `ViewCache` by (run, its database, step), laid out again when the step's rows' digest moves
   (`step_version`, one per snapshot in `Snapshot.memo`), reading only the changed rollouts;
@@ -39,9 +42,9 @@ from skycap_viewer.wire import RawJson
 LISTING_CACHE_BYTES = 8 * 2**20
 ENTRY_OVERHEAD_BYTES = 256  # an entry's dict slot, key tuple and objects, beside the text `key_bytes` counts
 PATHS_CACHE_BYTES = 12 * 2**20  # a 66k-token rollout's /paths is ~3 MB
-DOCUMENT_CACHE_BYTES = 48 * 2**20  # of JSON: a few hundred ordinary documents, or one very big one
+DOCUMENT_CACHE_BYTES = 256 * 2**20  # held once parsed: a few hundred ordinary documents, or one big one
 RECORD_VIEW_CACHE_SIZE = 4  # rollouts being looked at...
-RECORD_VIEW_CACHE_NODES = 400_000  # ...and their nodes: a 1M-node chain's view is ~0.5 GB beside its ~1 GB document
+RECORD_VIEW_CACHE_BYTES = 256 * 2**20  # ...and what their documents hold parsed (shared with `DocumentCache`)
 STEP_TIMELINE_CACHE_STEPS = 8  # steps looked at on one axis...
 STEP_TIMELINE_CACHE_BYTES = 64 * 2**20  # ...and their lanes: a step of 10,000 rollouts of 30 calls is ~30 MB
 
@@ -98,13 +101,13 @@ def key_bytes(key) -> int:
 
 class DocumentCache:
     """Parsed documents by the file's version, so a rewritten record is reread, at most `max_bytes` of
-    the JSON they were parsed from (a parsed document takes several times that): the one read last is
+    what their parses hold (`parsed_bytes`): the one read last is
     kept whatever its size, as it is the record being looked at. Requests that miss together (the page
     asks for a record's paths, graph and calls at once) share one read, under the version's own lock."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
-        self.entries: OrderedDict = OrderedDict()  # version -> (document, JSON bytes)
+        self.entries: OrderedDict = OrderedDict()  # version -> (document, parsed_bytes)
         self.size = 0
         self.reading: dict = {}  # version -> the lock its one reader holds
         self.lock = threading.Lock()
@@ -124,33 +127,46 @@ class DocumentCache:
             entry = self.entries.get(version)
             return entry is not None and entry[0] is document
 
-    def cached(self, key: tuple) -> dict | None:
+    def cached(self, key: tuple) -> tuple[dict, int] | None:
         with self.lock:
             entry = self.entries.get(key)
             if entry is None:
                 return None
             self.entries.move_to_end(key)
-            return entry[0]
+            return entry
 
     def get(self, path: Path) -> dict:
+        return self.get_sized(path)[0]
+
+    def get_sized(self, path: Path) -> tuple[dict, int]:
+        """`get`, and what its parse holds (`parsed_bytes`: what a view of it weighs)."""
         key = self.version(path)
-        document = self.cached(key)
-        if document is not None:
-            return document
+        entry = self.cached(key)
+        if entry is not None:
+            return entry
         with self.lock:
             reading = self.reading.setdefault(key, threading.Lock())
         with reading:
             try:
-                document = self.cached(key)  # read by the request this one waited for
-                if document is not None:
-                    return document
+                entry = self.cached(key)  # read by the request this one waited for
+                if entry is not None:
+                    return entry
+                self.drop_oversized()
                 document, size = read_document_sized(path)
                 if self.version(path) == key:  # not replaced while being read: the version the key names
                     self.keep(key, document, size)
-                return document
+                return document, size
             finally:
                 with self.lock:
                     self.reading.pop(key, None)
+
+    def drop_oversized(self):
+        """Let go of a kept document heavier than the budget alone (kept as the last read) before reading
+        another: else both are held while the new one is parsed, twice the heaviest record."""
+        with self.lock:
+            if self.size > self.max_bytes:
+                self.entries.clear()
+                self.size = 0
 
     def keep(self, key: tuple, document: dict, size: int):
         with self.lock:
@@ -175,21 +191,22 @@ def files_version(directory, record_id: str, present: set) -> tuple | None:
 
 class ViewCache:
     """The last few values made for a key (least recently used out), at most `size` of them and at most
-    `max_weight` by `weigh` (the one made last is kept whatever it weighs). Requests that miss together
-    wait for one to make it (a page asks for a record's paths, graph and calls at once: one rollout
+    `max_weight` by the weight each was given (the one made last is kept whatever it weighs). Requests
+    that miss together wait for one to make it (a page asks for a record's paths, graph and calls at once: one rollout
     is built, not three), under the key's own lock, so other keys are not held up."""
 
-    def __init__(self, size: int, max_weight: float = float("inf"), weigh=lambda value: 0):
+    def __init__(self, size: int, max_weight: float = float("inf")):
         self.size = size
         self.max_weight = max_weight
-        self.weigh = weigh
         self.entries: OrderedDict = OrderedDict()  # key -> [lock, value or None, weight]
         self.lock = threading.Lock()
 
-    def get(self, key, make):
+    def get(self, key, make, weight: int = 0):
         with self.lock:
             slot = self.entries.get(key)
             if slot is None:
+                if sum(other[2] for other in self.entries.values()) > self.max_weight:
+                    self.entries.clear()  # one heavier than the budget alone: not held while another is made
                 slot = self.entries[key] = [threading.Lock(), None, 0]
                 while len(self.entries) > self.size:
                     self.entries.popitem(last=False)
@@ -198,7 +215,7 @@ class ViewCache:
         with slot[0]:
             if slot[1] is None:
                 slot[1] = make()
-                slot[2] = self.weigh(slot[1])
+                slot[2] = weight
                 self.trim(key)
             return slot[1]
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from skycap_viewer.catalog.discovery import discover_runs
 from skycap_viewer.catalog.index import Catalog
-from skycap_viewer.catalog.persisted import IndexFiles, cache_directory
+from skycap_viewer.catalog.persisted import IndexFiles
 from skycap_viewer.catalog.pool import RowPool
 from skycap_viewer.catalog.remote_copy import DEFAULT_CACHE_BYTES, Mirrors
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.errors import UsageError
-from skycap_viewer.record.copies import copy_url_of
+from skycap_viewer.record.copies import cache_directory, copy_url_of
 from skycap_viewer.server.access import TOKEN_ENVIRONMENT, Access, new_token
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.web import ViewerServer

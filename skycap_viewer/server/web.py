@@ -26,7 +26,8 @@ from urllib.parse import parse_qs, unquote
 
 from skycap_viewer.errors import ApiError
 from skycap_viewer.page import IndexPage, page_folder
-from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, TOKEN_PARAM, Access, hidden_token
+from skycap_viewer.printable import say
+from skycap_viewer.server.access import NEEDS_TOKEN_PAGE, Access, offered_token, shown_target
 from skycap_viewer.server.api import Api
 from skycap_viewer.server.caches import LISTING_CACHE_BYTES, AnswerCache
 from skycap_viewer.server.connections import (
@@ -69,21 +70,19 @@ LONG_ANSWERS_BUSY = {"detail": "too many long answers are being sent at once (cl
 
 @dataclass(frozen=True)
 class Route:
-    """One API path: literal segments and captures, the `Api` method that answers it, and its cache policy.
+    """One API path: literal segments and captures, the `Api` method that answers it, and its policies.
 
     A `per_generation` answer depends only on the index generation and the request target: it carries
-    an ETag (a poll that changed nothing gets 304) and is kept encoded in the server's answer cache."""
+    an ETag (a poll that changed nothing gets 304) and is kept encoded in the server's answer cache.
+    A `record_sized` answer grows with a record or a run (megabytes, more than a socket's buffers take
+    at once, so it holds its connection until the client reads it): it takes one of the long answers'
+    slots (`answer`). Every other answer is small and lands in the buffers. Each route says both, in
+    the one table, so a route added or changed cannot be forgotten by a list kept elsewhere."""
 
     segments: tuple
     answer: str
     per_generation: bool = False
-
-    @property
-    def record_sized(self) -> bool:
-        """Whether its answer grows with a record or a run (megabytes, more than a socket's buffers take
-        at once, so it holds its connection until the client reads it): such answers take one of the
-        long answers' slots (`answer`). Every other answer is small, and lands in the buffers."""
-        return self.answer in RECORD_SIZED
+    record_sized: bool = False
 
     def match(self, segments: list[str]) -> list[str] | None:
         """The captured segments, percent-decoded, when `segments` (as written) is this route's path, else
@@ -100,41 +99,39 @@ class Route:
         return captured
 
 
-RECORD_SIZED = {"export", "paths", "path_row", "path_messages", "path_chat", "graph", "exchanges", "timeline", "forks",
-                "notable", "retokenized", "experts", "snapshot", "lineup", "compare", "node_message", "node_media",
-                "trajectory_mirror", "step_timeline"}
 ROUTES = (
     Route(("healthz",), "healthz"),
     Route(("__viewer",), "viewer"),
     Route(("v1", "runs"), "runs", per_generation=True),
     Route(("v1", "trajectories"), "trajectories", per_generation=True),
-    Route(("v1", "trajectories", "export"), "export"),  # before the record of an id: see `Route.match`
-    Route(("v1", "trajectories", CAPTURE), "trajectory"),
-    Route(("v1", "trajectories", CAPTURE, "paths"), "paths"),
-    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "row"), "path_row"),
-    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "messages"), "path_messages"),
-    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "chat"), "path_chat"),
-    Route(("v1", "trajectories", CAPTURE, "graph"), "graph"),
-    Route(("v1", "trajectories", CAPTURE, "exchanges"), "exchanges"),
-    Route(("v1", "trajectories", CAPTURE, "timeline"), "timeline"),
-    Route(("v1", "trajectories", CAPTURE, "forks"), "forks"),
-    Route(("v1", "trajectories", CAPTURE, "notable"), "notable"),
-    Route(("v1", "trajectories", CAPTURE, "retokenized"), "retokenized"),
-    Route(("v1", "trajectories", CAPTURE, "experts"), "experts"),
-    Route(("v1", "trajectories", CAPTURE, "message"), "node_message"),
-    Route(("v1", "trajectories", CAPTURE, "media"), "node_media"),
-    Route(("v1", "trajectories", CAPTURE, "mirror"), "trajectory_mirror"),
-    Route(("v1", "trajectories", CAPTURE, "snapshot"), "snapshot"),
+    # the export before the record of an id: see `Route.match`
+    Route(("v1", "trajectories", "export"), "export", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE), "trajectory", record_sized=True),  # its whole meta and annotations
+    Route(("v1", "trajectories", CAPTURE, "paths"), "paths", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "row"), "path_row", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "messages"), "path_messages", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "paths", CAPTURE, "chat"), "path_chat", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "graph"), "graph", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "exchanges"), "exchanges", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "timeline"), "timeline", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "forks"), "forks", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "notable"), "notable", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "retokenized"), "retokenized", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "experts"), "experts", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "message"), "node_message", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "media"), "node_media", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "mirror"), "trajectory_mirror", record_sized=True),
+    Route(("v1", "trajectories", CAPTURE, "snapshot"), "snapshot", record_sized=True),
     Route(("v1", "values"), "values", per_generation=True),
     Route(("v1", "search"), "search"),
     Route(("v1", "groups"), "groups", per_generation=True),
     Route(("v1", "groups", CAPTURE), "group", per_generation=True),
-    Route(("v1", "groups", CAPTURE, "lineup"), "lineup"),
-    Route(("v1", "compare"), "compare"),
+    Route(("v1", "groups", CAPTURE, "lineup"), "lineup", record_sized=True),
+    Route(("v1", "compare"), "compare", record_sized=True),
     # answers over two runs may be kept per generation too: the generation is the whole catalog's
     Route(("v1", "compare", "runs"), "compare_runs", per_generation=True),
     Route(("v1", "lineage"), "lineage", per_generation=True),
-    Route(("v1", "steps", "timeline"), "step_timeline", per_generation=True),
+    Route(("v1", "steps", "timeline"), "step_timeline", per_generation=True, record_sized=True),
 )
 
 
@@ -271,7 +268,7 @@ class ViewerServer(ThreadingHTTPServer):
         if isinstance(error, (ConnectionError, TimeoutError)):
             return  # the client went away; nothing to tell anyone
         if not self.quiet:
-            print(f"skycap-viewer: request failed: {type(error).__name__}: {error}", file=sys.stderr)
+            say(f"skycap-viewer: request failed: {type(error).__name__}: {error}")
 
 
 class ViewerHandler(BaseHTTPRequestHandler):
@@ -405,8 +402,7 @@ class ViewerHandler(BaseHTTPRequestHandler):
         segments = api_segments(raw_path)
         cookie = None
         if segments is None and self.server.access.token is not None:
-            offered = parse_qs(query).get(TOKEN_PARAM)
-            if offered and self.server.access.matches(offered[-1]):  # the printed link: the page, and its cookie
+            if self.server.access.matches(offered_token(query)):  # the printed link: the page, and its cookie
                 cookie = self.server.access.set_cookie(self.server.port)
         if cookie is None and self.token_refused(is_api=segments is not None):
             return
@@ -589,12 +585,17 @@ class ViewerHandler(BaseHTTPRequestHandler):
     def log_access(self, status: int):
         if not self.server.quiet:
             elapsed = (time.monotonic() - self.started) * 1000
-            command, path = getattr(self, "command", None), hidden_token(getattr(self, "path", ""))
-            print(f"{command} {path} {status} {elapsed:.0f}ms", file=sys.stderr, flush=True)
+            command, path = getattr(self, "command", None), shown_target(getattr(self, "path", ""),
+                                                                          self.server.access.token)
+            say(f"{command} {path} {status} {elapsed:.0f}ms")
 
     def log_request(self, code="-", size="-"):
         pass  # `log_access` writes one line per request instead
 
     def log_message(self, format, *args):
+        """The standard library's own lines (a bad request line, quoted): escaped, the token hidden."""
         if not self.server.quiet:
-            super().log_message(format, *args)
+            line = format % args
+            if self.server.access.token:
+                line = line.replace(self.server.access.token, "…")
+            say(f"{self.address_string()} - {line}")

@@ -367,10 +367,6 @@ class RecordView:
         self.notables: dict[int, dict] = {}  # path index -> its `/notable` answer, made once
         self.texts: dict[str, Rollout] = {}  # why -> the rollout measured in text (`as_text`)
 
-    def node_count(self) -> int:
-        """What the view weighs in a cache: its derived structures grow with the record's nodes."""
-        return len(self.document["nodes"])
-
     @cached_property
     def rollout(self) -> Rollout:
         if self.verified:

@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -91,3 +92,62 @@ def moto_process() -> tuple[subprocess.Popen, int]:
             time.sleep(0.1)
     process.kill()
     raise RuntimeError("moto's server did not start within 30 s")
+
+
+SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+             b"<Message>Please reduce your request rate.</Message></Error>")
+
+
+class ThrottlingStore:
+    """A hostile store: in front of `endpoint` (moto), every GET of an object whose key ends with one of
+    `throttled` is answered `503 SlowDown`, as S3 answers a client over its rate; everything else is
+    passed through. `throttled_gets` counts the refused GETs, so a test can hold the retries to a budget."""
+
+    def __init__(self, endpoint: str, throttled: tuple[str, ...]):
+        import http.client
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        target = endpoint.split("://", 1)[1]
+        store = self
+        self.throttled_gets = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def relay(self):
+                path = self.path.split("?", 1)[0]
+                if self.command == "GET" and path.endswith(throttled):
+                    store.throttled_gets += 1
+                    self.send_response(503)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(SLOW_DOWN)))
+                    self.end_headers()
+                    self.wfile.write(SLOW_DOWN)
+                    return
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                upstream = http.client.HTTPConnection(target, timeout=30)
+                upstream.request(self.command, self.path, body=body or None, headers=dict(self.headers.items()))
+                reply = upstream.getresponse()
+                data = reply.read()
+                self.send_response(reply.status)
+                for key, value in reply.getheaders():
+                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                upstream.close()
+
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = relay
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
