@@ -4,7 +4,8 @@ The layers, in the order the data flows (each imports only the ones before it, a
 `tests/test_layers.py` holds this):
 
 - base: `errors` (every error type), `flags` (the flag and text-only catalogues), `wire` (JSON
-  as sent), `page` (where the page's files are). They import nothing of the package.
+  as sent), `page` (where the page's files are), `printable` (text for a terminal
+  or a log, its control and bidi characters escaped). They import nothing of the package.
 - `record/`: one record read from its files: zstd frames, the document and its schema, the sidecar
   manifest and arrays, what the sampling mask says of the sampled tokens (`support`), a node's routed
   experts (`experts`), the graph, its forks named as skycap's `check` names them, paths and blocks
