@@ -13,6 +13,7 @@ import time
 import pytest
 
 from skycap_viewer.record.frames import compress, decompress_one_frame
+from skycap_viewer.server.access import Access
 from skycap_viewer.server.web import ROUTES, ViewerServer
 from tests.support.corpus import FIXTURES, FORKED, copy_runs
 from tests.support.in_process import InProcess, in_process_fixture
@@ -196,3 +197,21 @@ def test_every_route_that_can_answer_a_record_sized_body_takes_a_long_answers_sl
     finally:
         web.server.api.searches.close()
         web.server.server_close()
+
+
+def test_every_route_of_the_table_needs_the_token_and_a_host_of_its_own(web):
+    """Walk the route table, not a list kept by hand: a route added is asked here without the token (401),
+    with it (answered, never a 5xx), and from a foreign Host (refused before any answer)."""
+    targets = route_targets(web)
+    token = "a-token-for-the-walk"
+    kept = web.server
+    web.server = ViewerServer(("127.0.0.1", 0), kept.api, quiet=True, bind=False, access=Access(token))
+    try:
+        for route in ROUTES:
+            target = targets[route.answer]
+            assert web.get(target).status == 401, route.answer
+            assert web.get(target, Host="evil.example").status == 400, route.answer
+            answered = web.get(target, Authorization=f"Bearer {token}")
+            assert answered.status < 500 and answered.status != 401, (route.answer, answered.body[:200])
+    finally:
+        web.server = kept
