@@ -18,6 +18,7 @@ from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
 from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.media import media_count, node_media
+from skycap_viewer.record.opener import OpenedRecord
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData, read_tokens
 from skycap_viewer.record.support import NodeSupport, read_mask, support_by_node
@@ -366,6 +367,11 @@ class RecordView:
         self.laid: dict[int, tuple] = {}  # id(PathView) -> its `layout`, for as long as its rollout lives
         self.notables: dict[int, dict] = {}  # path index -> its `/notable` answer, made once
         self.texts: dict[str, Rollout] = {}  # why -> the rollout measured in text (`as_text`)
+
+    @classmethod
+    def of(cls, opened: OpenedRecord, context: dict, verified: bool = False) -> "RecordView":
+        """The view of a record opened by `record.opener.open_record`."""
+        return cls(opened.directory, opened.document, opened.present, opened.record_id, context, verified)
 
     def node_count(self) -> int:
         """What the view weighs in a cache: its derived structures grow with the record's nodes."""
