@@ -40,17 +40,22 @@ from skycap_viewer.server.caches import (
 )
 from skycap_viewer.server.searches import Search, Searches
 from skycap_viewer.views import runs_compare
+from skycap_viewer.views.calls import exchanges_part, timeline_part
 from skycap_viewer.views.chat import chat_part
 from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.experts import experts_part
 from skycap_viewer.views.export import CONTENT_TYPE as EXPORT_TYPE
 from skycap_viewer.views.export import ExportAsk, exported, file_name, spooled_rows
+from skycap_viewer.views.forks import forks_answer
+from skycap_viewer.views.graph import graph_part
 from skycap_viewer.views.group_listing import ungrouped_where
 from skycap_viewer.views.groups_answer import found_group, group_answer, groups_page
 from skycap_viewer.views.lineup import lineup
 from skycap_viewer.views.listing import Filters, searched_ids, with_run
 from skycap_viewer.views.missing import mirrored_record, missing_answer
+from skycap_viewer.views.node import media_part, node_message
+from skycap_viewer.views.notable import notable_answer
 from skycap_viewer.views.params import (
     as_written,
     bounded_count,
@@ -66,7 +71,7 @@ from skycap_viewer.views.params import (
     path_segment,
     side_scope,
 )
-from skycap_viewer.views.retokenized import AROUND, AROUND_MAX
+from skycap_viewer.views.retokenized import AROUND, AROUND_MAX, retokenized_answer
 from skycap_viewer.views.row import path_messages, trainer_row
 from skycap_viewer.views.runs_listing import found_row, rollouts_page
 from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
@@ -387,31 +392,31 @@ class Api:
     def graph(self, record_id: str, params):
         start = part_start(params)
         _, row, _, view = self.view(record_id, params)
-        return 200, answer_part(view.graph_part, start, self.part_limit, with_verdicts(view.header, public(row)))
+        return 200, answer_part(graph_part, view, start, self.part_limit, with_verdicts(view.header, public(row)))
 
     def node_message(self, record_id: str, params):
         """One node's message whole (`node`): what a `/graph` part sends as a placeholder when it is
         bigger than a part (an image as a data URL)."""
         node = node_param(params)
         view = self.view(record_id, params).view
-        return 200, view.node_message(node_there(view.document, node))
+        return 200, node_message(view, node_there(view.document, node))
 
     def node_media(self, record_id: str, params):
         """One node's media items in parts (`node`, `from`): a `/paths` node carries its first thousand."""
         node, start = node_param(params), part_start(params)
         view = self.view(record_id, params).view
-        return 200, answer_part(view.media_part, node_there(view.document, node), start, self.part_limit)
+        return 200, answer_part(media_part, view, node_there(view.document, node), start, self.part_limit)
 
     def exchanges(self, record_id: str, params):
         start = part_start(params)
         view = self.view(record_id, params).view
-        return 200, answer_part(view.exchanges_part, start, self.part_limit)
+        return 200, answer_part(exchanges_part, view, start, self.part_limit)
 
     def timeline(self, record_id: str, params):
         """Every call and failure placed in time: lanes, sub-lanes, idle spans (`views.timeline`)."""
         start = part_start(params)
         view = self.view(record_id, params).view
-        return 200, answer_part(view.timeline_part, start, self.part_limit)
+        return 200, answer_part(timeline_part, view, start, self.part_limit)
 
     def forks(self, record_id: str, params):
         a, b = path_number(params, "a", 0), path_number(params, "b", 1)
@@ -419,7 +424,7 @@ class Api:
             raise ApiError(400, "a and b must be two different paths")
         view = self.view(record_id, params).view
         try:
-            return 200, view.forks(a, b, self.part_limit)
+            return 200, forks_answer(view, a, b, self.part_limit)
         except IndexError as error:
             raise ApiError(404, f"no path {a} or {b}: {error}") from None
 
@@ -427,13 +432,13 @@ class Api:
         """Tokens worth reading on one path (`path`, 0 when not given): see `views.notable`."""
         path = path_number(params, "path", 0)
         view = self.view(record_id, params).view
-        return 200, answer_part(view.notable, path)
+        return 200, answer_part(notable_answer, view, path)
 
     def retokenized(self, record_id: str, params):
         """Each re-tokenized copy beside its model node, and each unbridged call: see `views.retokenized`."""
         around = bounded_count(params, "around", AROUND, AROUND_MAX)
         view = self.view(record_id, params).view
-        return 200, view.retokenized(around)
+        return 200, retokenized_answer(view, around)
 
     # -- comparing ---------------------------------------------------------------------------
 
