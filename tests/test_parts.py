@@ -12,6 +12,8 @@ from skycap_viewer.catalog.rows import public
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.frames import compress
 from skycap_viewer.server.api import Api
+from skycap_viewer.views.calls import exchanges_part, timeline_part
+from skycap_viewer.views.graph import graph_part
 from skycap_viewer.views.trajectory import WHOLE, PartLimit, with_verdicts
 from skycap_viewer.wire import encode_json
 from tests.support.chain_record import chain_document, write_chain
@@ -188,6 +190,6 @@ def test_every_corpus_record_comes_in_one_part_equal_to_the_whole(tmp_path):
             header = with_verdicts(view.header, public(listed))  # with the row's verdicts, as /paths and /graph send it
             assert served == {**json.loads(encode_json(view.paths_part(limit=WHOLE))), "trajectory": header}
             assert all("next" not in path["part"] for path in served["paths"])
-            assert api.graph(record_id, params)[1] == view.graph_part(limit=WHOLE, header=header)
-            assert api.exchanges(record_id, params)[1] == view.exchanges_part(limit=WHOLE)
-            assert api.timeline(record_id, params)[1] == view.timeline_part(limit=WHOLE)
+            assert api.graph(record_id, params)[1] == graph_part(view, limit=WHOLE, header=header)
+            assert api.exchanges(record_id, params)[1] == exchanges_part(view, limit=WHOLE)
+            assert api.timeline(record_id, params)[1] == timeline_part(view, limit=WHOLE)

@@ -27,12 +27,11 @@ from skycap_viewer.catalog.blobs import squeezed, unsqueezed
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
-from skycap_viewer.record.copies import listed_in_copy
 from skycap_viewer.record.document import link_leaving, read_document, record_id_of
 from skycap_viewer.record.fields import created_ts
 from skycap_viewer.record.header import trajectory_header
+from skycap_viewer.record.opener import present_sidecars
 from skycap_viewer.record.rollout import Rollout
-from skycap_viewer.record.schema import is_plain_file_name
 from skycap_viewer.record.verify import verified_rollout
 from skycap_viewer.wire import RawJson, encodable, encode_json
 
@@ -44,14 +43,6 @@ VALUE_JSON_LIMIT = 1024  # bytes of JSON: a longer meta or annotations value is 
 MAPPING_JSON_LIMIT = 8 * 1024  # bytes of JSON of a row's meta (and of its annotations), markers included
 KEY_LIMIT = 256  # characters: a longer key is left out (no marker could be smaller than it)
 SORTED_JSON = json.JSONEncoder(sort_keys=True)  # the `q` text's encoding, made once
-
-
-def present_sidecars(directory, document: dict) -> set[str]:
-    """The listed sidecar files that are in the directory (one stat each, never opened), or for a
-    store's copy in the store (`record/copies.py`: fetched when they are read)."""
-    names = [m.get("file") for m in (document.get("sidecars") or {}).values() if isinstance(m, dict)]
-    return {n for n in names if is_plain_file_name(n) and (os.path.isfile(os.path.join(directory, n))
-                                                            or listed_in_copy(directory, n))}
 
 
 def strip_json(blocks: list, token_blocked: bool) -> RawJson:

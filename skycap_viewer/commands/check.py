@@ -21,10 +21,11 @@ from skycap_viewer.commands.terminal import Progress, json_text, links_text, plu
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME
 from skycap_viewer.printable import safe
-from skycap_viewer.record.copies import copy_url_of, names_in
-from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document, record_id_of
+from skycap_viewer.record.copies import copy_url_of
+from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, record_id_of
 from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.graph import Graph
+from skycap_viewer.record.opener import open_record
 from skycap_viewer.record.verify import verified_rollout
 from skycap_viewer.views.trajectory import fork_payload
 
@@ -62,15 +63,16 @@ class DirectoryReport:
             self.absent[kind] = self.absent.get(kind, 0) + 1
 
 
-def check_record(directory: Path, record_id: str, present: set[str], forks: bool = False) -> RecordReport:
+def check_record(directory: Path, record_id: str, forks: bool = False) -> RecordReport:
     """Every problem of one record (an unreadable document is one problem, its error), what its sidecars
     found that is no problem of the format (`findings`: the flags only they raise, decided where the
     index decides them), and with `forks` the record's forks and skycap's heading line for them."""
     try:
-        document = read_document(document_path(directory, record_id))
+        opened = open_record(directory, record_id)
     except RecordError as error:
         return RecordReport(record_id, [error.problem], [])
-    rollout = verified_rollout(directory, document, present, record_id)
+    document = opened.document
+    rollout = verified_rollout(directory, document, opened.present, record_id)
     report = RecordReport(record_id, rollout.record_problems, rollout.missing_sidecars,
                           findings=list(rollout.sidecar_flags))
     if forks:
@@ -85,7 +87,6 @@ def check_directory(directory: Path, forks: bool = False, symlink_to: str | None
     """Every record of `directory`, or those `only` names."""
     report = DirectoryReport(copy_url_of(directory), symlink_to=symlink_to)  # a store's copy: named by its URL
     try:
-        present = names_in(directory)
         ids = list_record_ids(directory) if only is None else only
     except OSError as error:
         raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
@@ -93,7 +94,7 @@ def check_directory(directory: Path, forks: bool = False, symlink_to: str | None
     for done, record_id in enumerate(ids, 1):
         if link := link_leaving(document_path(directory, record_id), directory):
             report.symlinks[record_id] = link
-        report.add(check_record(directory, record_id, present, forks))
+        report.add(check_record(directory, record_id, forks))
         progress.update(done)
     progress.close()
     return report

@@ -12,8 +12,8 @@ from skycap_viewer.commands.show import block_text, document_file, document_in
 from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, print_out, wants_colour
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.printable import safe
-from skycap_viewer.record.copies import names_in
-from skycap_viewer.record.document import read_document, record_id_of
+from skycap_viewer.record.document import record_id_of
+from skycap_viewer.record.opener import open_record
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.trajectory import WHOLE, RecordView
 
@@ -32,14 +32,11 @@ def record_files(args: list[str]) -> tuple[Path, Path]:
 
 
 def record_view(file: Path) -> RecordView:
+    """The record of one side, opened as `show` opens it (`record.opener`); exits 2 when it cannot be read."""
     try:
-        document = read_document(file)
-        present = names_in(file.parent)
+        return RecordView.of(open_record(file.parent, record_id_of(file.name)), {})
     except RecordError as error:
         raise UsageError(str(error)) from None
-    except OSError as error:
-        raise UsageError(f"cannot list {file.parent}: {error.strerror or error}") from None
-    return RecordView(file.parent, document, present, record_id_of(file.name), {})
 
 
 def side_line(name: str, side: dict, unit: str, paint: Painter) -> str:

@@ -18,9 +18,9 @@ from skycap_viewer.commands.terminal import MARKS, Painter, json_text, plural, p
 from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import FLAG_BY_NAME, TEXT_ONLY_BY_REASON
 from skycap_viewer.printable import safe
-from skycap_viewer.record.copies import names_in
-from skycap_viewer.record.document import DOCUMENT_SUFFIX, read_document, record_id_of
+from skycap_viewer.record.document import DOCUMENT_SUFFIX, record_id_of
 from skycap_viewer.record.forks import trajectory_forks
+from skycap_viewer.record.opener import OpenedRecord, open_record
 from skycap_viewer.views.row import path_messages, trainer_row
 from skycap_viewer.views.trajectory import RecordView, fork_payload, paths_payload
 
@@ -305,19 +305,13 @@ def path_lines(path: dict, nodes: dict, paint: Painter, printed: Printed | None 
     return lines
 
 
-def opened_record(record: Path) -> tuple[Path, dict, set[str], str]:
-    """(its directory, its document, the file names beside it, its file id) of `show`'s RECORD."""
+def opened_record(record: Path) -> OpenedRecord:
+    """`show`'s RECORD opened (`record.opener`); exits 2 when its document cannot be read."""
     file = document_file(Path(record))
     try:
-        document = read_document(file)
+        return open_record(file.parent, record_id_of(file.name))
     except RecordError as error:
         raise UsageError(str(error)) from None
-    directory = file.parent
-    try:
-        present = names_in(directory)
-    except OSError as error:
-        raise UsageError(f"cannot list {directory}: {error.strerror or error}") from None
-    return directory, document, present, record_id_of(file.name)
 
 
 def run_show(record: Path, path_index: int | None = None, as_json: bool = False, full: bool = False,
@@ -325,10 +319,10 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False,
     """Print one record's rollout, each path from where it leaves those printed before it (`full`:
     every path whole, as `--path N` prints one; `as_html`: as one self-contained HTML file); an
     unreadable record or a bad `--path` exits 2."""
-    directory, document, present, file_id = opened_record(record)
+    opened = opened_record(record)
     if as_html:
-        return print_snapshot(directory, document, present, file_id, path_index)
-    payload = paths_payload(directory, document, present, file_id, verified=True)  # the sidecars' verdicts too
+        return print_snapshot(opened, path_index)
+    payload = paths_payload(*opened, verified=True)  # the sidecars' verdicts too
     path_count = len(payload["paths"])
     if path_index is not None:
         if not 0 <= path_index < len(payload["paths"]):
@@ -338,7 +332,7 @@ def run_show(record: Path, path_index: int | None = None, as_json: bool = False,
         print_out(json_text(payload))
         return 0
     paint = Painter(wants_colour(sys.stdout))
-    forks = [fork_payload(fork) for fork in trajectory_forks(document)]
+    forks = [fork_payload(fork) for fork in trajectory_forks(opened.document)]
     lines = header_lines(payload, path_count, paint, forks)
     printed = None if full or path_index is not None else Printed()
     for path in payload["paths"]:
@@ -357,8 +351,7 @@ def run_show_path(record: Path, path_index: int | None, answer: str) -> int:
     a path without one (text mode, no tokens) exits 2 with the API's reason."""
     if path_index is None:
         raise UsageError(f"--{answer} prints one path: give --path N")
-    directory, document, present, file_id = opened_record(record)
-    view = RecordView(directory, document, present, file_id, {})
+    view = RecordView.of(opened_record(record), {})
     try:
         payload = PATH_ANSWERS[answer](view, path_index)
     except ApiError as error:

@@ -6,16 +6,17 @@ import sys
 
 from skycap_viewer.commands.terminal import plural
 from skycap_viewer.errors import UsageError
+from skycap_viewer.record.opener import OpenedRecord
 from skycap_viewer.views.snapshot import record_snapshot
 from skycap_viewer.views.trajectory import RecordView
 
 
-def print_snapshot(directory, document: dict, present, record_id: str, path_index: int | None) -> int:
+def print_snapshot(opened: OpenedRecord, path_index: int | None) -> int:
     """Write the file opening on path `path_index` (0 when not given); a path there is not exits 2, and
     so does a terminal as the output: the file is for a browser, and its record text is not escaped."""
     if sys.stdout.isatty():
         raise UsageError("show --html writes an HTML file, not for a terminal: redirect it (> rollout.html)")
-    view = RecordView(directory, document, present, record_id, {}, verified=True)  # the sidecars' flags too
+    view = RecordView.of(opened, {}, verified=True)  # the sidecars' flags too
     try:
         body = record_snapshot(view, path_index or 0)
     except IndexError:

@@ -18,8 +18,9 @@ from skycap_viewer.commands.terminal import Progress, json_text, links_text, plu
 from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.flags import GROUP_FLAGS
 from skycap_viewer.printable import safe
-from skycap_viewer.record.copies import copy_url_of, names_in
-from skycap_viewer.record.document import document_path, link_leaving, list_record_ids, read_document
+from skycap_viewer.record.copies import copy_url_of
+from skycap_viewer.record.document import document_path, link_leaving, list_record_ids
+from skycap_viewer.record.opener import open_record
 from skycap_viewer.record.verify import verified_rollout
 
 LABEL_WIDTH = 20
@@ -44,7 +45,6 @@ def run_stats(run: RunLocation) -> tuple[RunStats, dict | None]:
     """The run's counts, and what its run index says (None without one)."""
     stats = RunStats()
     try:
-        present = names_in(run.path)
         ids = list_record_ids(run.path)
     except OSError as error:
         stats.add_unreadable("(directory)", f"cannot list {run.path}: {error.strerror or error}")
@@ -55,11 +55,12 @@ def run_stats(run: RunLocation) -> tuple[RunStats, dict | None]:
         if link := link_leaving(path, run.path):
             stats.symlinks[record_id] = link
         try:
-            document = read_document(path)
+            opened = open_record(run.path, record_id)
         except RecordError as error:
             stats.add_unreadable(record_id, error.problem)
         else:
-            stats.add(record_id, document, verified_rollout(run.path, document, present, record_id))
+            document = opened.document
+            stats.add(record_id, document, verified_rollout(run.path, document, opened.present, record_id))
         progress.update(done)
     progress.close()
     index = summarise_run_index(run.path, set(ids))

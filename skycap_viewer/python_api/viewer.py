@@ -24,7 +24,7 @@ from skycap_viewer.errors import ApiError
 from skycap_viewer.python_api.asking import LISTING_FILTERS, SEARCH_OPTIONS, SORTING, ask, query
 from skycap_viewer.python_api.rollout import Rollout
 from skycap_viewer.python_api.rows import Rows
-from skycap_viewer.record.copies import cache_directory, names_in
+from skycap_viewer.record.copies import cache_directory
 from skycap_viewer.server.api import Api
 from skycap_viewer.views.export import with_rows
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit
@@ -156,7 +156,7 @@ class Viewer:
         """`check`'s entry for one record of the index, its sidecars read (`commands.check`)."""
         snapshot, _ = self.api.find(trajectory_id, params)
         directory = snapshot.location.path
-        return record_entry(check_record(directory, trajectory_id, names_in(directory), forks=True), forks=True)
+        return record_entry(check_record(directory, trajectory_id, forks=True), forks=True)
 
     # -- text, rows -------------------------------------------------------------------------
 

@@ -10,4 +10,5 @@
 - `search`: text found in one document's nodes; `verify`: every problem of a record, sidecars opened.
 - `lazy`: a property computed on first use, without `cached_property`'s lock.
 - `copies`: record directories that are a store's local copy (which sidecars the store holds, fetched when read).
+- `opener`: a record opened, its document read and its present sidecars by the one rule every reader uses.
 """

@@ -132,15 +132,6 @@ def copy_url_of(path) -> str:
 errors.path_namer = copy_url_of
 
 
-def names_in(directory) -> set[str]:
-    """The file names of a record directory: what is on disk, and for a copy what its store holds."""
-    names = set(os.listdir(directory))
-    listing = copy_listing(directory)
-    if listing is not None:
-        names |= set(listing["objects"])
-    return names
-
-
 def ensure_local(path) -> None:
     """Fetch the file at `path` when it is a sidecar of a copy that is not fetched yet, and this process
     can fetch; otherwise nothing (the read that follows says what is wrong)."""

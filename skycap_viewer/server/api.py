@@ -11,17 +11,19 @@ searches, which outlive a request.
 import os
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from skycap_viewer import __version__
 from skycap_viewer.catalog.index import Catalog, Snapshot
 from skycap_viewer.catalog.remote_copy import Mirrors
-from skycap_viewer.catalog.rows import present_sidecars, public
+from skycap_viewer.catalog.rows import public
 from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
-from skycap_viewer.record.copies import copy_source, copy_url_of, fetch_missing, listed_in_copy
+from skycap_viewer.record.copies import copy_source, copy_url_of, listed_in_copy
 from skycap_viewer.record.document import document_path
 from skycap_viewer.record.fields import wire_id
+from skycap_viewer.record.opener import OpenedRecord, open_record, present_sidecars
 from skycap_viewer.record.search import Query, query_problem
 from skycap_viewer.record.support import support_flags
 from skycap_viewer.server.caches import (
@@ -38,17 +40,22 @@ from skycap_viewer.server.caches import (
 )
 from skycap_viewer.server.searches import Search, Searches
 from skycap_viewer.views import runs_compare
+from skycap_viewer.views.calls import exchanges_part, timeline_part
 from skycap_viewer.views.chat import chat_part
 from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
 from skycap_viewer.views.compare import Comparison
 from skycap_viewer.views.experts import experts_part
 from skycap_viewer.views.export import CONTENT_TYPE as EXPORT_TYPE
 from skycap_viewer.views.export import ExportAsk, exported, file_name, spooled_rows
+from skycap_viewer.views.forks import forks_answer
+from skycap_viewer.views.graph import graph_part
 from skycap_viewer.views.group_listing import ungrouped_where
 from skycap_viewer.views.groups_answer import found_group, group_answer, groups_page
 from skycap_viewer.views.lineup import lineup
 from skycap_viewer.views.listing import Filters, searched_ids, with_run
 from skycap_viewer.views.missing import mirrored_record, missing_answer
+from skycap_viewer.views.node import media_part, node_message
+from skycap_viewer.views.notable import notable_answer
 from skycap_viewer.views.params import (
     as_written,
     bounded_count,
@@ -64,7 +71,7 @@ from skycap_viewer.views.params import (
     path_segment,
     side_scope,
 )
-from skycap_viewer.views.retokenized import AROUND, AROUND_MAX
+from skycap_viewer.views.retokenized import AROUND, AROUND_MAX, retokenized_answer
 from skycap_viewer.views.row import path_messages, trainer_row
 from skycap_viewer.views.runs_listing import found_row, rollouts_page
 from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
@@ -237,36 +244,42 @@ class Api:
             return {}
         return {"meta": document.get("meta") or {}, "annotations": document.get("annotations") or {}, "cut": {}}
 
-    def load(self, record_id: str, params):
-        """(snapshot, row, directory, document, what its parse holds) of a readable record."""
-        snapshot, row = self.find(record_id, params)
+    def opened(self, snapshot: Snapshot, row: dict, record_id: str) -> tuple[OpenedRecord, int]:
+        """The listed record opened (`record.opener`), its document read through the cache, and what its
+        parse holds (its weight in the views' cache); 422 when it cannot be read, 404 when it is gone from
+        disk since it was listed (not there, so not "unreadable")."""
         if row.get("unreadable"):
             raise ApiError(422, f"trajectory {record_id} cannot be read: {row['error']}")
         directory = snapshot.location.path
-        path = document_path(directory, record_id)
-        try:
+        weighed = []
+
+        def read(path):
             document, weight = self.documents.get_sized(path)
+            weighed.append(weight)
+            return document
+
+        try:
+            return open_record(directory, record_id, read=read), weighed[0]
         except RecordError as error:
-            if not os.path.lexists(path):  # deleted since it was listed: not there, so not "unreadable"
+            if not os.path.lexists(document_path(directory, record_id)):
                 raise ApiError(404, f"trajectory {record_id} is gone from disk") from None
             raise ApiError(422, f"trajectory {record_id} cannot be read: {error}") from None
-        return snapshot, row, directory, document, weight
 
-    def view(self, record_id: str, params) -> tuple[Snapshot, dict, tuple | None, RecordView]:
-        """(snapshot, row, files' versions, the record's `RecordView`): kept by the versions, so a
-        big record's parts share one rollout; a record whose files cannot be versioned gets its own."""
-        snapshot, row, directory, document, weight = self.load(record_id, params)
-        present = present_sidecars(directory, document)
-        fetch_missing(directory, present)  # a store's copy: the rollout's sidecars, fetched as it is opened
-        version = files_version(directory, record_id, present)
+    def view(self, record_id: str, params) -> "ViewedRecord":
+        """The record's `RecordView` with its run and row: kept by its files' versions, so a big record's
+        parts share one rollout; a record whose files cannot be versioned gets its own."""
+        snapshot, row = self.find(record_id, params)
+        opened, weight = self.opened(snapshot, row, record_id)
+        version = files_version(opened.directory, record_id, opened.present)
         fields = context(snapshot, row)
 
         def make():
-            return RecordView(directory, document, present, record_id, fields)
+            return RecordView.of(opened, fields)
 
         if version is None:
-            return snapshot, row, None, make()
-        return snapshot, row, (version, *fields.values()), self.views.get((version, *fields.values()), make, weight)
+            return ViewedRecord(snapshot, row, None, make())
+        key = (version, *fields.values())
+        return ViewedRecord(snapshot, row, key, self.views.get(key, make, weight))
 
     def paths(self, record_id: str, params):
         text = one(params, "text") != "false"
@@ -320,7 +333,7 @@ class Api:
     def path_messages(self, record_id: str, path: str, params):
         """One path's messages in chat format (`views.row.path_messages`), from the document alone."""
         number = path_segment(path)
-        return 200, path_messages(self.view(record_id, params)[3], number)
+        return 200, path_messages(self.view(record_id, params).view, number)
 
     def path_chat(self, record_id: str, path: str, params):
         """One path as the Chat tab's cards, in parts (`views.chat`): a model turn's lowest logprob
@@ -374,9 +387,10 @@ class Api:
                 return False
             written = version[3]
             for name in present_sidecars(directory, document):
-                if not os.path.lexists(Path(directory) / name) and listed_in_copy(directory, name):
-                    continue  # a store's sidecar that could not be fetched: its read said so, not a rewrite
-                changed = os.stat(Path(directory) / name).st_mtime_ns
+                path = Path(directory) / name
+                if not os.path.exists(path) and (os.path.islink(path) or listed_in_copy(directory, name)):
+                    continue  # a broken link, or a store's sidecar not fetched: its read said so, not a rewrite
+                changed = os.stat(path).st_mtime_ns
                 if changed > written and time.time_ns() - changed < SETTLE_WINDOW_NS:
                     return False
         except (RecordError, OSError):
@@ -386,53 +400,53 @@ class Api:
     def graph(self, record_id: str, params):
         start = part_start(params)
         _, row, _, view = self.view(record_id, params)
-        return 200, answer_part(view.graph_part, start, self.part_limit, with_verdicts(view.header, public(row)))
+        return 200, answer_part(graph_part, view, start, self.part_limit, with_verdicts(view.header, public(row)))
 
     def node_message(self, record_id: str, params):
         """One node's message whole (`node`): what a `/graph` part sends as a placeholder when it is
         bigger than a part (an image as a data URL)."""
         node = node_param(params)
-        view = self.view(record_id, params)[3]
-        return 200, view.node_message(node_there(view.document, node))
+        view = self.view(record_id, params).view
+        return 200, node_message(view, node_there(view.document, node))
 
     def node_media(self, record_id: str, params):
         """One node's media items in parts (`node`, `from`): a `/paths` node carries its first thousand."""
         node, start = node_param(params), part_start(params)
-        view = self.view(record_id, params)[3]
-        return 200, answer_part(view.media_part, node_there(view.document, node), start, self.part_limit)
+        view = self.view(record_id, params).view
+        return 200, answer_part(media_part, view, node_there(view.document, node), start, self.part_limit)
 
     def exchanges(self, record_id: str, params):
         start = part_start(params)
-        view = self.view(record_id, params)[3]
-        return 200, answer_part(view.exchanges_part, start, self.part_limit)
+        view = self.view(record_id, params).view
+        return 200, answer_part(exchanges_part, view, start, self.part_limit)
 
     def timeline(self, record_id: str, params):
         """Every call and failure placed in time: lanes, sub-lanes, idle spans (`views.timeline`)."""
         start = part_start(params)
-        view = self.view(record_id, params)[3]
-        return 200, answer_part(view.timeline_part, start, self.part_limit)
+        view = self.view(record_id, params).view
+        return 200, answer_part(timeline_part, view, start, self.part_limit)
 
     def forks(self, record_id: str, params):
         a, b = path_number(params, "a", 0), path_number(params, "b", 1)
         if a == b:
             raise ApiError(400, "a and b must be two different paths")
-        view = self.view(record_id, params)[3]
+        view = self.view(record_id, params).view
         try:
-            return 200, view.forks(a, b, self.part_limit)
+            return 200, forks_answer(view, a, b, self.part_limit)
         except IndexError as error:
             raise ApiError(404, f"no path {a} or {b}: {error}") from None
 
     def notable(self, record_id: str, params):
         """Tokens worth reading on one path (`path`, 0 when not given): see `views.notable`."""
         path = path_number(params, "path", 0)
-        view = self.view(record_id, params)[3]
-        return 200, answer_part(view.notable, path)
+        view = self.view(record_id, params).view
+        return 200, answer_part(notable_answer, view, path)
 
     def retokenized(self, record_id: str, params):
         """Each re-tokenized copy beside its model node, and each unbridged call: see `views.retokenized`."""
         around = bounded_count(params, "around", AROUND, AROUND_MAX)
-        view = self.view(record_id, params)[3]
-        return 200, view.retokenized(around)
+        view = self.view(record_id, params).view
+        return 200, retokenized_answer(view, around)
 
     # -- comparing ---------------------------------------------------------------------------
 
@@ -462,7 +476,8 @@ class Api:
         """A group's counting members compared with one anchor member (`views.lineup`)."""
         snapshot, group, _ = self.scoped_group(group_key, params)
         scope = {"run_id": [snapshot.id]}
-        return 200, lineup(group, snapshot.id, one(params, "anchor"), lambda record_id: self.view(record_id, scope)[3])
+        return 200, lineup(group, snapshot.id, one(params, "anchor"),
+                           lambda record_id: self.view(record_id, scope).view)
 
     def values(self, params):
         """The task ids and annotation values of one run with their counts, for the picker."""
@@ -568,6 +583,16 @@ class Api:
             raise ApiError(400, f"lineage needs run_id, key and value: pass {', '.join(missing)}")
         snapshot = self.scope(params)[0]
         return 200, {**asked, **runs_compare.lineage(snapshot, asked["key"], asked["value"])}
+
+
+class ViewedRecord(NamedTuple):
+    """A record as the routes answer from it: its run, its index row, its files' versions with the run
+    fields (None when they cannot be versioned: the view is then not kept) and its `RecordView`."""
+
+    snapshot: Snapshot
+    row: dict
+    version: tuple | None
+    view: RecordView
 
 
 def context(snapshot: Snapshot, row: dict) -> dict:

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from skycap_viewer.catalog.rows import present_sidecars
 from skycap_viewer.errors import ApiError, RecordError
-from skycap_viewer.record.document import document_path, read_document
+from skycap_viewer.record.document import document_path
+from skycap_viewer.record.opener import open_record
 from skycap_viewer.views.listing import Cursor, Filters, counted, kept_counts, listed_rows, row_encoder, sparse_rows
 from skycap_viewer.views.params import MAX_LIMIT, one, parse_sort
 from skycap_viewer.views.row import path_facts, record_refusal, sample_rows
@@ -135,7 +135,7 @@ def record_view(directory: Path, row: dict) -> RecordView:
         raise NoTrainerRow(f"the record cannot be read: {row.get('error')}")
     path = document_path(directory, row["id"])
     try:
-        document = read_document(path)
+        opened = open_record(directory, row["id"])
         rewritten = os.stat(path).st_mtime_ns // 1_000_000 != row["revision"]
     except RecordError as error:
         raise NoTrainerRow(f"the record cannot be read: {error}") from None
@@ -144,4 +144,4 @@ def record_view(directory: Path, row: dict) -> RecordView:
     if rewritten:
         raise NoTrainerRow("the record was rewritten after it was listed: export again for its rows")
     context = {"run_id": row["run_id"], "project": row["project"], "revision": row["revision"]}
-    return RecordView(directory, document, present_sidecars(directory, document), row["id"], context)
+    return RecordView.of(opened, context)

@@ -15,6 +15,7 @@ from skycap_viewer.record.blocks import message_text
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.rollout import PathView
 from skycap_viewer.record.sidecars import TokenData
+from skycap_viewer.views.trajectory import RecordView
 
 SAMPLED_KINDS = ("sampled", "sampled-elsewhere", "sampled-untrained")  # what the model sampled here
 # Items kept per kind; for `length-cut`, the last tokens kept of each cut call, of at most `CUT_CALLS` calls.
@@ -147,3 +148,17 @@ def notable_tokens(path: PathView, nodes: list, tokens: TokenData | None, text_o
         "special_rule": SPECIAL_RULE,
         "notes": notes,
     }
+
+
+def notable_answer(view: RecordView, path: int) -> dict:
+    """The `/notable` answer for path `path` (`views.notable`), from the rollout and tokens this
+    view already holds; text only when the tokens sidecar cannot be read. Raises IndexError
+    for a path there is not."""
+    tokens, error = view.tokens
+    shown = view.shown(True)
+    if not 0 <= path < len(shown.paths):
+        raise IndexError(f"the trajectory has {len(shown.paths)} path(s)")
+    if path not in view.notables:
+        why = shown.text_only or error
+        view.notables[path] = notable_tokens(shown.paths[path], view.rollout.nodes, tokens, why)
+    return view.notables[path]

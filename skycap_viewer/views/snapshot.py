@@ -23,7 +23,9 @@ from skycap_viewer import __version__
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.page import page_folder
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
+from skycap_viewer.views.calls import exchanges_part
 from skycap_viewer.views.chat import chat_part
+from skycap_viewer.views.graph import graph_part
 from skycap_viewer.views.trajectory import PartLimit, RecordView
 from skycap_viewer.wire import encode_json
 
@@ -71,12 +73,12 @@ def snapshot_data(view: RecordView, path: int = 0, tab: str = "path") -> dict:
         texts.update(part.get("nodes", {}))
         needs.update(wants)  # a node's history is the same on every path that holds it, so is its cut
     nodes = {key: cut_node(texts[key], want) for key, want in needs.items()}
-    graph = view.graph_part(limit=PartLimit(TREE_NODES, TREE_BYTES))
+    graph = graph_part(view, limit=PartLimit(TREE_NODES, TREE_BYTES))
     graph.pop("trajectory")
     for node in graph["nodes"]:
         if node["node_id"] in nodes:
             node.pop("message")  # its text is in `nodes`, once
-    exchanges = view.exchanges_part(limit=PartLimit(CALLS, CALLS_BYTES))
+    exchanges = exchanges_part(view, limit=PartLimit(CALLS, CALLS_BYTES))
     chat_limit = PartLimit(PATH_NODES, CHAT_BYTES, CHAT_BYTES)  # a bigger message: its placeholder
     chats = {index: chat_part(view, index, limit=chat_limit) for index in sorted(held)}
     return {

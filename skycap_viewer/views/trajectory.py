@@ -1,4 +1,4 @@
-"""The answers about one record, shared by the HTTP server and `skycap-viewer show --json`.
+"""One record's state and its paths, shared by the HTTP server and `skycap-viewer show --json`.
 
 One builder per API shape, so the terminal and the page can never disagree about what a
 rollout's paths are; the page draws what these say and derives none of it again. Node ids go
@@ -13,17 +13,16 @@ from itertools import accumulate
 
 from skycap_viewer.catalog.rows import cut_marker
 from skycap_viewer.errors import RecordError
-from skycap_viewer.record.blocks import Block, message_text, sampled_tokens, utf16_length
-from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
-from skycap_viewer.record.forks import Fork, trajectory_forks
+from skycap_viewer.record.blocks import Block, message_text, utf16_length
+from skycap_viewer.record.fields import is_finite_number, wire_id
+from skycap_viewer.record.forks import Fork
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.media import media_count, node_media
-from skycap_viewer.record.rollout import ABSENT, PathView, Rollout, bridged_value
+from skycap_viewer.record.opener import OpenedRecord
+from skycap_viewer.record.rollout import ABSENT, PathView, Rollout
 from skycap_viewer.record.sidecars import TokenData, read_tokens
 from skycap_viewer.record.support import NodeSupport, read_mask, support_by_node
 from skycap_viewer.record.verify import verified_rollout
-from skycap_viewer.views.notable import notable_tokens
-from skycap_viewer.views.retokenized import retokenized_payload
 from skycap_viewer.views.timeline import Layout, lay_out, time_order
 from skycap_viewer.wire import RawJson, encode_json
 
@@ -38,7 +37,7 @@ def node_payload(node: dict, tokens: TokenData | None, support: NodeSupport | No
     its sampling mask says of its sampled tokens (`support`; null when it records none); its first
     `MEDIA_IN_NODE` media items (`record.media.node_media`), and how many it records when that is more,
     either way, from the document: a node of 100k images would make an 11 MB part
-    (`RecordView.media_part` has them all)."""
+    (`views.node.media_part` has them all)."""
     slices = node.get("tokens")
     entry = {
         "node_id": wire_id(node["id"]),
@@ -224,36 +223,9 @@ def train_once(rollout: Rollout) -> dict:
     }
 
 
-def graph_node(rollout: Rollout, node: dict, signs: dict) -> dict:
-    slices = node.get("tokens")
-    node_id = node["id"]
-    return {
-        "node_id": wire_id(node_id),
-        "parent_node_id": wire_id(node.get("parent")),
-        "depth": node.get("depth"),
-        "role": node.get("role"),
-        "author": node["author"],
-        "token_count": slices["length"] if slices else None,
-        "char_count": node_chars(node),
-        "sampled_start": slices.get("sampled_start") if slices else None,
-        "sampled_token_count": sampled_tokens(node),
-        "has_logprobs": bool(slices and slices.get("has_logprobs")),
-        "created_at": iso_time(node.get("created_at")),
-        "shadowed_by": wire_id(node.get("shadowed_by")),
-        "match_hash": node.get("match_hash"),
-        "delta_hash": node.get("delta_hash"),
-        "calls": [{**call, "bridged": bridged_value(call), "duration_ms": call_duration_ms(call)}
-                  for call in node.get("calls") or []],
-        "child_ids": [wire_id(child) for child in rollout.graph.children[node_id]],
-        "trained_in": rollout.graph.trained_in.get(node_id),
-        "signs": {name: node_id in members for name, members in signs.items()},
-        "message": node.get("message"),
-    }
-
-
 def without_message(node: dict) -> dict:
     """A graph node too big for a part, its message replaced by a placeholder: that it was cut, its
-    size and type (`cut_marker`); `RecordView.node_message` gives it whole."""
+    size and type (`cut_marker`); `views.node.node_message` gives it whole."""
     return {**node, "message": cut_marker(node["message"], encoded_size(node["message"]))}
 
 
@@ -345,13 +317,15 @@ def check_start(start: int, total: int):
 
 
 class RecordView:
-    """The answers about one record, in parts, from the structures derived from it once.
+    """One record's state, derived once, that its answers are read from; and its `/paths` answer.
 
     Built from the record's files as read (directory, document, present sidecar names, the id it is
-    looked up by, the run fields of its header); the `Rollout`, the tokens sidecar and the per-path
-    block bounds are built lazily, the first time an answer needs them, so every later part costs
-    what its own items cost. Its answers are plain dicts and depend on nothing but these inputs:
-    the server keeps a few views by the record's files' versions, and could ask one in another process.
+    looked up by, the run fields of its header); the `Rollout`, the tokens sidecar, the sampling mask's
+    support, the per-path block bounds and the calls' time order are built lazily, the first time an
+    answer needs them, so every later part costs what its own items cost. Each other answer is a module
+    taking the view (`views.graph`, `views.calls`, `views.forks`, `views.node`, `views.notable`,
+    `views.retokenized`, `views.chat`, `views.row`); they are plain dicts and depend on nothing but these
+    inputs: the server keeps a few views by the record's files' versions, and could ask one in another process.
     """
 
     def __init__(self, directory, document: dict, present_names, file_id: str | None, context: dict,
@@ -366,6 +340,11 @@ class RecordView:
         self.laid: dict[int, tuple] = {}  # id(PathView) -> its `layout`, for as long as its rollout lives
         self.notables: dict[int, dict] = {}  # path index -> its `/notable` answer, made once
         self.texts: dict[str, Rollout] = {}  # why -> the rollout measured in text (`as_text`)
+
+    @classmethod
+    def of(cls, opened: OpenedRecord, context: dict, verified: bool = False) -> "RecordView":
+        """The view of a record opened by `record.opener.open_record`."""
+        return cls(opened.directory, opened.document, opened.present, opened.record_id, context, verified)
 
     @cached_property
     def rollout(self) -> Rollout:
@@ -535,94 +514,11 @@ class RecordView:
         payload["paths"] = summaries
         return RawJson(encode_json(payload))
 
-    def node_message(self, node_id: int) -> dict:
-        """One node's message whole, as the document holds it: what a part left as a placeholder."""
-        return {"node_id": wire_id(node_id), "message": self.rollout.nodes[node_id].get("message")}
-
-    def media_part(self, node_id: int, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
-        """A part of one node's media items, from the `start`-th it records (a node's payload holds the
-        first `MEDIA_IN_NODE`)."""
-        node = self.rollout.nodes[node_id]
-        total = media_count(node)
-        check_start(start, total)
-        items, end, _ = window(lambda i: node_media(node, i, i + 1), start, total, limit)
-        return {"node_id": wire_id(node_id), "media": [item for shown in items for item in shown],
-                "part": part_of(start, end, total)}
-
-    def graph_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS, header: dict | None = None) -> dict:
-        """A part of the `/graph` answer: the nodes from `start` in document order; the first part
-        also the header (`header`, as served, else its own), roots, leaves, branch points, forks and the
-        train-once check."""
-        rollout = self.rollout
-        nodes = rollout.nodes
-        check_start(start, len(nodes))
-        items, end, _ = window(lambda i: graph_node(rollout, nodes[i], self.signs), start, len(nodes), limit,
-                               placeholder=without_message)
-        part = part_of(start, end, len(nodes))
-        if start:
-            return {"nodes": items, "part": part}
-        graph = rollout.graph
-        return {
-            "trajectory": self.header if header is None else header,
-            "nodes": items,
-            "root_node_ids": [wire_id(n) for n in graph.roots],
-            "leaf_node_ids": [wire_id(n) for n in graph.leaves],
-            "branch_points": [
-                {"node_id": wire_id(n), "child_count": len(graph.children[n]),
-                 "child_ids": [wire_id(c) for c in graph.children[n]]}
-                for n in graph.branch_points
-            ],
-            "forks": [fork_payload(fork) for fork in trajectory_forks(self.document)],
-            "train_once": self.train_once,
-            "part": part,
-        }
-
     @cached_property
     def exchange_order(self) -> list[tuple[int | None, int]]:
         """Every call as (node index, call index) and every failure as (None, failure index), in
         time order: sorted once, so each part makes only its own rows."""
         return time_order(self.document)
-
-    def exchange_row(self, sequence: int) -> dict:
-        node_index, at = self.exchange_order[sequence]
-        if node_index is None:
-            failure = self.document["failures"][at]
-            leaf = failure.get("input_leaf")
-            return {
-                "kind": "failure",
-                "node_id": wire_id(leaf) if isinstance(leaf, int) else None,
-                "started_at": iso_time(failure.get("t")),
-                "http_status": failure.get("status"),
-                "error": failure.get("error"),
-                "sequence": sequence,
-            }
-        node = self.document["nodes"][node_index]
-        call = node["calls"][at]
-        return {
-            "kind": "call",
-            "node_id": wire_id(node["id"]),
-            "model": call.get("model"),
-            "started_at": iso_time(call.get("t_start")),
-            "duration_ms": call_duration_ms(call),
-            "completion_reason": call.get("finish_reason"),
-            "bridged": bridged_value(call),
-            "usage": call.get("usage"),
-            "sampling": call.get("sampling") or {},
-            "tools": call.get("tools"),
-            "sequence": sequence,
-        }
-
-    def exchanges_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
-        """A part of the `/exchanges` answer: the rows from `start` in time order; the first part
-        also counts every call and failure."""
-        total = len(self.exchange_order)
-        check_start(start, total)
-        rows, end, _ = window(self.exchange_row, start, total, limit)
-        answer = {"data": rows, "part": part_of(start, end, total)}
-        if not start:
-            failures = len(self.document.get("failures") or [])
-            answer.update(call_count=total - failures, failure_count=failures)
-        return answer
 
     @cached_property
     def timeline(self) -> Layout:
@@ -636,112 +532,3 @@ class RecordView:
             for node_id in path.nodes:
                 shown.setdefault(node_id, path.index)
         return {**shown, **self.rollout.graph.trained_in}
-
-    def timeline_item(self, sequence: int) -> dict:
-        """One `/timeline` item: the `/exchanges` row's call or failure, where it is drawn, and the
-        node (and path) a click on it selects."""
-        row = self.exchange_row(sequence)
-        placed = self.timeline.placed[sequence]
-        node_index, at = self.exchange_order[sequence]
-        node = node_index if node_index is not None else self.document["failures"][at].get("input_leaf")
-        item = {
-            "sequence": sequence,
-            "kind": row["kind"],
-            "node_id": row["node_id"],
-            "path": self.node_paths.get(node) if row["node_id"] else None,
-            "lane": placed.lane,
-            "sub_lane": placed.sub_lane,
-            "start_ms": placed.start_ms,
-            "end_ms": placed.end_ms,
-            "idle_from_ms": placed.idle_from_ms,
-            "idle_ms": placed.idle_ms,
-            "no_time": placed.no_time,
-            "started_at": row["started_at"],
-        }
-        if row["kind"] == "failure":
-            return {**item, "http_status": row["http_status"], "error": row["error"]}
-        return {**item, "duration_ms": row["duration_ms"], "model": row["model"],
-                "finish_reason": row["completion_reason"], "bridged": row["bridged"]}
-
-    def timeline_part(self, start: int = 0, limit: PartLimit = SERVED_PARTS) -> dict:
-        """A part of the `/timeline` answer: the items from `start` in time order (`/exchanges`'
-        sequence); the first part also the lanes (at most a part's items of them), the span, the
-        idle total and the counts."""
-        total = len(self.exchange_order)
-        check_start(start, total)
-        items, end, _ = window(self.timeline_item, start, total, limit)
-        answer = {"data": items, "part": part_of(start, end, total)}
-        if not start:
-            layout = self.timeline
-            failures = len(self.document.get("failures") or [])
-            answer.update(
-                origin_at=iso_time(layout.origin), span_ms=layout.span_ms, idle_ms=layout.idle_ms,
-                gap_count=layout.gap_count, lanes=layout.lanes[:limit.items], lane_count=len(layout.lanes),
-                call_count=total - failures, failure_count=failures,
-                no_time_count=sum(placed.no_time is not None for placed in layout.placed))
-        return answer
-
-    def notable(self, path: int) -> dict:
-        """The `/notable` answer for path `path` (`views.notable`), from the rollout and tokens this
-        view already holds; text only when the tokens sidecar cannot be read. Raises IndexError
-        for a path there is not."""
-        tokens, error = self.tokens
-        shown = self.shown(True)
-        if not 0 <= path < len(shown.paths):
-            raise IndexError(f"the trajectory has {len(shown.paths)} path(s)")
-        if path not in self.notables:
-            why = shown.text_only or error
-            self.notables[path] = notable_tokens(shown.paths[path], self.rollout.nodes, tokens, why)
-        return self.notables[path]
-
-    def retokenized(self, around: int) -> dict:
-        """The `/retokenized` answer (`views.retokenized`): every re-tokenized copy beside its model node,
-        compared by token ids when the tokens sidecar can be read, and every unbridged call."""
-        tokens, error = self.tokens
-        return retokenized_payload(self.rollout, tokens, self.shown(True).text_only, error, around)
-
-    def forks(self, a: int, b: int, limit: PartLimit = SERVED_PARTS) -> dict:
-        """The `/forks` answer: where paths `a` and `b` agree, and each one's blocks after that, as
-        far as half a part holds for each (`a_part`, `b_part` say how far: the rest is in `/paths`).
-
-        Raises IndexError when a path does not exist. Blocks are `/paths` blocks, so the page
-        takes their text from the `/paths` nodes."""
-        rollout = self.rollout
-        paths = rollout.paths
-        if not (0 <= a < len(paths) and 0 <= b < len(paths)):
-            raise IndexError(f"the trajectory has {len(paths)} path(s)")
-        view_a, view_b = paths[a], paths[b]
-        nodes_a, nodes_b = view_a.info.nodes, view_b.info.nodes
-        shared = 0
-        while shared < min(len(nodes_a), len(nodes_b)) and nodes_a[shared] == nodes_b[shared]:
-            shared += 1
-        last = rollout.nodes[nodes_a[shared - 1]] if shared else None
-        half = PartLimit(max(limit.items // 2, 1), None if limit.bytes is None else limit.bytes // 2)
-
-        def after(view: PathView) -> tuple[list, dict]:
-            total = len(view.info.nodes)
-            items, end, _ = window(lambda p: self.node_blocks(view, p), shared, total, half)
-            return [block for blocks in items for block in blocks], part_of(shared, end, total)
-
-        (a_blocks, a_part), (b_blocks, b_part) = after(view_a), after(view_b)
-        shared_blocks = view_a.blocks[:self.layout(view_a)[0][shared]]
-        return {
-            "a": a,
-            "b": b,
-            "unit": view_a.unit,
-            "shared_nodes": shared,
-            "last_shared_node_id": wire_id(last["id"]) if last else None,
-            "last_shared": {"role": last.get("role"), "author": last["author"]} if last else None,
-            "shared_tokens": sum(block.end - block.start for block in shared_blocks) if view_a.token_blocked else None,
-            "shared_chars": sum(node_chars(rollout.nodes[n]) for n in nodes_a[:shared]),
-            "a_node_id_first": wire_id(nodes_a[shared]) if shared < len(nodes_a) else None,
-            "b_node_id_first": wire_id(nodes_b[shared]) if shared < len(nodes_b) else None,
-            "shared_blocks": self.node_blocks(view_a, shared - 1) if shared else [],
-            "a_blocks": a_blocks,
-            "b_blocks": b_blocks,
-            "a_part": a_part,
-            "b_part": b_part,
-            "a_nodes_after": len(nodes_a) - shared,
-            "b_nodes_after": len(nodes_b) - shared,
-            "train_once": self.train_once,
-        }
