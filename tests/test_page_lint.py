@@ -172,3 +172,30 @@ def test_every_export_is_imported(path):
     bad = [f"{relative(path)}:{line_of(source, name)}: exports {name}, which nothing imports"
            for name in sorted(exports(source) - wanted)]
     assert not bad, "\n".join(bad)
+
+
+TAB_LIST = STATIC / "js" / "tab-list.js"
+TAB_ENTRY = re.compile(
+    r'^  \{name: "(\w+)", label: .*, find: (true|false), snapshot: (true|false), retok: (?:true|false)\},$', re.M)
+STRING_LIST = re.compile(r'\[\s*"\w+"(?:\s*,\s*"\w+")+\s*,?\s*\]')
+
+
+def tab_entries() -> list[tuple[str, str, str]]:
+    return TAB_ENTRY.findall(TAB_LIST.read_text("utf-8"))
+
+
+def test_tab_names_are_listed_once():
+    """The tabs live in tab-list.js alone: no other page module (nor the snapshot's script) writes a
+    list of two or more tab names, and views/snapshot.py's TABS are the ones tab-list.js says a
+    snapshot has, in its order (the one twin the server keeps, held here)."""
+    from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
+    names = {name for name, _, _ in tab_entries()}
+    assert {"path", "chat", "tree", "calls"} <= names
+    bad = []
+    for path in [path for path in FILES if path.suffix == ".js" and path != TAB_LIST]:
+        code = without_comments(path.read_text("utf-8"))
+        for found in STRING_LIST.finditer(code):
+            if len(set(re.findall(r'"(\w+)"', found[0])) & names) >= 2:
+                bad.append(f"{relative(path)}:{code.count(chr(10), 0, found.start()) + 1}: lists tabs {found[0]}")
+    assert not bad, "\n".join(bad)
+    assert list(SNAPSHOT_TABS) == [name for name, _, snapshot in tab_entries() if snapshot == "true"]

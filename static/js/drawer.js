@@ -17,8 +17,9 @@ import {extendPath, renderPath} from "./tab-path.js";
 import {retokPanel} from "./retok-diff.js";
 import {renderTimeline} from "./tab-timeline.js";
 import {rewardCell} from "./reward.js";
-import {rolloutHead, tabLabels} from "./rollout-head.js";
-import {TABS} from "./route.js";
+import {rolloutHead} from "./rollout-head.js";
+import {tabBar} from "./tab-bar.js";
+import {TAB_NAMES, tabLabels} from "./tab-list.js";
 import {fetchNext, partOf} from "./fetch-part.js";
 import {drawLaterPart} from "./parts.js";
 import {locate, markHit} from "./search-mark.js";
@@ -313,7 +314,7 @@ export class Drawer {
       notes: [this.gone ? el("p", {className: "notice error gone"},
         "This record is gone from disk: what is shown is the last version read.") : null,
       this.state.badTab ? el("p", {className: "notice warn bad-tab"}, `The link asks for a tab "${this.state.badTab}"`
-        + `, which there is not (tabs: ${TABS.join(", ")}): the Path tab is shown.`) : null],
+        + `, which there is not (tabs: ${TAB_NAMES.join(", ")}): the Path tab is shown.`) : null],
     });
     this.rewardBox = head.querySelector('[data-fact="reward"] dd');
     return head;
@@ -331,27 +332,10 @@ export class Drawer {
   }
 
   tabs(bundle, active) {
-    const labels = tabLabels(bundle);
-    return el("div", {className: "tabs", role: "tablist", "aria-label": "rollout views",
-      onkeydown: (event) => this.tabKey(event, active)},
-      TABS.map((tab, i) => el("button", {
-        type: "button", role: "tab", id: `drawer-tab-${tab}`, "aria-controls": "drawer-panel",
-        className: `tab${tab === active ? " active" : ""}`, dataset: {tab}, tabindex: tab === active ? "0" : "-1",
-        "aria-selected": tab === active ? "true" : "false", title: `${labels[tab]} (${i + 1})`,
-        onclick: () => { this.focusTab = true; this.go({tab}, {replace: true}); },
-      }, labels[tab])));
-  }
-
-  /** The tablist's keys: ← → move to the previous / next tab (wrapping), Home and End to the ends. */
-  tabKey(event, active) {
-    const at = TABS.indexOf(active);
-    const next = {ArrowRight: (at + 1) % TABS.length, ArrowLeft: (at - 1 + TABS.length) % TABS.length,
-      Home: 0, End: TABS.length - 1}[event.key];
-    if (next === undefined) return;
-    event.preventDefault();
-    event.stopPropagation();
-    this.focusTab = true;
-    this.go({tab: TABS[next]}, {replace: true});
+    return tabBar(TAB_NAMES, active, tabLabels(bundle), (tab) => {
+      this.focusTab = true;
+      this.go({tab}, {replace: true});
+    }, {prefix: "drawer-tab", panel: "drawer-panel", numbered: true});
   }
 
   tab(bundle, state) {
@@ -578,9 +562,9 @@ export class Drawer {
 
   /** The number keys switch tabs. */
   selectTab(index) {
-    if (!this.isOpen || !TABS[index]) return;
+    if (!this.isOpen || !TAB_NAMES[index]) return;
     const focused = document.activeElement;
     if (this.body.contains(focused) && focused.getAttribute("role") === "tab") this.focusTab = true;
-    this.go({tab: TABS[index]}, {replace: true});
+    this.go({tab: TAB_NAMES[index]}, {replace: true});
   }
 }
