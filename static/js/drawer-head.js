@@ -26,10 +26,11 @@ export function drawerHead(bundle, state, {rewardRange, gone, go, close}) {
   });
 }
 
-/** The bar shown when a rollout cannot be opened at all: its id and close. */
-export function closeBar(id, close) {
-  return el("header", {className: "drawer-head"}, el("h2", {}, id),
-    button("close  esc", () => close(), {className: "ghost close"}));
+/** What is shown when rollout `id` cannot be opened at all (`error`): its id, close, and why. */
+export function cannotOpen(id, error, close) {
+  return [el("header", {className: "drawer-head"}, el("h2", {}, id),
+    button("close  esc", () => close(), {className: "ghost close"})),
+  el("p", {className: "notice error"}, `Cannot open ${id}: ${error.message}`)];
 }
 
 /** The rollout as one HTML file that opens offline (`/snapshot`), on the path and tab shown (the

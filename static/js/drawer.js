@@ -5,20 +5,18 @@
 
 import {append, el, focusKey, replace, restoreFocus, restoreScrollAnchor, scrollAnchor} from "./dom.js";
 import {placeInChat, stepTurn} from "./chat-place.js";
-import {closeBar, drawerHead} from "./drawer-head.js";
-import {drawTab} from "./drawer-tabs.js";
+import {cannotOpen, drawerHead} from "./drawer-head.js";
+import {drawTab, drawnAs, extendTab, markNode} from "./drawer-tabs.js";
 import {resizable} from "./drawer-width.js";
 import {FindBar} from "./find-bar.js";
 import {NotableTokens} from "./notable.js";
-import {drawLaterPart} from "./parts.js";
 import {retokPanel} from "./retok-diff.js";
 import {rewardCell} from "./reward.js";
 import {RolloutLoader, pathShown} from "./rollout-loader.js";
+import {nearEndWatcher} from "./parts.js";
 import {placeHit} from "./search-mark.js";
 import {tabBar} from "./tab-bar.js";
 import {TAB_NAMES, tabLabels} from "./tab-list.js";
-import {extendPath} from "./tab-path.js";
-import {forkPair} from "./tab-forks.js";
 import {PinnedPlace} from "./token-pin.js";
 import {LazyText} from "./tokens.js";
 
@@ -36,7 +34,11 @@ export class Drawer {
     this.rewardRange = null;
     this.lazy = null;
     this.nearEnd = null;  // watches the tab's "more" rows: one in sight asks for the next part
-    this.finder = new FindBar(root, {openTreeNode: (id) => { this.treeOpen = id; this.draw(true); }});
+    this.openTree = (id) => {  // a Tree tab's node opened (or closed: null), the tab drawn again
+      this.treeOpen = id;
+      this.draw(true);
+    };
+    this.finder = new FindBar(root, {openTreeNode: this.openTree});
     this.notable = new NotableTokens(() => ({state: this.state, content: this.content}));
     this.hit = null;  // the search match to mark in the Path tab (`mark`)
     this.pin = new PinnedPlace(() => ({bundle: this.bundle, state: this.state, content: this.content}),
@@ -78,9 +80,10 @@ export class Drawer {
     const key = `${state.run}|${state.traj}`;
     this.root.hidden = false;
     document.body.classList.add("drawer-open");
-    if (key !== this.key) {
-      this.key = key;
-      const still = this.stillOpen();
+    const opened = key !== this.key;
+    this.key = key;
+    const still = this.stillOpen();
+    if (opened) {
       this.gone = false;
       if (this.hit?.trajectory_id !== state.traj) this.hit = null;
       this.wantFocus = !this.hit;  // a newly opened rollout takes the focus once drawn; a match leaves it in its list
@@ -91,15 +94,11 @@ export class Drawer {
       try {
         await this.loader.load(state.run, state.traj);
       } catch (error) {
-        if (still()) {
-          replace(this.body, closeBar(state.traj, this.close),
-            el("p", {className: "notice error"}, `Cannot open ${state.traj}: ${error.message}`));
-        }
+        if (still()) replace(this.body, ...cannotOpen(state.traj, error, this.close));
         return;
       }
       if (!still()) return;
     }
-    const still = this.stillOpen();
     await this.loader.loadTab(state);
     if (still()) this.draw(false);
   }
@@ -114,32 +113,12 @@ export class Drawer {
     this.nearEnd?.disconnect();
   }
 
-  /** Select node `id` (a Timeline bar's): shown in path `path` on the Path tab, opened in the Tree. */
-  select(id, path) {
-    this.treeOpen = id;
-    this.go({node: id, ...(path === null || path === undefined ? {} : {path})}, {replace: true});
-  }
-
-  /** Mark the selected node's blocks, rows or bars in the drawn tab; bring the first into sight
-   *  when the tab was just opened. */
-  markNode(scroll) {
-    if (!this.state.node) return;
-    const marked = this.content.querySelectorAll(`[data-node="${CSS.escape(this.state.node)}"]`);
-    for (const node of marked) node.classList.add("node-selected");
-    if (scroll && marked.length) marked[0].scrollIntoView({block: "center"});
-  }
-
   /** Draw the header and the current tab; `keepScroll` on a poll that found a change. */
   draw(keepScroll) {
     const state = this.state;
     const bundle = this.bundle;
     if (!bundle) return;  // still loading: the show() that started the load draws when it lands
-    const fork = forkPair(bundle.paths, state);
-    const place = JSON.stringify([this.key, state.tab, state.tab === "timeline" ? null : state.path,
-      state.fa, state.fb]);
-    const drawn = JSON.stringify([place, this.gone, this.treeOpen, state.given, state.controls, state.logprobs,
-      state.retok, Boolean(fork && bundle.forks?.has(fork.key)), state.node, Boolean(bundle.timeline),
-      state.experts, state.badTab, Boolean(bundle.chat?.has(pathShown(bundle, state)))]);
+    const {place, drawn} = drawnAs(this.key, bundle, state, [this.gone, this.treeOpen]);
     if (this.drawn === drawn && !keepScroll) {  // only a pin may have changed (a click, Esc, Back): mark it
       this.pin.drawn();
       if (state.tab === "chat") this.placeInChat(false);  // a message pinned deep in: no jump
@@ -156,9 +135,7 @@ export class Drawer {
     this.nearEnd?.disconnect();
     this.content = el("div", {className: "drawer-content", tabindex: "-1", id: "drawer-panel"});
     this.lazy = new LazyText(this.content);
-    this.nearEnd = new IntersectionObserver((entries) => {
-      for (const entry of entries) if (entry.isIntersecting) entry.target.click();
-    }, {root: this.content, rootMargin: "800px 0px"});
+    this.nearEnd = nearEndWatcher(this.content);
     const head = drawerHead(bundle, state,
       {rewardRange: this.rewardRange, gone: this.gone, go: this.go, close: this.close});
     this.rewardBox = head.querySelector('[data-fact="reward"] dd');
@@ -179,20 +156,20 @@ export class Drawer {
       restoreScrollAnchor(this.content, anchor);
       this.marked(this.content, !keepScroll);
     }
-    if (this.wantFocus) {
-      this.wantFocus = false;
-      this.body.querySelector(".traj-id")?.focus({preventScroll: true});
-    } else {
-      restoreFocus(this.body, focused);
-    }
+    if (this.wantFocus) this.body.querySelector(".traj-id")?.focus({preventScroll: true});
+    else restoreFocus(this.body, focused);
+    this.wantFocus = false;
   }
 
   /** What a tab's renderer is given (drawer-tabs.js). */
   tabContext() {
     return {go: this.go, lazy: this.lazy, notable: this.notable, pin: this.pin, root: this.content,
       more: (route, index) => this.more(route, index), state: () => this.state,
-      treeOpen: this.treeOpen, setTreeOpen: (id) => { this.treeOpen = id; this.draw(true); },
-      select: (id, path) => this.select(id, path), message: (card) => this.loadMessage(card)};
+      treeOpen: this.treeOpen, setTreeOpen: this.openTree,
+      select: (id, path) => {  // a Timeline bar's node: shown in `path` on the Path tab, opened in the Tree
+        this.treeOpen = id;
+        this.go({node: id, ...(path === null || path === undefined ? {} : {path})}, {replace: true});
+      }, message: (card) => this.loadMessage(card)};
   }
 
   /** A message a /chat part left out, fetched whole into its card, which is drawn again. */
@@ -229,20 +206,9 @@ export class Drawer {
     if (!await this.loader.more(this.state, this.bundle, route, index, () => still() && wanted())) return;
     // Draw even if a poll's reload replaced the bundle meanwhile: a search match waiting for a later
     // part asks again from the bundle now shown (its ask was refused while this one was fetching).
-    if (still() && !this.extendTab(route, index)) this.draw(true);
-  }
-
-  /** The tab shown gets the part of `route` just fetched for path `index` after what it drew (the Path
-   *  tab its blocks, the Chat tab its cards), and is marked as a draw marks it: a 30k-node path drew
-   *  105k blocks in six parts when each part drew them all again. False when it must be drawn whole. */
-  extendTab(route, index) {
-    const {state, bundle, content} = this;
-    const shown = state.tab === "chat" && route === "chat" ? content?.querySelector(".chat-tab")
-      : state.tab === "path" && route === "paths" ? content?.querySelector(".path-tab") : null;
-    if (!shown || pathShown(bundle, state) !== index) return false;
-    if (!(route === "chat" ? drawLaterPart(shown, bundle.chat?.get(index)) : extendPath(shown, bundle))) return false;
-    this.marked(shown, false);
-    return true;
+    const shown = still() && extendTab(this.content, this.bundle, this.state, route, index);
+    if (shown) this.marked(shown, false);
+    else if (still()) this.draw(true);
   }
 
   /** Mark on the tab just drawn (or extended: `root`, what is new) what a draw marks: the find bar's
@@ -255,7 +221,7 @@ export class Drawer {
       placeHit(this.content, bundle.paths, this.hit, state, {go: this.go, more: (index) => this.more("paths", index)});
     }
     if (state.tab === "chat") this.placeInChat(scroll);
-    this.markNode(scroll);
+    markNode(this.content, state.node, scroll);
     this.pin.drawn();
     for (const row of root.querySelectorAll("button.more:not(.manual)")) this.nearEnd.observe(row);
   }
@@ -266,12 +232,7 @@ export class Drawer {
     if (!this.isOpen || !this.key) return;
     const still = this.stillOpen();
     const had = Boolean(this.bundle);
-    let changed;
-    try {
-      changed = await this.loader.refresh(this.state);
-    } catch {
-      return;
-    }
+    const changed = await this.loader.refresh(this.state);
     if (!still() || changed === null) return;
     this.markGone(changed === "gone");
     if (changed === "changed") this.draw(had);

@@ -106,7 +106,7 @@ export class RolloutLoader {
   }
 
   /** A poll of the open rollout: "gone" (404), "same", "changed" (reloaded, and its tab's data), or
-   *  null (the ask failed otherwise: try again next poll). */
+   *  null (an ask failed otherwise: try again next poll). */
   async refresh(state) {
     const old = this.bundle(state.run, state.traj)?.trajectory;
     let fresh;
@@ -116,7 +116,11 @@ export class RolloutLoader {
       return error.status === 404 ? "gone" : null;
     }
     if (old && signature(fresh) === signature(old)) return "same";
-    await this.load(state.run, state.traj);
+    try {
+      await this.load(state.run, state.traj);
+    } catch {
+      return null;  // e.g. rewritten while read
+    }
     await this.loadTab(state);
     return "changed";
   }

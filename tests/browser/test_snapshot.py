@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.hostile_text import HOSTILE, PAYLOADS, SCAFFOLD, dress_up
-from tests.browser.rollout_checks import Answers, check_rollout
+from tests.browser.rollout_checks import Answers, check_rollout, check_tab_keys
 from tests.browser.snapshot_files import Offline, saved, served
 from tests.browser.tab import downloaded
 from tests.support.chain_record import write_chain
@@ -178,18 +178,5 @@ def test_the_chat_tab_of_a_snapshot_reads_offline(corpus_server, offline, tmp_pa
 
 def test_the_snapshot_tabs_are_the_drawers_tab_bar_the_arrows_walk(corpus_server, offline, tmp_path):
     page = offline(saved(tmp_path, FORKED, served(corpus_server, FORKED, "?run_id=real-like")))
-    tab = page.tab
-    tablist = tab.locator("#snapshot [role=tablist]")
-    expect(tablist.locator("[role=tab]")).to_have_count(4)  # the tabs the file has
-    expect(tablist.locator("[data-tab=path]")).to_have_attribute("tabindex", "0")  # a roving tabindex
-    expect(tablist.locator("[data-tab=tree]")).to_have_attribute("tabindex", "-1")
-    expect(tab.locator("#snapshot-panel")).to_have_attribute("aria-labelledby", "snapshot-tab-path")
-    tablist.locator("[data-tab=path]").focus()
-    for key, name in [("ArrowRight", "chat"), ("ArrowRight", "tree"), ("ArrowLeft", "chat"), ("End", "calls"),
-                      ("ArrowRight", "path"), ("ArrowLeft", "calls"), ("Home", "path")]:
-        tab.keyboard.press(key)
-        expect(tablist.locator(f"[data-tab={name}]")).to_have_attribute("aria-selected", "true")
-        expect(tablist.locator(f"[data-tab={name}]")).to_be_focused()
-        expect(tablist.locator(f"[data-tab={name}]")).to_have_attribute("tabindex", "0")
-        expect(tab.locator("#snapshot-panel")).to_have_attribute("aria-labelledby", f"snapshot-tab-{name}")
+    check_tab_keys(page.tab, "#snapshot", "snapshot-tab", "snapshot-panel", ["path", "chat", "tree", "calls"])
     page.check()
