@@ -1,5 +1,5 @@
-// Find in a rollout: a bar over the Path, Chat, Tree and Forks tabs that searches the loaded data
-// (every block's or node's whole text, not just what is drawn), counts the hits ("3 of 17"),
+// Find in a rollout: a bar over the tabs tab-list.js says it finds in (Path, Chat, Tree, Forks) that
+// searches the loaded data (every block's or node's whole text, not just what is drawn), counts the hits ("3 of 17"),
 // and on each step draws, unfolds and opens whatever holds the current hit, marks it with a
 // CSS highlight and scrolls to it. Case-insensitive; Enter / Shift+Enter step, Esc closes.
 
@@ -9,9 +9,9 @@ import {num} from "./format.js";
 import {forkPair} from "./tab-forks.js";
 import {nodeText} from "./tab-tree.js";
 import {chatTexts, drawBody} from "./tab-chat.js";
+import {FIND_TABS} from "./tab-list.js";
 import {sectionText, textRange, unfold} from "./tokens.js";
 
-const TABS = new Set(["path", "chat", "tree", "forks"]);
 const MOST_HITS = 10000;  // counted past this as "10,000+": a one-letter query in a 64k-token rollout
 const HIGHLIGHT = "find-hit";
 
@@ -45,7 +45,7 @@ export class FindBar {
   constructor(root, {openTreeNode}) {
     root.addEventListener("keydown", (event) => {
       if (!(event.ctrlKey || event.metaKey) || event.altKey || event.key.toLowerCase() !== "f") return;
-      if (!this.state || !TABS.has(this.state.tab)) return;
+      if (!this.state || !FIND_TABS.has(this.state.tab)) return;
       event.preventDefault();
       this.open();
     });
@@ -69,7 +69,7 @@ export class FindBar {
 
   /** The bar to draw above the tab, or null (closed, or a tab it does not search). */
   bar(tab) {
-    return this.isOpen && TABS.has(tab) ? this.element : null;
+    return this.isOpen && FIND_TABS.has(tab) ? this.element : null;
   }
 
   /** After the drawer drew `content`: search again (parts may have come) and mark the hit again. */
@@ -77,11 +77,11 @@ export class FindBar {
     this.content = content;
     this.bundle = bundle;
     this.state = state;
-    if (this.isOpen && TABS.has(state.tab)) this.search(false);
+    if (this.isOpen && FIND_TABS.has(state.tab)) this.search(false);
   }
 
   open() {
-    if (!this.state || !TABS.has(this.state.tab)) return;
+    if (!this.state || !FIND_TABS.has(this.state.tab)) return;
     if (!this.isOpen) {
       this.isOpen = true;
       this.content.before(this.element);

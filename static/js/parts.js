@@ -36,3 +36,11 @@ export function moreRow(part, noun, more, {watched = true} = {}) {
   return el("button", {type: "button", className: `more${watched ? "" : " manual"} ghost`, dataset: {more: noun},
     onclick: more}, `${num(part.to)} of ${num(part.total)} ${noun} shown · show more`);
 }
+
+/** Watch a tab's "more" rows in the scrolling `box`: one coming within sight asks for its next part
+ *  (a click, as the reader's). */
+export function nearEndWatcher(box) {
+  return new IntersectionObserver((entries) => {
+    for (const entry of entries) if (entry.isIntersecting) entry.target.click();
+  }, {root: box, rootMargin: "800px 0px"});
+}

@@ -9,6 +9,7 @@ import {button, el, replace} from "./dom.js";
 import {num, plural} from "./format.js";
 import {visible} from "./facts.js";
 import {copyBadge} from "./retok-badge.js";
+import {RETOK_TABS} from "./tab-list.js";
 
 const AROUND = 32;  // tokens asked before and after the first difference (the server caps it)
 
@@ -25,7 +26,7 @@ export function markCopies(blocks, bundle, go) {
 /** The two streams of the copy the URL names, on the Path, Chat and Tree tabs; null otherwise. Fetched once
  *  per rollout (kept in the bundle) and filled in place when it comes. */
 export function retokPanel(bundle, state, go) {
-  if (!state.retok || !["path", "chat", "tree"].includes(state.tab) || !bundle.paths) return null;
+  if (!state.retok || !RETOK_TABS.has(state.tab) || !bundle.paths) return null;
   const box = el("section", {className: "retok-diff", dataset: {copy: state.retok}, "aria-label": "re-tokenized copy"},
     el("p", {className: "muted small"}, "loading…"));
   const fill = (answer) => {

@@ -1,4 +1,4 @@
-// A rollout's header (its id, facts, reward, flags and notices) and its tabs' labels, as the
+// A rollout's header (its id, facts, reward, flags and notices), as the
 // drawer and a snapshot file show them: pure functions of the server's answers (the
 // `/trajectories/{id}` header, /paths, /graph, /exchanges), fetching nothing.
 
@@ -72,12 +72,4 @@ export function rolloutHead(bundle, {actions = [], notes = [], rewardRange = nul
     el("div", {className: "flags"}, (t.flags || []).map((name) => flagBadge(name, "",
       {more: name === "forked" && bundle.graph?.forks?.length ? `Forks: ${forkKinds(bundle.graph.forks)}.` : ""}))),
     notices);
-}
-
-/** Each tab's label: the Tree and Forks say how many paths, the Calls how many calls. */
-export function tabLabels(bundle) {
-  const pathCount = (bundle.paths.paths || []).length;
-  const calls = bundle.exchanges?.part?.total ?? 0;
-  return {path: "Path", chat: "Chat", tree: pathCount > 1 ? `Tree ${pathCount}` : "Tree",
-    forks: pathCount > 1 ? `Forks ${pathCount}` : "Forks", calls: `Calls ${calls}`, timeline: "Timeline", json: "JSON"};
 }

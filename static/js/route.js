@@ -21,13 +21,14 @@
 // The drawer's keys (tab .. lp) are written only while a rollout is open, and only when not
 // the default.
 
+import {TAB_NAMES} from "./tab-list.js";
+
 const QUERY_KEYS = ["step", "task", "status", "ann", "q", "flag", "xflag", "rmin", "rmax", "ungrouped", "sort", "order",
   "page", "open", "search", "scase", "sre", "skind", "srole", "sin",
   "tab", "path", "tok", "blk", "msg", "fa", "fb", "node", "given", "controls", "logprobs", "retok", "ca", "cra", "cb",
   "crb", "lu", "la", "experts"];
 const DRAWER_KEYS = ["tab", "path", "tok", "blk", "msg", "fa", "fb", "node", "given", "controls", "logprobs", "retok",
   "experts"];
-export const TABS = ["path", "chat", "tree", "forks", "calls", "timeline", "json"];
 
 export function emptyState() {
   return {run: null, view: null, traj: null, ...clearedFilters(), ...clearedSearch(),
@@ -71,7 +72,7 @@ export function parse(hash) {
   state.open = rawOpen.split(",").filter(Boolean).map(decodeURIComponent);
   state.ungrouped = query.get("ungrouped") === "1";
   state.page = Math.max(1, parseInt(query.get("page"), 10) || 1);
-  state.tab = TABS.includes(query.get("tab")) ? query.get("tab") : "path";
+  state.tab = TAB_NAMES.includes(query.get("tab")) ? query.get("tab") : "path";
   state.badTab = query.get("tab") && state.tab !== query.get("tab") ? query.get("tab") : "";  // said, never written
   state.path = Math.max(0, parseInt(query.get("path"), 10) || 0);
   state.tok = position(query.get("tok"));

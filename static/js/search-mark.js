@@ -62,7 +62,7 @@ function tokenAt(offsets, offset) {
 /** Where `hit` is in the rollout's paths: `{index, blocks, range}` (blocks of its node holding the
  *  match; range in the node's unit: tokens or characters), `{more: i}` when path i's next part may
  *  hold it, or null when no path holds its node. */
-export function locate(paths, hit, current) {
+function locate(paths, hit, current) {
   const list = paths.paths || [];
   const holds = (path) => path.blocks.some((block) => block.node_id === hit.node_id);
   const index = holds(list[current]) ? current : list.findIndex(holds);
@@ -82,7 +82,7 @@ export function locate(paths, hit, current) {
 
 /** Mark `place` (from `locate`) in the drawn Path tab under `root`, unfolding its blocks; returns
  *  the first marked element, to scroll to, or null when its blocks are not drawn. */
-export function markHit(root, place, nodeId, node, controls) {
+function markHit(root, place, nodeId, node, controls) {
   let first = null;
   for (const block of place.blocks) {
     const section = root.querySelector(`.block[data-node="${CSS.escape(nodeId)}"][data-start="${block.start}"]`);
@@ -121,4 +121,33 @@ function markText(chunk, text, from, to, controls) {
   const mark = el("mark", {className: "hit"}, visible(text.slice(low, high), controls));
   chunk.replaceChildren(visible(text.slice(start, low), controls), mark, visible(text.slice(high, end), controls));
   return mark;
+}
+
+/** Mark the search match `hit` in the Path tab drawn in `content`: first move to the path holding its
+ *  node, show the given blocks (`go`) or fetch the next part (`more(index)`) when that is what hides
+ *  it; scroll to it the first time. Once placed, a path or option the reader picks is theirs: later
+ *  draws only mark what is shown. */
+export function placeHit(content, paths, hit, state, {go, more}) {
+  const place = locate(paths, hit, Math.min(state.path, (paths.paths || []).length - 1));
+  if (!place || (place.more !== undefined && hit.placed)) return;
+  if (!hit.placed) {
+    if (place.more !== undefined) {
+      more(place.more);
+      return;
+    }
+    const patch = {};
+    if (place.index !== state.path) patch.path = place.index;
+    if (!state.given && place.blocks.every((block) => block.kind === "given")) patch.given = true;
+    if (Object.keys(patch).length) {
+      go(patch, {replace: true});
+      return;
+    }
+    hit.placed = true;
+  }
+  const target = markHit(content, place, hit.node_id, paths.nodes[hit.node_id], state.controls);
+  if (!target || hit.shown) return;
+  hit.shown = true;
+  target.scrollIntoView({block: "center"});
+  // again once the blocks above have their real height
+  requestAnimationFrame(() => target.scrollIntoView({block: "center"}));
 }

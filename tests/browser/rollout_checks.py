@@ -111,3 +111,25 @@ def check_rollout(scope, answers: Answers, path: int):
     check_path(scope, answers, path)
     check_tree(scope, answers)
     check_calls(scope, answers)
+
+
+def check_tab_keys(tab, scope: str, prefix: str, panel: str, names: list[str]):
+    """The rollout's tablist (the drawer's and the snapshot's are one tab bar) walked by its keys from
+    the first tab: ← → move (wrapping), Home and End go to the ends; each move selects the tab, gives
+    it the focus and the one Tab stop (a roving tabindex), and names it as the panel's label."""
+    tablist = tab.locator(f"{scope} [role=tablist]")
+    expect(tablist.locator("[role=tab]")).to_have_count(len(names))
+    expect(tablist.locator("[tabindex='0']")).to_have_count(1)
+    expect(tablist.locator(f"[data-tab={names[0]}]")).to_have_attribute("tabindex", "0")
+    expect(tablist.locator(f"[data-tab={names[2]}]")).to_have_attribute("tabindex", "-1")
+    tablist.locator(f"[data-tab={names[0]}]").focus()
+    last = len(names) - 1
+    for key, at in [("ArrowRight", 1), ("ArrowRight", 2), ("ArrowLeft", 1), ("End", last), ("ArrowRight", 0),
+                    ("ArrowLeft", last), ("Home", 0)]:
+        tab.keyboard.press(key)
+        selected = tablist.locator(f"[data-tab={names[at]}]")
+        expect(selected).to_have_attribute("aria-selected", "true")
+        expect(selected).to_be_focused()
+        expect(selected).to_have_attribute("tabindex", "0")
+        expect(tablist.locator("[tabindex='0']")).to_have_count(1)
+        expect(tab.locator(f"#{panel}")).to_have_attribute("aria-labelledby", f"{prefix}-{names[at]}")

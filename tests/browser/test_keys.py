@@ -4,6 +4,8 @@ import re
 
 from playwright.sync_api import expect
 
+from tests.browser.rollout_checks import check_tab_keys
+
 
 def current(tab):
     return tab.locator("tr.nav.current")
@@ -77,15 +79,8 @@ def test_the_drawer_tabs_are_a_tablist_the_arrows_walk(page, corpus_server):
         expect(tablist.locator(f"[data-tab={name}]")).to_have_attribute("aria-controls", "drawer-panel")
     expect(tab.locator("#drawer-panel")).to_have_attribute("role", "tabpanel")
     expect(tab.locator("#drawer-panel")).to_have_attribute("aria-labelledby", "drawer-tab-path")
-    expect(tablist.locator("[data-tab=path]")).to_have_attribute("tabindex", "0")
-    expect(tablist.locator("[data-tab=tree]")).to_have_attribute("tabindex", "-1")
-    tablist.locator("[data-tab=path]").focus()
-    for key, name in [("ArrowRight", "chat"), ("ArrowRight", "tree"), ("ArrowLeft", "chat"), ("End", "json"),
-                      ("ArrowRight", "path"), ("ArrowLeft", "json"), ("Home", "path")]:
-        tab.keyboard.press(key)
-        expect(tablist.locator(f"[data-tab={name}]")).to_have_attribute("aria-selected", "true")
-        expect(tab.locator(f"#drawer [data-tab={name}]")).to_be_focused()
-        expect(tab.locator("#drawer-panel")).to_have_attribute("aria-labelledby", f"drawer-tab-{name}")
+    check_tab_keys(tab, "#drawer", "drawer-tab", "drawer-panel",
+                   ["path", "chat", "tree", "forks", "calls", "timeline", "json"])
 
 
 def test_the_drawer_takes_the_focus_and_gives_it_back_to_the_row(page, corpus_server):

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.hostile_text import HOSTILE, PAYLOADS, SCAFFOLD, dress_up
-from tests.browser.rollout_checks import Answers, check_rollout
+from tests.browser.rollout_checks import Answers, check_rollout, check_tab_keys
 from tests.browser.snapshot_files import Offline, saved, served
 from tests.browser.tab import downloaded
 from tests.support.chain_record import write_chain
@@ -173,4 +173,10 @@ def test_the_chat_tab_of_a_snapshot_reads_offline(corpus_server, offline, tmp_pa
     page.shot("snapshot-chat")
     tab.locator('.chat-card[data-node="n4"] .node-link').click()  # its node, in the file's Path tab
     expect(tab.locator("button.tab.active")).to_have_attribute("data-tab", "path")
+    page.check()
+
+
+def test_the_snapshot_tabs_are_the_drawers_tab_bar_the_arrows_walk(corpus_server, offline, tmp_path):
+    page = offline(saved(tmp_path, FORKED, served(corpus_server, FORKED, "?run_id=real-like")))
+    check_tab_keys(page.tab, "#snapshot", "snapshot-tab", "snapshot-panel", ["path", "chat", "tree", "calls"])
     page.check()

@@ -1,20 +1,21 @@
 // A snapshot of one rollout (views/snapshot.py): the server's answers kept in #data, drawn offline
 // by the page's own modules (imported here; the file holds them as blocks of its one inline script,
 // under its CSP: no module loads, no request). What is the file's own: reading its data, the tab
-// switching (the Path, Chat, Tree and Calls tabs, the file's state: no URL), and saying what it left out.
+// switching (the tabs tab-list.js says the file has, the file's state: no URL), and saying what it left out.
 
 import {el, focusKey, restoreFocus} from "./dom.js";
 import {num, plural} from "./format.js";
 import {pathView} from "./path-view.js";
-import {rolloutHead, tabLabels} from "./rollout-head.js";
+import {rolloutHead} from "./rollout-head.js";
+import {tabBar} from "./tab-bar.js";
 import {renderCalls} from "./tab-calls.js";
 import {renderChat} from "./tab-chat.js";
+import {SNAPSHOT_TABS, tabLabels} from "./tab-list.js";
 import {renderTree} from "./tab-tree.js";
 import {LazyText} from "./tokens.js";
 import {setViewer} from "./viewer.js";
 
 const data = JSON.parse(document.getElementById("data").textContent);
-const TABS = ["path", "chat", "tree", "calls"];
 const state = {path: data.initial.path, tab: data.initial.tab, given: true, controls: false, logprobs: false, msg: ""};
 const root = document.getElementById("snapshot");
 let treeOpen = null;
@@ -64,12 +65,12 @@ function panel() {
   return pathView(data, state, {go, lazy, panels: (index, path) => [pathCut(path)]});
 }
 
+/** The page's tab bar over the tabs the file has; the tab a click or a key picks takes the focus. */
 function tabs() {
-  const labels = tabLabels(data);
-  return el("div", {className: "tabs", role: "tablist", "aria-label": "rollout views"}, TABS.map((tab) => el("button", {
-    type: "button", role: "tab", className: `tab${tab === state.tab ? " active" : ""}`, dataset: {tab},
-    "aria-selected": tab === state.tab ? "true" : "false", onclick: () => go({tab}),
-  }, labels[tab])));
+  return tabBar(SNAPSHOT_TABS, state.tab, tabLabels(data), (tab) => {
+    go({tab});
+    root.querySelector(`button[data-tab="${tab}"]`)?.focus();
+  }, {prefix: "snapshot-tab", panel: "snapshot-panel"});
 }
 
 function draw() {
@@ -79,7 +80,8 @@ function draw() {
   root.replaceChildren(
     el("p", {className: "muted small made-by"}, `A snapshot made by ${data.made_by}: what the viewer showed of this`
       + " record, in one file that fetches nothing."),
-    rolloutHead(data), tabs(), el("div", {className: "snapshot-content", role: "tabpanel"}, panel()));
+    rolloutHead(data), tabs(), el("div", {className: "snapshot-content", role: "tabpanel", id: "snapshot-panel",
+      "aria-labelledby": `snapshot-tab-${state.tab}`}, panel()));
   restoreFocus(root, focused);
 }
 
