@@ -9,6 +9,7 @@ import pytest
 from skycap_viewer.catalog.rows import (
     KEY_LIMIT,
     MAPPING_JSON_LIMIT,
+    SORTED_JSON,
     STRIP_SEGMENTS,
     VALUE_JSON_LIMIT,
     bounded_mapping,
@@ -126,6 +127,19 @@ def test_the_bounds_are_exact():
     kept, cut = bounded_mapping({"a": at_limit + "x", "b": 2})
     assert kept == {"a": {"cut": True, "json_bytes": VALUE_JSON_LIMIT + 1, "type": "string"}, "b": 2}
     assert cut == {"keys": ["a"], "dropped_keys": 0}
+
+
+@pytest.mark.parametrize("mapping", [
+    {"a": "x" * (VALUE_JSON_LIMIT - 9)},  # its text exactly the limit: decided by the text alone
+    {"a": "é" * (VALUE_JSON_LIMIT // 2 - 1)},  # the value's JSON exactly the limit in UTF-8, its text 3x longer
+    {"a": "é" * (VALUE_JSON_LIMIT // 2)},  # one character more: cut
+    {"a": [float("inf")] * 150, "b": "😀" * 80},  # Infinity written longer in the text, null in the JSON
+    {f"k{n}": n for n in range(120)},  # the text's spaces make it longer than the compact JSON
+])
+def test_the_search_text_shortcut_gives_the_exact_bound(mapping):
+    """`bounded_mapping` given the mapping's `q` text (its usual case decided at no cost) answers as it
+    does from the compact JSON alone, at the limit and across it."""
+    assert bounded_mapping(mapping, SORTED_JSON.encode(mapping)) == bounded_mapping(mapping)
 
 
 def test_a_path_of_very_many_blocks_makes_a_bounded_strip_that_adds_up(tmp_path):

@@ -158,3 +158,17 @@ def test_the_seeds_themselves_read_cleanly(directory, record_id, tmp_path):
         (tmp_path / file_name).write_bytes(data)
     exercise(tmp_path, record_id)
     assert check_record(tmp_path, record_id).problems == []
+
+
+@pytest.mark.parametrize("text, said", [
+    ('\ufeff{"format_version": 1}', "the document is not JSON (Unexpected UTF-8 BOM"),
+    ('{"format_version": 1, "a": NaN}', "the document is not JSON (NaN is not a JSON value)"),
+    ('{"format_version": 1, "a": -Infinity}', "the document is not JSON (-Infinity is not a JSON value)"),
+])
+def test_a_document_json_does_not_allow_is_refused_saying_why(tmp_path, text, said):
+    """The parser made once refuses what `json.loads` refused: a byte-order mark, NaN and the infinities."""
+    path = tmp_path / "tr_x.json.zst"
+    path.write_bytes(compress(text.encode()))
+    with pytest.raises(RecordError) as refused:
+        read_document(path)
+    assert said in str(refused.value)

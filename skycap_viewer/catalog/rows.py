@@ -124,13 +124,14 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
         # its strings as they can be stored: a lone surrogate (valid JSON) has no UTF-8 form (`encodable`)
         row = encodable(trajectory_header(rollout, id=file_id, created_ts=created_ts(document), symlink_to=link))
-        row.update(bounded_values(row))
+        texts = search_texts(row)
+        row.update(bounded_values(row, texts))
         row["summary"] = summary(rollout)  # last: the row's JSON is then one encoding and its strip spliced in
     except RecordError as error:
         return unreadable_row(file_id, str(error), link)
     except Exception as error:  # a document shape the analysis did not foresee: show it, don't crash
         return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})", link)
-    row = slim(with_keys(row))
+    row = slim(with_keys(row, texts))
     row["_verified"] = verify
     return row
 
@@ -156,20 +157,34 @@ def unreadable_row(file_id: str, error: str, symlink_to: str | None = None) -> d
     return row
 
 
-def bounded_values(row: dict) -> dict:
-    """The row's `meta` and `annotations` as kept (long values cut, see the module doc) and its `cut`."""
+SEARCHED = ("meta", "annotations")  # the mappings a row bounds and its `q` text holds
+
+
+def search_texts(row: dict) -> dict:
+    """{mapping: its `q` text (`SORTED_JSON`)} for the row's whole `meta` and `annotations`: encoded once,
+    for the text and for `bounded_mapping`'s usual case."""
+    return {name: SORTED_JSON.encode(row[name]) for name in SEARCHED}
+
+
+def bounded_values(row: dict, texts: dict) -> dict:
+    """The row's `meta` and `annotations` as kept (long values cut, see the module doc) and its `cut`;
+    the `texts` (`search_texts`) of a mapping that is cut are dropped (they no longer say what is kept)."""
     bounded, cut = {}, {}
-    for name in ("meta", "annotations"):
-        bounded[name], what = bounded_mapping(row[name])
+    for name in SEARCHED:
+        bounded[name], what = bounded_mapping(row[name], texts[name])
         if what:
             cut[name] = what
+            del texts[name]
     return {**bounded, "cut": cut}
 
 
-def bounded_mapping(mapping: dict) -> tuple[dict, dict | None]:
+def bounded_mapping(mapping: dict, text: str | None = None) -> tuple[dict, dict | None]:
     """(`mapping` with long values replaced by markers and keys past the limits left out, what was cut
-    as `{"keys": [...], "dropped_keys": n}`, or None when all of it is kept as it is)."""
-    if len(encode_json(mapping)) <= VALUE_JSON_LIMIT:  # the usual case, in one encoding: no value can be long
+    as `{"keys": [...], "dropped_keys": n}`, or None when all of it is kept as it is). `text` is its
+    `SORTED_JSON` text when known, never shorter than its compact JSON (ASCII escapes and spaces only
+    lengthen it; a document holds no NaN, the one value written shorter there), so a short `text` says
+    at no cost that no value can be long."""
+    if (text is not None and len(text) <= VALUE_JSON_LIMIT) or len(encode_json(mapping)) <= VALUE_JSON_LIMIT:
         return mapping, None
     kept, cut_keys, dropped, room = {}, [], 0, MAPPING_JSON_LIMIT
     for key, value in mapping.items():
@@ -197,9 +212,11 @@ def cut_marker(value, json_bytes: int) -> dict:
     return {"cut": True, "json_bytes": json_bytes, "type": kind}
 
 
-def with_keys(row: dict) -> dict:
+def with_keys(row: dict, texts: dict | None = None) -> dict:
     """Add the precomputed sort keys, search text, flags as one string and the count of re-tokenized
-    copies the run's facts add up (`_keys`, `_text`, `_flagkey`, `_retokenized`)."""
+    copies the run's facts add up (`_keys`, `_text`, `_flagkey`, `_retokenized`); `texts` holds the
+    mappings' texts already encoded (`search_texts`)."""
+    texts = texts or {}
     row["_keys"] = {
         "step": row["step"],
         "task": row["task_id"],
@@ -210,7 +227,8 @@ def with_keys(row: dict) -> dict:
         "trained": None,  # what the run index says, given by the store (`run_index.overlaid`)
         "created": row["created_ts"],
     }
-    row["_text"] = " ".join([row["id"], *map(SORTED_JSON.encode, (row["meta"], row["annotations"]))]).lower()
+    texts = [texts.get(name) or SORTED_JSON.encode(row[name]) for name in SEARCHED]
+    row["_text"] = " ".join([row["id"], *texts]).lower()
     row["_flagkey"] = " ".join(row["summary"]["flags"])  # rows with the same flags are counted together
     row["_retokenized"] = row["summary"]["retokenized"]
     return row
@@ -225,8 +243,8 @@ def slim(row: dict) -> dict:
             kept[key] = value
         else:
             sent[key] = value
-    sent["summary"] = RawJson(encode_json(sent["summary"]))  # its strip is JSON already: spliced in
-    kept["_json_z"] = squeezed(encode_json(sent))
+    summary = sent.pop("summary")  # the last member, its strip JSON already: spliced in, the rest encoded once
+    kept["_json_z"] = squeezed(b"".join((encode_json(sent)[:-1], b',"summary":', encode_json(summary), b"}")))
     return kept
 
 
