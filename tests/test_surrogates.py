@@ -69,7 +69,7 @@ def test_every_command_prints_it_without_a_traceback(root, args):
 
 def with_surrogates(run, record_id: str, as_name: str, change) -> None:
     """Copy `record_id` as `as_name` into `run`, its document changed by `change` (written with escapes)."""
-    copy_record(FIXTURES / "spec", record_id, run, as_name=as_name)
+    copy_record(FIXTURES / "spec", record_id, run, file_id=as_name)
     path = run / f"{as_name}.json.zst"
     document = json.loads(decompress_one_frame(path.read_bytes()))
     document["id"] = as_name
