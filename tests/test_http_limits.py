@@ -120,7 +120,8 @@ def test_slow_heads_past_the_cap_do_not_starve_a_normal_client(corpus):
         try:
             wait_for(lambda: sum(map(closed_by_server, attackers)) >= 300 - MAX_CONNECTIONS,
                      "the server to close the connections past its cap")
-            assert thread_count(server.process.pid) <= MAX_CONNECTIONS + 16
+            # the threads of the connections it closed end as they get the CPU (147 seen on CI's busy workers)
+            wait_for(lambda: thread_count(server.process.pid) <= MAX_CONNECTIONS + 16, "the server's threads bounded")
             assert normal_runs_request(server.port) < 1.0
             assert not any(read_to_close(c) for c in attackers if closed_by_server(c))  # no answer to half a head
         finally:
