@@ -53,3 +53,20 @@ export function band(health, required, excluded, onChange) {
   }
   return node;
 }
+
+/** The band's heading: what its chips count (`unit`: groups, else rollouts) and over what (the filters, or
+ *  the whole run), with how a chip counts said when asked (its title). */
+export function bandTitle(node, unit, state, view) {
+  const ungrouped = view === "rollouts" && state.ungrouped;
+  const range = state.rmin || state.rmax ? `reward ${state.rmin || "…"} to ${state.rmax || "…"}` : null;
+  const scope = [state.step && `step ${state.step}`, state.task && `task ${state.task}`, state.status,
+    ...state.ann, state.q && `"${state.q}"`, range, ungrouped && "no group key"].filter(Boolean).join(" · ")
+    || "across the run";
+  const byGroups = unit === "groups";
+  node.textContent = `record health · ${byGroups ? "groups" : "rollouts"}`
+    + ` · ${scope}`;
+  node.title = byGroups  // how a chip counts: said when asked, not in the title
+    ? "A chip counts groups, each once per flag it or a matching rollout carries, and each rollout with no"
+      + " group key once per flag."
+    : `A chip counts ${ungrouped ? "rollouts with no group key" : "rollouts"}, each once per flag.`;
+}

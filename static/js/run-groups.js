@@ -4,7 +4,7 @@
 
 import {get} from "./api.js";
 import {el} from "./dom.js";
-import {cutText, fitId, num, range as span} from "./format.js";
+import {cutText, fitId, num, plural, range as span} from "./format.js";
 import {recordedReward, rewardCell, rewardDot} from "./reward.js";
 import {emptyState, filterParams, format} from "./route.js";
 import {flagsCell, matchClass, sortHeader, statusBadge} from "./run-table.js";
@@ -182,4 +182,16 @@ export function rollup(counts) {
     el("span", {className: `rollup-item level-${flagInfo(name).level}`,
       title: `${counts[name]} rollouts: ${flagInfo(name).why}`},
       `${counts[name]} ${name}`)));
+}
+
+/** Rollouts no group holds are not hidden: say how many and link to them (the filters kept), or null. */
+export function ungroupedNotice(listing, state, go) {
+  const count = listing.ungrouped || 0;
+  if (count <= 0) return null;
+  const patch = {view: "rollouts", ungrouped: true, open: [], sort: "", order: "", page: 1};
+  const keys = (listing.group_by || []).join(", ");
+  return el("p", {className: "notice info ungrouped-notice"},
+    `${plural(count, "rollout")} ${count === 1 ? "has" : "have"} no group key${keys ? ` (${keys})` : ""}: `,
+    el("a", {href: format({...state, ...patch}), dataset: {link: "ungrouped"},
+      onclick: (event) => { event.preventDefault(); go(patch); }}, count === 1 ? "list it" : "list them"));
 }

@@ -1,64 +1,32 @@
-// One run: its header, the Groups/Rollouts/Timeline toggle, the health band, the filters, the record text
-// search, the pager and the table. Everything shown comes from the state in the URL; the listing is re-read
-// when that state changes and polled (with its ETag) so new records appear in place.
+// One run: its header and Groups/Rollouts/Timeline toggle (run-head.js), the health band, the filters, the
+// record text search, the pager and the table. Everything shown comes from the state in the URL; the listing
+// is re-read when that state changes and polled (with its ETag) so new records appear in place.
 
-import {apiUrl, bundleFacts, get} from "./api.js";
-import {band} from "./run-band.js";
-import {bundleNotice, NEEDS_SERVER, unanswerable} from "./bundle-limits.js";
-import {el, focusKey, replace, restoreFocus, select} from "./dom.js";
-import {num, plural} from "./format.js";
-import {GroupsTable} from "./run-groups.js";
+import {get} from "./api.js";
+import {band, bandTitle} from "./run-band.js";
+import {unanswerable} from "./bundle-limits.js";
+import {el, focusKey, replace, restoreFocus} from "./dom.js";
+import {num} from "./format.js";
+import {GroupsTable, ungroupedNotice} from "./run-groups.js";
 import {rewardLegend} from "./reward.js";
+import {exportLinks} from "./run-export.js";
+import {drawRunHead, viewToggle} from "./run-head.js";
 import {rolloutsTable} from "./run-rollouts.js";
+import {pager} from "./run-table.js";
 import {StepTimeline} from "./step-timeline.js";
 import {FilterBar} from "./run-filters.js";
 import {compareForm} from "./runs-compare.js";
 import {RecordSearch} from "./search.js";
-import {emptyState, filterParams, format, hasFilters, hasFlags, rolloutParams} from "./route.js";
+import {filterParams, format, hasFilters, hasFlags, rolloutParams} from "./route.js";
 import {kindLegend} from "./strip.js";
 import {Lineups} from "./lineup.js";
 import {markPicks, pickBar} from "./pair-picks.js";
-import {MissingRows, runIndexFact} from "./run-missing.js";
-import {flagInfo} from "./viewer.js";
+import {MissingRows} from "./run-missing.js";
 
 const LIMIT = 100;
 
 export function defaultView(run) {
   return run?.default_view || (run?.groupable ? "groups" : "rollouts");
-}
-
-/** "sidecars verified 12/30" while the server has not yet read every record's sidecars (its
- *  flags may still grow), else null. */
-/** "82 groups of 4", or "82 groups of 2–5 rollouts, most of 4" when their sizes vary (the server's). */
-function groupsFact(run) {
-  const groups = plural(run.group_count ?? 0, "group");
-  const [least, most] = run.group_sizes || [];
-  if (least !== undefined && least !== null && least !== most) {
-    return `${groups} of ${least}–${most} rollouts${run.modal_group_size ? `, most of ${run.modal_group_size}` : ""}`;
-  }
-  return `${groups}${run.modal_group_size ? ` of ${run.modal_group_size}` : ""}`;
-}
-
-function verifying(run) {
-  const done = run.sidecars_verified;
-  const total = run.trajectory_count;
-  if (done === undefined || done === null || total === undefined || done >= total) return null;
-  return `sidecars verified ${num(done)}/${num(total)}`;
-}
-
-/** "3 re-tokenized copies in 2 rollouts" (the index's count, `/v1/runs` `retokenized`) as a chip that
- *  requires (or lets go of) the `re-tokenized` flag, as the band's chip does; null for a run without one. */
-function copiesChip(run, required, go) {
-  const counted = run.retokenized;
-  if (!counted?.copies) return null;
-  const on = required.includes("re-tokenized");
-  return el("button", {type: "button",
-    className: `chip level-${flagInfo("re-tokenized").level} retok-chip${on ? " active required" : ""}`,
-    dataset: {flag: "re-tokenized"}, "aria-pressed": on ? "true" : "false",
-    title: `${flagInfo("re-tokenized").why}. Click to ${on ? "let go of the filter" : "list those rollouts"}.`,
-    onclick: () => go({flag: on ? required.filter((name) => name !== "re-tokenized") : [...required, "re-tokenized"],
-      page: 1})},
-  `${plural(counted.copies, "re-tokenized copy", "re-tokenized copies")} in ${plural(counted.rollouts, "rollout")}`);
 }
 
 export class RunPage {
@@ -137,47 +105,9 @@ export class RunPage {
   }
 
   drawHead() {
-    const run = this.run || {id: this.state.run};
-    const steps = run.steps || [];
-    const facts = [
-      run.indexing
-        ? `indexing ${num(run.indexed ?? 0)}/${num(run.trajectory_count ?? 0)}…`
-        : plural(run.trajectory_count ?? 0, "trajectory", "trajectories"),
-      run.groupable ? groupsFact(run) : null,
-      run.task_count ? plural(run.task_count, "task") : null,
-      steps.length ? (steps.length > 1 ? `steps ${steps[0]}..${steps[steps.length - 1]}` : `step ${steps[0]}`) : null,
-      run.created_at ? String(run.created_at).replace("T", " ").slice(0, 19) : null,
-      run.upstream?.model ? `tokenizer ${run.upstream.model}` : null,  // the original viewer's field name
-      run.unreadable ? `${run.unreadable} unreadable` : null,
-      runIndexFact(run),
-      verifying(run),
-    ].filter(Boolean);
-    replace(this.headBox,
-      el("h1", {}, run.id, run.project ? el("span", {className: "project muted"}, ` · ${run.project}`) : null),
-      el("p", {className: "facts"}, facts.join(" · "),
-        unanswerable(copiesChip(run, this.state.flag, this.go), "listing them", ".active")),
-      run.source ? el("p", {className: "path muted small", title: `a local copy of the store, at ${run.path}`},
-        `read from ${run.source.url}`) : run.path ? el("p", {className: "path muted small", title: "record directory"},
-        run.path) : null,
-      run.source?.problem ? el("p", {className: "notice warn source-problem"},
-        `The store could not be read the last time: ${run.source.problem}. The rows shown are the copy fetched `
-        + "before; the viewer keeps trying.") : null);
-    if (!this.run) this.headBox.append(el("p", {className: "notice warn"}, `No run named ${this.state.run} (yet).`));
-    const notice = bundleNotice();
-    if (notice) this.headBox.append(notice);
-    this.headBox.prepend(select(this.runs().map((r) => [r.id, `${r.project ? `${r.project} / ` : ""}${r.id}`]), run.id,
-      (id) => this.go({...emptyState(), run: id}), {className: "run-switch", "aria-label": "run"}));
+    drawRunHead(this.headBox, this.run, this.state, {runs: this.runs, go: this.go});
     this.drawCompareForm();
-    const view = this.view();
-    const stepped = run.steps?.length ? ["timeline"] : [];
-    const views = run.groupable ? ["groups", "rollouts", ...stepped] : stepped.length ? ["rollouts", ...stepped] : [];
-    replace(this.toggleBox, views.map((name) => el("button", {
-      type: "button", role: "tab", className: `toggle${view === name ? " active" : ""}`, dataset: {view: name},
-      "aria-selected": view === name ? "true" : "false",
-      onclick: () => view !== name && this.go({view: name, sort: "", order: "", open: [], flag: [], xflag: [],
-        ungrouped: false, page: 1}),
-    }, {groups: `groups ${num(run.group_count ?? 0)}`, rollouts: `rollouts ${num(run.trajectory_count ?? 0)}`,
-      timeline: "timeline of a step"}[name])));
+    replace(this.toggleBox, viewToggle(this.run || {id: this.state.run}, this.view(), this.go));
   }
 
   /** The "compare with run…" form, drawn again only when the runs change (it keeps what is typed). */
@@ -252,18 +182,7 @@ export class RunPage {
     const listing = this.listing;
     const view = this.view();
     const unit = {groups: "groups", timeline: "lanes"}[view] || "rollouts";
-    const ungrouped = view === "rollouts" && state.ungrouped;
-    const range = state.rmin || state.rmax ? `reward ${state.rmin || "…"} to ${state.rmax || "…"}` : null;
-    const scope = [state.step && `step ${state.step}`, state.task && `task ${state.task}`, state.status,
-      ...state.ann, state.q && `"${state.q}"`, range, ungrouped && "no group key"].filter(Boolean).join(" · ")
-      || "across the run";
-    const byGroups = (listing.health?.unit || unit) === "groups";
-    this.bandTitle.textContent = `record health · ${byGroups ? "groups" : "rollouts"}`
-      + ` · ${scope}`;
-    this.bandTitle.title = byGroups  // how a chip counts: said when asked, not in the title
-      ? "A chip counts groups, each once per flag it or a matching rollout carries, and each rollout with no"
-        + " group key once per flag."
-      : `A chip counts ${ungrouped ? "rollouts with no group key" : "rollouts"}, each once per flag.`;
+    bandTitle(this.bandTitle, listing.health?.unit || unit, state, view);
     const chips = band(listing.health, state.flag, state.xflag, (patch) => this.go({...patch, page: 1}));
     replace(this.bandBox, unanswerable(chips, "requiring or excluding a flag", ".active"));
     const flagged = [...state.flag, ...state.xflag.map((flag) => `not ${flag}`)].join(", ");
@@ -279,7 +198,7 @@ export class RunPage {
     }
     replace(this.legendBox, rewardLegend(listing.reward_range), view === "rollouts" ? kindLegend() : null);
     replace(this.noticeBox,
-      view === "groups" ? this.ungroupedNotice(listing) : this.missing.show(this.run, state.step));
+      view === "groups" ? ungroupedNotice(listing, state, this.go) : this.missing.show(this.run, state.step));
     const sort = {key: state.sort || listing.sort?.key, order: state.order || listing.sort?.order};
     const table = view === "groups"
       ? this.groups.render(listing, state, state.traj)
@@ -305,47 +224,16 @@ export class RunPage {
     this.drawPager();
   }
 
-  /** Downloads of every rollout the current filters keep (`/trajectories/export`, JSON lines), in the
-   *  Rollouts view's order; with their trainer rows (`format=rows`) or without. */
+  /** Downloads of every rollout the current filters keep, in the Rollouts view's order (the groups' sort
+   *  is theirs). */
   exportLinks() {
-    if (bundleFacts()) return el("span", {className: "export-links muted small"}, ` · export ${NEEDS_SERVER}`);
     const state = this.state;
-    // the groups' sort is theirs
     const sorted = this.view() === "rollouts" ? {sort: state.sort, order: state.order} : {};
-    const params = {...this.listParams(state), ...sorted};
-    const link = (format, label, title) => el("a", {className: "export-link", download: true, title,
-      dataset: {link: `export-${format}`}, href: apiUrl("/trajectories/export", {...params, format})}, label);
-    return el("span", {className: "export-links muted small"}, " · export ",
-      link("rollouts", "rollouts", "download every rollout these filters keep, one listing row a line (JSON lines)"),
-      " · ",
-      link("rows", "with trainer rows", "the same, each with its paths' input_ids, loss_mask and logprobs"));
-  }
-
-  /** Rollouts no group holds are not hidden: say how many and link to them (the filters kept). */
-  ungroupedNotice(listing) {
-    const count = listing.ungrouped || 0;
-    if (count <= 0) return null;
-    const patch = {view: "rollouts", ungrouped: true, open: [], sort: "", order: "", page: 1};
-    const keys = (listing.group_by || []).join(", ");
-    return el("p", {className: "notice info ungrouped-notice"},
-      `${plural(count, "rollout")} ${count === 1 ? "has" : "have"} no group key${keys ? ` (${keys})` : ""}: `,
-      el("a", {href: format({...this.state, ...patch}), dataset: {link: "ungrouped"},
-        onclick: (event) => { event.preventDefault(); this.go(patch); }}, count === 1 ? "list it" : "list them"));
+    return exportLinks({...this.listParams(state), ...sorted});
   }
 
   drawPager() {
-    const listing = this.listing;
-    const page = this.state.page;
-    const first = (page - 1) * LIMIT;
-    const shown = listing.data.length;
-    replace(this.pagerBox,
-      el("button", {type: "button", className: "ghost", disabled: page <= 1, dataset: {page: "prev"},
-        onclick: () => this.go({page: page - 1})}, "‹ prev"),
-      el("span", {className: "pager-text"}, shown
-        ? `${num(first + 1)}–${num(first + shown)} of ${num(listing.total ?? shown)}`
-        : `0 of ${num(listing.total ?? 0)}`),
-      el("button", {type: "button", className: "ghost", disabled: !listing.has_more, dataset: {page: "next"},
-        onclick: () => this.go({page: page + 1})}, "next ›"));
+    replace(this.pagerBox, pager(this.listing, this.state.page, LIMIT, this.go));
   }
 
   /** Re-read the listing and the open groups; redraw only what changed. */

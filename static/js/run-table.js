@@ -1,6 +1,7 @@
-// Pieces shared by the run page's Groups and Rollouts tables: sortable headers and row cells.
+// Pieces shared by the run page's Groups and Rollouts tables: sortable headers, row cells and the pager.
 
 import {el} from "./dom.js";
+import {num} from "./format.js";
 import {flagBadge, rowFlags} from "./viewer.js";
 
 /** A header cell that asks the server to sort by `key`; task sorts A→Z first, the rest high→low. */
@@ -32,4 +33,18 @@ export function matchClass(row) {
   if (row.match === true) return " matched";
   if (row.match === false) return " unmatched";
   return "";
+}
+
+/** The pager under a table: ‹ prev, which rows of how many are shown, next ›; `limit` rows a page. */
+export function pager(listing, page, limit, go) {
+  const first = (page - 1) * limit;
+  const shown = listing.data.length;
+  return [
+    el("button", {type: "button", className: "ghost", disabled: page <= 1, dataset: {page: "prev"},
+      onclick: () => go({page: page - 1})}, "‹ prev"),
+    el("span", {className: "pager-text"}, shown
+      ? `${num(first + 1)}–${num(first + shown)} of ${num(listing.total ?? shown)}`
+      : `0 of ${num(listing.total ?? 0)}`),
+    el("button", {type: "button", className: "ghost", disabled: !listing.has_more, dataset: {page: "next"},
+      onclick: () => go({page: page + 1})}, "next ›")];
 }
