@@ -16,8 +16,8 @@ from tests.support.in_process import InProcess
 from tests.support.server_process import ServerProcess
 
 TOKEN = "a-token-for-these-tests"
-ROUTES = ["/", "/index.html", "/js/app.js", "/style.css", "/v1/runs", "/healthz", "/v1/trajectories?run_id=spec",
-          "/run/spec/rollouts"]
+ROUTES = ["/", "/index.html", "/js/app/app.js", "/style.css", "/v1/runs", "/healthz",
+          "/v1/trajectories?run_id=spec", "/run/spec/rollouts"]
 
 
 @pytest.fixture(scope="module")

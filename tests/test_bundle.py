@@ -80,7 +80,7 @@ def test_the_page_files_are_the_servers_unchanged(run, tmp_path):
 
 
 def test_the_page_asks_pages_of_the_rows_the_bundle_writes():
-    limit = re.search(r"^const LIMIT = (\d+);", (STATIC / "js" / "run-page.js").read_text(), re.M)
+    limit = re.search(r"^const LIMIT = (\d+);", (STATIC / "js" / "app" / "run-page.js").read_text(), re.M)
     assert int(limit.group(1)) == PAGE_ROWS
 
 

@@ -134,7 +134,7 @@ def test_only_get_and_head(corpus_server, method):
 
 
 def test_security_headers_on_every_response(corpus_server):
-    for target in ("/", "/js/api.js", "/v1/runs", "/v1/nothing", "/healthz", "/missing.css",
+    for target in ("/", "/js/app/api.js", "/v1/runs", "/v1/nothing", "/healthz", "/missing.css",
                    "/v1/trajectories/bad%20id"):
         status, headers, _ = corpus_server.request(target)
         assert headers["Content-Security-Policy"] == CSP, target

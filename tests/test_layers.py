@@ -314,6 +314,7 @@ def test_the_layout_doc_names_every_module_python_and_page():
     layout = LAYOUT.read_text()
     python = [module.stem for module in sorted(PACKAGE.rglob("*.py"))
               if module.stem not in ("__init__", "__main__") and "snapshot_page" not in module.parts]
-    page = [module.name for module in sorted((PACKAGE.parent / "static" / "js").glob("*.js"))]
+    page = [module.relative_to(PACKAGE.parent / "static" / "js").as_posix()
+            for module in sorted((PACKAGE.parent / "static" / "js").rglob("*.js"))]
     unnamed = [name for name in python + page if f"`{name}`" not in layout]
     assert not unnamed, f"docs/layout.md does not name {unnamed}: add each to its layer's row or the page's map"

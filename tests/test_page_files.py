@@ -15,9 +15,9 @@ def test_the_served_index_preloads_every_module_and_the_file_lists_none():
     assert "modulepreload\" href" not in (STATIC / "index.html").read_text()
     source, _ = static_files()["/index.html"]
     html = source.read_bytes().decode()
-    preloaded = set(re.findall(r'<link rel="modulepreload" href="js/([\w.-]+\.js)">', html))
-    entry = set(re.findall(r'<script type="module" src="js/([\w.-]+\.js)">', html))
-    modules = {path.name for path in (STATIC / "js").glob("*.js")}
-    assert entry == {"app.js"}
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="js/([\w./-]+\.js)">', html))
+    entry = set(re.findall(r'<script type="module" src="js/([\w./-]+\.js)">', html))
+    modules = {path.relative_to(STATIC / "js").as_posix() for path in (STATIC / "js").rglob("*.js")}
+    assert entry == {"app/app.js"}
     assert preloaded | entry == modules
 

@@ -13,11 +13,11 @@ STATIC = ROOT / "static"
 SNAPSHOT_PAGE = ROOT / "skycap_viewer" / "views" / "snapshot_page"
 FILES = sorted(path for folder in (STATIC, SNAPSHOT_PAGE) for path in folder.rglob("*")
                if path.suffix in (".js", ".css", ".html"))
-MODULES = sorted((STATIC / "js").glob("*.js"))
+MODULES = sorted((STATIC / "js").rglob("*.js"))
 MAX_LINE = 120
 SINKS = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|\bnew Function\b")
-# `import {a, b as c} from "./x.js";` and the re-export `export {a} from "./x.js";`
-IMPORT = re.compile(r'^(import|export) \{([^}]*)\} from "(\./[\w./-]+\.js)";', re.M)
+# `import {a, b as c} from "./x.js";` and the re-export `export {a} from "./x.js";` (or "../draw/x.js")
+IMPORT = re.compile(r'^(import|export) \{([^}]*)\} from "(\.\.?/[\w./-]+\.js)";', re.M)
 EXPORT = re.compile(r"^export (?:async )?(?:function\*?|class|const|let|var) ([\w$]+)", re.M)
 # Where a `/` starts a regular expression, not a division (the token before it is not a value).
 REGEX_AFTER = set("(,=:[!&|?{};+-*%<>~^") | {""}
@@ -28,9 +28,9 @@ def relative(path: Path) -> str:
 
 
 def imported_from(path: Path, module: str) -> Path:
-    """The file an import names: the snapshot's script imports the page's modules, which
-    `views/snapshot.py` writes into the file beside it."""
-    return ((STATIC / "js") if path.parent == SNAPSHOT_PAGE else path.parent) / module
+    """The file an import names: the snapshot's script imports the page's modules that fetch nothing
+    (`js/draw/`), which `views/snapshot.py` writes into the file beside it."""
+    return ((STATIC / "js" / "draw") if path.parent == SNAPSHOT_PAGE else path.parent) / module
 
 
 def without_comments(source: str) -> str:
@@ -174,7 +174,7 @@ def test_every_export_is_imported(path):
     assert not bad, "\n".join(bad)
 
 
-TAB_LIST = STATIC / "js" / "tab-list.js"
+TAB_LIST = STATIC / "js" / "draw" / "tab-list.js"
 TAB_ENTRY = re.compile(
     r'^  \{name: "(\w+)", label: .*, find: (true|false), snapshot: (true|false), retok: (?:true|false)\},$', re.M)
 STRING_LIST = re.compile(r'\[\s*"\w+"(?:\s*,\s*"\w+")+\s*,?\s*\]')
@@ -199,6 +199,31 @@ def test_tab_names_are_listed_once():
                 bad.append(f"{relative(path)}:{code.count(chr(10), 0, found.start()) + 1}: lists tabs {found[0]}")
     assert not bad, "\n".join(bad)
     assert list(SNAPSHOT_TABS) == [name for name, _, snapshot in tab_entries() if snapshot == "true"]
+
+
+DRAW, APP = STATIC / "js" / "draw", STATIC / "js" / "app"
+# What asks the network, or loads code from it, in a page module.
+FETCHES = re.compile(r"\bfetch\(|\bXMLHttpRequest\b|\bEventSource\b|\bWebSocket\b|\bsendBeacon\b|\bimport\(")
+
+
+def test_the_page_modules_are_in_folders_that_say_what_they_are():
+    """`js/` is two folders: `draw/` (draws what it is handed, fetches nothing) and `app/` (the API's door,
+    boot, routing, and what asks the API); the pattern below finds a fetch where there is one."""
+    assert sorted(item.name for item in (STATIC / "js").iterdir()) == ["app", "draw"]
+    assert FETCHES.search(code_of(APP / "api.js"))
+
+
+@pytest.mark.parametrize("path", sorted(DRAW.glob("*.js")), ids=relative)
+def test_a_drawing_module_fetches_nothing(path):
+    """A module of `js/draw/` imports only from `js/draw/` (never `app/`, where `api.js` is) and asks
+    nothing of the network itself, so a rollout's snapshot file may inline it (under a CSP that refuses any
+    request)."""
+    code = code_of(path)
+    bad = [f"{relative(path)}:{line}: {kind}s from {module}, outside js/draw/"
+           for kind, _, _, module, line in imports(code) if imported_from(path, module).resolve().parent != DRAW]
+    bad += [f"{relative(path)}:{code.count(chr(10), 0, found.start()) + 1}: {found[0]}"
+            for found in FETCHES.finditer(code)]
+    assert not bad, "\n".join(bad)
 
 
 MAX_CLASS_LINES = 250

@@ -2,7 +2,7 @@
 filters keep, as a folder (or one zip) that any static host serves and the page reads without a server.
 
 Every answer is the server's own (asked in process: `server/in_process.py`), written under the name
-the page's bundle backend reads it by (`bundle_names.py`, `static/js/bundle-name.js`): the runs, both
+the page's bundle backend reads it by (`bundle_names.py`, `static/js/app/bundle-name.js`): the runs, both
 listings (every sort, every page of `PAGE_ROWS`, the band counted over the kept set) and each group's
 members, and per rollout what its drawer reads. The page asks its usual requests, without the filters
 (its filter bar is disabled in a bundle): the answer written for each is the server's answer with the
@@ -32,7 +32,7 @@ from skycap_viewer.record.sidecars import read_tokens
 from skycap_viewer.views.listing import Cursor
 
 FILTERS = tuple(name for name in PARAMETERS if name not in ("sort", "order", "format"))  # the listing's filters
-PAGE_ROWS = 100  # rows of a listing page, as the page asks them (LIMIT in static/js/run-page.js)
+PAGE_ROWS = 100  # rows of a listing page, as the page asks them (LIMIT in static/js/app/run-page.js)
 DEFAULT_MAX_ROLLOUTS = 2000
 DRAWER_ROUTES = ("graph", "exchanges", "timeline")  # answers in parts beside /paths and each path's /chat
 LAST_FILES_BYTES, LAST_BYTES_A_ROLLOUT = 16_384, 256  # at most, once their ids and why they were left out

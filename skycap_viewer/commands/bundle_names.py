@@ -1,4 +1,4 @@
-"""Where a static bundle keeps the answer to one request: the Python side of `static/js/bundle-name.js`.
+"""Where a static bundle keeps the answer to one request: the Python side of `static/js/app/bundle-name.js`.
 
 The page asks a bundle as it asks the server, by a route and its parameters; the bundle answers from
 a file whose name is a hash of the request written canonically (the route's segments decoded, the

@@ -21,7 +21,7 @@ from importlib.resources import files
 
 from skycap_viewer import __version__
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
-from skycap_viewer.page import page_folder
+from skycap_viewer.page import DRAW, page_folder
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
 from skycap_viewer.views.calls import exchanges_part
 from skycap_viewer.views.chat import chat_part
@@ -45,7 +45,7 @@ LIMITS = {"paths": PATHS, "path_nodes": PATH_NODES, "path_tokens": PATH_TOKENS, 
 ESCAPES = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026",
            "\u2028".encode(): b"\\u2028", "\u2029".encode(): b"\\u2029"}
 PAGE_FILES = files("skycap_viewer.views") / "snapshot_page"
-PAGE_JS = page_folder() / "js"
+PAGE_JS = page_folder() / "js" / DRAW  # the modules that fetch nothing: snapshot.js imports only those
 IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([\w.-]+)";\n', re.M)  # the one import form the page uses
 REEXPORT = re.compile(r'^export \{([^}]*)\} from "\./([\w.-]+)";[^\n]*\n', re.M)
 EXPORTED = re.compile(r"^export (?:async function|function|class|const|let) (\w+)", re.M)

@@ -251,7 +251,7 @@ def test_the_page_and_the_command_name_a_request_the_same_file(page_on, host):
                 ["/trajectories/%65xport/paths", {"run_id": "r", "from": 5000, "path": 0}],
                 ["/groups/step%3D2%7Cinst%20%C3%A9", {"run_id": RUN, "flag": ["a", "b"], "annotation": []}],
                 ["/trajectories/tr_\u2028\"q\\/paths/1/chat", {"run_id": "\u00e9\u0001", "b": "2", "a": "1"}]]
-    named = tab.evaluate("async (requests) => { const m = await import('./js/bundle-name.js');"
+    named = tab.evaluate("async (requests) => { const m = await import('./js/app/bundle-name.js');"
                          " return requests.map(([path, params]) => m.bundleFile(path, params)); }", requests)
     python = [bundle_file(segments_of(path), params) for path, params in requests]
     assert named == python

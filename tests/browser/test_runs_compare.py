@@ -129,11 +129,11 @@ def test_the_two_routes_parse_and_format_back(page_on, two_runs):
     hashes = ["#/run/groups/vs/groups2", "#/run/groups/vs/groups?sa=1&sb=3&by=instance_id",
               "#/run/a%20b/vs/c%2Fd?by=step%2Cinstance_id", "#/run/groups/lineage?key=instance_id&value=a",
               "#/run/groups/lineage?key=task&value=%2Ftasks%2Ftask-a", "#/run/groups/groups?open=1~a"]
-    again = tab.evaluate("async (hashes) => { const r = await import('/js/route.js');"
+    again = tab.evaluate("async (hashes) => { const r = await import('/js/draw/route.js');"
                          " return hashes.map((h) => r.format(r.parse(h))); }", hashes)
     assert again == hashes
-    parsed = tab.evaluate("async () => (await import('/js/route.js')).parse('#/run/a/vs/b?sa=2&by=instance_id')")
+    parsed = tab.evaluate("async () => (await import('/js/draw/route.js')).parse('#/run/a/vs/b?sa=2&by=instance_id')")
     assert (parsed["run"], parsed["view"], parsed["vs"], parsed["sa"], parsed["sb"], parsed["by"]) == (
         "a", "vs", "b", "2", "", "instance_id")
-    pair = tab.evaluate("async () => (await import('/js/route.js')).pairCompareHash('r a', 'x', 'y', 'r b')")
+    pair = tab.evaluate("async () => (await import('/js/draw/route.js')).pairCompareHash('r a', 'x', 'y', 'r b')")
     assert pair == "#/run/r%20a/compare?a=x&b=y&rb=r%20b"

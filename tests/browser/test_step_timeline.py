@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from tests.support.step_timeline_run import BY_START, CRITICAL, write_step_run
 
-LANE_HEIGHT, AXIS_HEIGHT = 14, 22  # static/js/step-canvas.js
+LANE_HEIGHT, AXIS_HEIGHT = 14, 22  # static/js/draw/step-canvas.js
 
 PIXEL = """([x, y]) => {
   const canvas = document.querySelector(".st-canvas");

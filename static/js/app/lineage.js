@@ -3,11 +3,11 @@
 // rollout; shift-clicking two opens the two-rollout compare.
 
 import {get} from "./api.js";
-import {el, replace} from "./dom.js";
-import {num, plural, shortId} from "./format.js";
-import {recordedReward, rewardDot, rewardLegend} from "./reward.js";
-import {pairCompareHash} from "./route.js";
-import {flagBadge, rowFlags} from "./viewer.js";
+import {el, replace} from "../draw/dom.js";
+import {num, plural, shortId} from "../draw/format.js";
+import {recordedReward, rewardDot, rewardLegend} from "../draw/reward.js";
+import {pairCompareHash} from "../draw/route.js";
+import {flagBadge, rowFlags} from "../draw/viewer.js";
 
 export class LineageView {
   constructor(main, {open}) {

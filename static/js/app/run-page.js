@@ -3,24 +3,24 @@
 // is re-read when that state changes and polled (with its ETag) so new records appear in place.
 
 import {get} from "./api.js";
-import {band, bandTitle} from "./run-band.js";
+import {band, bandTitle} from "../draw/run-band.js";
 import {unanswerable} from "./bundle-limits.js";
-import {el, focusKey, replace, restoreFocus} from "./dom.js";
-import {num} from "./format.js";
+import {el, focusKey, replace, restoreFocus} from "../draw/dom.js";
+import {num} from "../draw/format.js";
 import {GroupsTable, ungroupedNotice} from "./run-groups.js";
-import {rewardLegend} from "./reward.js";
+import {rewardLegend} from "../draw/reward.js";
 import {exportLinks} from "./run-export.js";
 import {drawRunHead, viewToggle} from "./run-head.js";
-import {rolloutsTable} from "./run-rollouts.js";
-import {pager} from "./run-table.js";
+import {rolloutsTable} from "../draw/run-rollouts.js";
+import {pager} from "../draw/run-table.js";
 import {StepTimeline} from "./step-timeline.js";
 import {FilterBar} from "./run-filters.js";
 import {compareForm} from "./runs-compare.js";
 import {RecordSearch} from "./search.js";
-import {filterParams, format, hasFilters, hasFlags, rolloutParams} from "./route.js";
-import {kindLegend} from "./strip.js";
+import {filterParams, format, hasFilters, hasFlags, rolloutParams} from "../draw/route.js";
+import {kindLegend} from "../draw/strip.js";
 import {Lineups} from "./lineup.js";
-import {markPicks, pickBar} from "./pair-picks.js";
+import {markPicks, pickBar} from "../draw/pair-picks.js";
 import {MissingRows} from "./run-missing.js";
 
 const LIMIT = 100;

@@ -5,11 +5,11 @@
 // long reply never draws thousands of rows. The open copy is in the URL (`retok`).
 
 import {get, trajectoryPath} from "./api.js";
-import {button, el, replace} from "./dom.js";
-import {num, plural} from "./format.js";
-import {visible} from "./facts.js";
-import {copyBadge} from "./retok-badge.js";
-import {RETOK_TABS} from "./tab-list.js";
+import {button, el, replace} from "../draw/dom.js";
+import {num, plural} from "../draw/format.js";
+import {visible} from "../draw/facts.js";
+import {copyBadge} from "../draw/retok-badge.js";
+import {RETOK_TABS} from "../draw/tab-list.js";
 
 const AROUND = 32;  // tokens asked before and after the first difference (the server caps it)
 

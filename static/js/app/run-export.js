@@ -3,7 +3,7 @@
 
 import {apiUrl, bundleFacts} from "./api.js";
 import {NEEDS_SERVER} from "./bundle-limits.js";
-import {el} from "./dom.js";
+import {el} from "../draw/dom.js";
 
 /** The export links for the listing `params` asks (the filters, and the Rollouts view's sort). */
 export function exportLinks(params) {

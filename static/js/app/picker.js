@@ -3,8 +3,8 @@
 // it, so a run of thousands of tasks offers a short searchable list, never a select of every task.
 
 import {get} from "./api.js";
-import {el, replace} from "./dom.js";
-import {num} from "./format.js";
+import {el, replace} from "../draw/dom.js";
+import {num} from "../draw/format.js";
 
 const PAUSE_MS = 200;
 

@@ -3,12 +3,12 @@
 // that counts. Expanded groups are fetched once per filter/sort and re-read on every poll.
 
 import {get} from "./api.js";
-import {el} from "./dom.js";
-import {cutText, fitId, num, plural, range as span} from "./format.js";
-import {recordedReward, rewardCell, rewardDot} from "./reward.js";
-import {emptyState, filterParams, format} from "./route.js";
-import {flagsCell, matchClass, sortHeader, statusBadge} from "./run-table.js";
-import {flagBadge, flagInfo, rowFlags} from "./viewer.js";
+import {el} from "../draw/dom.js";
+import {cutText, fitId, num, plural, range as span} from "../draw/format.js";
+import {recordedReward, rewardCell, rewardDot} from "../draw/reward.js";
+import {emptyState, filterParams, format} from "../draw/route.js";
+import {flagsCell, matchClass, sortHeader, statusBadge} from "../draw/run-table.js";
+import {flagBadge, flagInfo, rowFlags} from "../draw/viewer.js";
 
 const COLUMNS = 6;
 

@@ -4,8 +4,8 @@
 // everything here is as it was.
 
 import {bundleFacts} from "./api.js";
-import {el} from "./dom.js";
-import {plural} from "./format.js";
+import {el} from "../draw/dom.js";
+import {plural} from "../draw/format.js";
 
 const CONTROLS = "button, input, select";
 export const NEEDS_SERVER = "needs the viewer's server: this page reads a static bundle";

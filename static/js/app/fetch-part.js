@@ -2,7 +2,7 @@
 // merged into the answer it already has, in place.
 
 import {get} from "./api.js";
-import {extend} from "./parts.js";
+import {extend} from "../draw/parts.js";
 
 /** The part of `answer` (an answer of `route`) that comes next: path `index`'s for /paths, and for
  *  the Chat tab's answers (a Map of path index -> /paths/{n}/chat answer). */

@@ -5,7 +5,7 @@
 
 import {get, trajectoryPath} from "./api.js";
 import {fetchNext, partOf} from "./fetch-part.js";
-import {forkPair} from "./tab-forks.js";
+import {forkPair} from "../draw/tab-forks.js";
 
 const CACHE_SIZE = 8;
 

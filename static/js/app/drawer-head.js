@@ -2,11 +2,11 @@
 // drawer's own actions (copy, compare, the snapshot link, close) and notices (gone, a bad tab).
 
 import {apiUrl, bundleFacts, trajectoryPath} from "./api.js";
-import {button, copyText, el} from "./dom.js";
-import {pickButtons} from "./pair-picks.js";
-import {rolloutHead} from "./rollout-head.js";
-import {TAB_NAMES} from "./tab-list.js";
-import {snapshotTabs} from "./viewer.js";
+import {button, copyText, el} from "../draw/dom.js";
+import {pickButtons} from "../draw/pair-picks.js";
+import {rolloutHead} from "../draw/rollout-head.js";
+import {TAB_NAMES} from "../draw/tab-list.js";
+import {snapshotTabs} from "../draw/viewer.js";
 
 /** The header of `bundle` shown as `state` says; `gone`: the record left the disk. */
 export function drawerHead(bundle, state, {rewardRange, gone, go, close}) {

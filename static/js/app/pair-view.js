@@ -4,13 +4,13 @@
 // of the parting turn that are still shared dimmed. Later parts of the turns load on scroll.
 
 import {get, trajectoryPath} from "./api.js";
-import {button, el, replace, select} from "./dom.js";
-import {num, plural, unitShort} from "./format.js";
-import {extend, moreRow} from "./parts.js";
-import {rewardCell} from "./reward.js";
-import {emptyState, format} from "./route.js";
-import {blockElement, LazyText, markTokens, textRange, wireReadout} from "./tokens.js";
-import {flagBadge} from "./viewer.js";
+import {button, el, replace, select} from "../draw/dom.js";
+import {num, plural, unitShort} from "../draw/format.js";
+import {extend, moreRow} from "../draw/parts.js";
+import {rewardCell} from "../draw/reward.js";
+import {emptyState, format} from "../draw/route.js";
+import {blockElement, LazyText, markTokens, textRange, wireReadout} from "../draw/tokens.js";
+import {flagBadge} from "../draw/viewer.js";
 
 const SIDES = ["a", "b"];
 

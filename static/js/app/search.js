@@ -6,11 +6,11 @@
 // match in the drawer's Path tab (`onOpen`).
 
 import {get} from "./api.js";
-import {button, el, replace, select} from "./dom.js";
-import {num, plural} from "./format.js";
+import {button, el, replace, select} from "../draw/dom.js";
+import {num, plural} from "../draw/format.js";
 import {applying} from "./run-filters.js";
-import {searchParams} from "./route.js";
-import {visible} from "./facts.js";
+import {searchParams} from "../draw/route.js";
+import {visible} from "../draw/facts.js";
 
 const PAGE = 200;  // matches asked per request; the server waits for them (or 2 s) before it answers
 const LEAD = 24;  // code points of text shown before a match, so the match stays in a narrow row

@@ -5,11 +5,11 @@
 
 import {get} from "./api.js";
 import {unanswerable} from "./bundle-limits.js";
-import {button, el, replace} from "./dom.js";
-import {num, shortId} from "./format.js";
-import {pairPatch} from "./pair-picks.js";
-import {rewardCell} from "./reward.js";
-import {flagsCell} from "./run-table.js";
+import {button, el, replace} from "../draw/dom.js";
+import {num, shortId} from "../draw/format.js";
+import {pairPatch} from "../draw/pair-picks.js";
+import {rewardCell} from "../draw/reward.js";
+import {flagsCell} from "../draw/run-table.js";
 
 export class Lineups {
   constructor({go}) {

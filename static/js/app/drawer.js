@@ -3,22 +3,22 @@
 // only when the record changed, keeping the scroll position. Loading is rollout-loader.js's, each
 // tab's panel drawer-tabs.js's; the drawer keeps drawing, pins, marks and keys.
 
-import {append, el, focusKey, replace, restoreFocus, restoreScrollAnchor, scrollAnchor} from "./dom.js";
+import {append, el, focusKey, replace, restoreFocus, restoreScrollAnchor, scrollAnchor} from "../draw/dom.js";
 import {placeInChat, stepTurn} from "./chat-place.js";
 import {cannotOpen, drawerHead} from "./drawer-head.js";
 import {drawTab, drawnAs, extendTab, markNode} from "./drawer-tabs.js";
-import {resizable} from "./drawer-width.js";
-import {FindBar} from "./find-bar.js";
+import {resizable} from "../draw/drawer-width.js";
+import {FindBar} from "../draw/find-bar.js";
 import {NotableTokens} from "./notable.js";
 import {retokPanel} from "./retok-diff.js";
-import {rewardCell} from "./reward.js";
+import {rewardCell} from "../draw/reward.js";
 import {RolloutLoader, pathShown} from "./rollout-loader.js";
-import {nearEndWatcher} from "./parts.js";
-import {placeHit} from "./search-mark.js";
-import {tabBar} from "./tab-bar.js";
-import {TAB_NAMES, tabLabels} from "./tab-list.js";
-import {PinnedPlace} from "./token-pin.js";
-import {LazyText} from "./tokens.js";
+import {nearEndWatcher} from "../draw/parts.js";
+import {placeHit} from "../draw/search-mark.js";
+import {tabBar} from "../draw/tab-bar.js";
+import {TAB_NAMES, tabLabels} from "../draw/tab-list.js";
+import {PinnedPlace} from "../draw/token-pin.js";
+import {LazyText} from "../draw/tokens.js";
 
 const ANCHORS = [[".chat-card", "data-position"], ["section.block", "data-blk"]];  // what a redraw keeps in place
 

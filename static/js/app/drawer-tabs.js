@@ -2,17 +2,17 @@
 // holds (`context`: go, lazy, more, notable, pin, the Tree's open node, the Timeline's select, the
 // Chat's message loader and panel).
 
-import {el} from "./dom.js";
-import {drawLaterPart} from "./parts.js";
+import {el} from "../draw/dom.js";
+import {drawLaterPart} from "../draw/parts.js";
 import {pathShown} from "./rollout-loader.js";
-import {renderCalls} from "./tab-calls.js";
-import {renderChat} from "./tab-chat.js";
-import {forkPair, renderForks} from "./tab-forks.js";
-import {renderJson} from "./tab-json.js";
-import {TAB_NAMES} from "./tab-list.js";
+import {renderCalls} from "../draw/tab-calls.js";
+import {renderChat} from "../draw/tab-chat.js";
+import {forkPair, renderForks} from "../draw/tab-forks.js";
+import {renderJson} from "../draw/tab-json.js";
+import {TAB_NAMES} from "../draw/tab-list.js";
 import {extendPath, renderPath} from "./tab-path.js";
-import {renderTimeline} from "./tab-timeline.js";
-import {renderTree} from "./tab-tree.js";
+import {renderTimeline} from "../draw/tab-timeline.js";
+import {renderTree} from "../draw/tab-tree.js";
 
 const RENDERERS = {
   path: (bundle, state, context) => renderPath(bundle, state, context),

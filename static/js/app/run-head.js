@@ -3,11 +3,11 @@
 // Groups / Rollouts / Timeline toggle. Drawn from the /runs entry; nothing here is fetched.
 
 import {bundleNotice, unanswerable} from "./bundle-limits.js";
-import {el, replace, select} from "./dom.js";
-import {num, plural} from "./format.js";
-import {emptyState} from "./route.js";
+import {el, replace, select} from "../draw/dom.js";
+import {num, plural} from "../draw/format.js";
+import {emptyState} from "../draw/route.js";
 import {runIndexFact} from "./run-missing.js";
-import {flagInfo} from "./viewer.js";
+import {flagInfo} from "../draw/viewer.js";
 
 /** "82 groups of 4", or "82 groups of 2–5 rollouts, most of 4" when their sizes vary (the server's). */
 function groupsFact(run) {

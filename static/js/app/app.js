@@ -6,17 +6,17 @@
 
 import {get} from "./api.js";
 import {Drawer} from "./drawer.js";
-import {el, replace} from "./dom.js";
+import {el, replace} from "../draw/dom.js";
 import {setupKeys} from "./keys.js";
 import {LineageView} from "./lineage.js";
-import {pickedPair, pickPatch} from "./pair-picks.js";
+import {pickedPair, pickPatch} from "../draw/pair-picks.js";
 import {PairView} from "./pair-view.js";
 import {defaultView, RunPage} from "./run-page.js";
-import {emptyState, format, parse} from "./route.js";
+import {emptyState, format, parse} from "../draw/route.js";
 import {RunsCompare} from "./runs-compare.js";
-import {Sidebar} from "./sidebar.js";
+import {Sidebar} from "../draw/sidebar.js";
 import {setupTheme} from "./theme.js";
-import {setViewer} from "./viewer.js";
+import {setViewer} from "../draw/viewer.js";
 
 const POLL_MS = 3000;
 const main = document.getElementById("main");

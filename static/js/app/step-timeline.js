@@ -5,10 +5,10 @@
 // buttons, for the keyboard and screen readers.
 
 import {get} from "./api.js";
-import {append, button, el, replace, select} from "./dom.js";
-import {num, plural} from "./format.js";
-import {laneText, StepCanvas} from "./step-canvas.js";
-import {duration} from "./tab-timeline.js";
+import {append, button, el, replace, select} from "../draw/dom.js";
+import {num, plural} from "../draw/format.js";
+import {laneText, StepCanvas} from "../draw/step-canvas.js";
+import {duration} from "../draw/tab-timeline.js";
 
 const SORTS = [["start", "start"], ["end", "end"], ["duration", "duration"], ["reward", "reward"], ["task", "task"]];
 const ENDINGS = [["stop", "stop"], ["length", "cut at max tokens (length)"], ["tool_calls", "tool calls"],

@@ -4,12 +4,12 @@
 // picking one of each side (or shift-clicking any two) opens the two-rollout compare.
 
 import {get} from "./api.js";
-import {el, replace} from "./dom.js";
-import {num, plural, shortId} from "./format.js";
-import {recordedReward, rewardDot, rewardLegend} from "./reward.js";
-import {emptyState, pairCompareHash} from "./route.js";
+import {el, replace} from "../draw/dom.js";
+import {num, plural, shortId} from "../draw/format.js";
+import {recordedReward, rewardDot, rewardLegend} from "../draw/reward.js";
+import {emptyState, pairCompareHash} from "../draw/route.js";
 import {rollup} from "./run-groups.js";
-import {flagBadge} from "./viewer.js";
+import {flagBadge} from "../draw/viewer.js";
 
 const LIMIT = 100;
 const COLUMNS = 7;

@@ -1,9 +1,9 @@
 // Where the reader is in the drawer's Chat tab: the card a link or the reader points at, placed and
 // marked, and `m` / `M` stepping through the model's turns.
 
-import {holdInView} from "./dom.js";
+import {holdInView} from "../draw/dom.js";
 import {pathShown} from "./rollout-loader.js";
-import {drawBody} from "./tab-chat.js";
+import {drawBody} from "../draw/tab-chat.js";
 
 /** In the Chat tab drawn in `content`, the card the link or the reader points at: the pinned message
  *  (`msg`), else the card of the pinned block (`blk`), the search match's (`hit`) or the selected

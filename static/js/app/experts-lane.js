@@ -4,10 +4,10 @@
 // the token before are shaded. The node and layer picked stay with the open rollout.
 
 import {get, trajectoryPath} from "./api.js";
-import {el, replace, select} from "./dom.js";
-import {num} from "./format.js";
-import {extend} from "./parts.js";
-import {visible} from "./facts.js";
+import {el, replace, select} from "../draw/dom.js";
+import {num} from "../draw/format.js";
+import {extend} from "../draw/parts.js";
+import {visible} from "../draw/facts.js";
 
 /** The lane for `path` (a /paths path) of the open rollout. */
 export function expertsLane(bundle, path, run) {

@@ -4,11 +4,11 @@
 // URL (route.js: given, controls, logprobs, experts), and so is the pinned token or block (tok, blk:
 // token-pin.js marks it).
 
-import {markdownButton} from "./block-markdown.js";
-import {el, replace} from "./dom.js";
+import {markdownButton} from "../draw/block-markdown.js";
+import {el, replace} from "../draw/dom.js";
 import {expertsLane} from "./experts-lane.js";
-import {drawLaterPart, moreRow} from "./parts.js";
-import {optionToggle, pathView} from "./path-view.js";
+import {drawLaterPart, moreRow} from "../draw/parts.js";
+import {optionToggle, pathView} from "../draw/path-view.js";
 import {markCopies} from "./retok-diff.js";
 import {takeawayButtons} from "./path-takeaway.js";
 

@@ -2,7 +2,7 @@
 // chat (`/paths/{n}/messages`) copied or as a file, for a bug report. Each is fetched when asked.
 
 import {get, trajectoryPath} from "./api.js";
-import {copyText, downloadText, el} from "./dom.js";
+import {copyText, downloadText, el} from "../draw/dom.js";
 
 /** The buttons for path `index` of the open rollout, and a status line for a refusal. */
 export function takeawayButtons(state, path) {

@@ -3,9 +3,9 @@
 // opened, a greyed table of them, each with why.
 
 import {get} from "./api.js";
-import {el, replace} from "./dom.js";
-import {fitId, num, plural} from "./format.js";
-import {emptyState, format} from "./route.js";
+import {el, replace} from "../draw/dom.js";
+import {fitId, num, plural} from "../draw/format.js";
+import {emptyState, format} from "../draw/route.js";
 
 const LIMIT = 100;
 

@@ -5,7 +5,7 @@
 // typing. The match list of the record text search walks with its own j / k and arrows while it has the focus
 // (search.js).
 
-import {el, replace} from "./dom.js";
+import {el, replace} from "../draw/dom.js";
 
 const KEYS = [
   ["j / k", "next / previous row"],

@@ -4,10 +4,10 @@
 // token, unfolding and drawing what holds it, and marks it.
 
 import {get, trajectoryPath} from "./api.js";
-import {el} from "./dom.js";
-import {num} from "./format.js";
-import {LOGPROB_BANDS} from "./facts.js";
-import {sectionBlock, tokenSpans, unfold} from "./tokens.js";
+import {el} from "../draw/dom.js";
+import {num} from "../draw/format.js";
+import {LOGPROB_BANDS} from "../draw/facts.js";
+import {sectionBlock, tokenSpans, unfold} from "../draw/tokens.js";
 
 const LABELS = {"length-cut": "cut at length", "missing-logprob": "NaN logprob", "special-token": "special",
   "lowest-logprob": "low logprob"};

@@ -2,10 +2,10 @@
 // the search box, one removable chip per active filter and "clear all". It only ever writes the
 // filters into the URL state (through `onFilter`); the server does the filtering and the counting.
 
-import {el, select} from "./dom.js";
-import {num} from "./format.js";
+import {el, select} from "../draw/dom.js";
+import {num} from "../draw/format.js";
 import {Picker} from "./picker.js";
-import {anyFilter, clearedFilters} from "./route.js";
+import {anyFilter, clearedFilters} from "../draw/route.js";
 
 /** A text input that applies its trimmed value on Enter or leaving it (`change`), and after a pause
  *  (none when `pauseMs` is 0). */
