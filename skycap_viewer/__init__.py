@@ -24,7 +24,7 @@ The layers, in the order the data flows (each imports only the ones before it, a
   chat the model saw (`row`), one path read as a conversation, a card per message (`chat`), two runs or
   steps group by group and one prompt across steps
   (`runs_compare`), every rollout of one step as a lane on one time axis (`step_timeline`), and one
-  rollout as one self-contained HTML file (`snapshot`, drawn by `views/snapshot_page/`).
+  rollout as one self-contained HTML file (`snapshot`, drawn by `views/record/snapshot_page/`).
 - `server/` (HTTP: the API, its caches, running searches in `searches`, routes and request policy
   in `web`, what one connection may hold in `connections`, `serve`) and
   `commands/` (`check`, `show` and its `--html` in `snapshot`, `summary`, `diff`, `export`, `grep`, `timeline`) sit side

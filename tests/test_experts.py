@@ -11,7 +11,7 @@ import pytest
 from skycap_viewer.demo.writer import RecordBuilder
 from skycap_viewer.record.document import read_document
 from skycap_viewer.record.frames import compress
-from skycap_viewer.views.experts import EXPERT_ROWS
+from skycap_viewer.views.record.experts import EXPERT_ROWS
 from tests.support.server_process import ServerProcess
 
 LAYERS, K = 3, 4

@@ -16,7 +16,7 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from skycap_viewer.catalog.store import READERS
-from skycap_viewer.views import export
+from skycap_viewer.views.run import export
 from tests.support.cli import run_cli
 from tests.support.corpus import BROKEN, PULLED, copy_runs
 from tests.support.in_process import InProcess, in_process_fixture

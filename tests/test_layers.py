@@ -299,14 +299,16 @@ def test_the_checks_catch_a_test_importing_a_test_or_a_conftest_and_a_bench_cycl
 # -- the map: every module named where a newcomer looks ---------------------------------------------------
 
 LAYOUT = PACKAGE.parent / "docs" / "layout.md"
-PACKAGES = sorted(path.parent for path in PACKAGE.glob("*/__init__.py"))
+PACKAGES = sorted(path.parent for path in PACKAGE.rglob("*/__init__.py"))
 
 
-@pytest.mark.parametrize("package", PACKAGES, ids=lambda path: path.name)
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda path: path.relative_to(PACKAGE).as_posix())
 def test_every_package_docstring_names_its_modules(package):
+    """Each package's docstring names its modules and its subpackages (`views`' two families too)."""
     said = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
-    unnamed = [module.stem for module in sorted(package.glob("*.py"))
-               if module.stem != "__init__" and f"`{module.stem}`" not in said]
+    modules = [module.stem for module in sorted(package.glob("*.py")) if module.stem != "__init__"]
+    modules += [inner.parent.name for inner in sorted(package.glob("*/__init__.py"))]
+    unnamed = [name for name in modules if f"`{name}`" not in said]
     assert not unnamed, f"{package.name}/__init__.py does not name {unnamed}: say what each one does"
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from skycap_viewer.views.trajectory import MEDIA_IN_NODE
+from skycap_viewer.views.record.trajectory import MEDIA_IN_NODE
 from tests.support.cli import run_cli
 from tests.support.corpus import FIXTURES
 from tests.support.media_records import IMAGE_BYTES, MANY, heavy

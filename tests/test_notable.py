@@ -111,7 +111,7 @@ def test_notable_refuses_a_path_there_is_not(corpus_server):
 
 
 def test_the_special_token_rule():
-    from skycap_viewer.views.notable import SPECIAL
+    from skycap_viewer.views.record.notable import SPECIAL
 
     for piece in ("<|im_end|>", "</tool_call>", " <think>", "<|eot_id|>\n", "<tool_call>"):
         assert SPECIAL.fullmatch(piece), piece

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "static"
-SNAPSHOT_PAGE = ROOT / "skycap_viewer" / "views" / "snapshot_page"
+SNAPSHOT_PAGE = ROOT / "skycap_viewer" / "views" / "record" / "snapshot_page"
 FILES = sorted(path for folder in (STATIC, SNAPSHOT_PAGE) for path in folder.rglob("*")
                if path.suffix in (".js", ".css", ".html"))
 MODULES = sorted((STATIC / "js").rglob("*.js"))
@@ -29,7 +29,7 @@ def relative(path: Path) -> str:
 
 def imported_from(path: Path, module: str) -> Path:
     """The file an import names: the snapshot's script imports the page's modules that fetch nothing
-    (`js/draw/`), which `views/snapshot.py` writes into the file beside it."""
+    (`js/draw/`), which `views/record/snapshot.py` writes into the file beside it."""
     return ((STATIC / "js" / "draw") if path.parent == SNAPSHOT_PAGE else path.parent) / module
 
 
@@ -186,9 +186,9 @@ def tab_entries() -> list[tuple[str, str, str]]:
 
 def test_tab_names_are_listed_once():
     """The tabs live in tab-list.js alone: no other page module (nor the snapshot's script) writes a
-    list of two or more tab names, and views/snapshot.py's TABS are the ones tab-list.js says a
+    list of two or more tab names, and views/record/snapshot.py's TABS are the ones tab-list.js says a
     snapshot has, in its order (the one twin the server keeps, held here)."""
-    from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
+    from skycap_viewer.views.record.snapshot import TABS as SNAPSHOT_TABS
     names = {name for name, _, _ in tab_entries()}
     assert {"path", "chat", "tree", "calls"} <= names
     bad = []

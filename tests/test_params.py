@@ -6,7 +6,7 @@ import pytest
 
 from skycap_viewer.errors import ApiError
 from skycap_viewer.views import params
-from skycap_viewer.views.values import parse_limit
+from skycap_viewer.views.run.values import parse_limit
 
 
 def ask(**given) -> dict:

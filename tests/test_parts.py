@@ -12,9 +12,9 @@ from skycap_viewer.catalog.rows import public
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.frames import compress
 from skycap_viewer.server.api import Api
-from skycap_viewer.views.calls import exchanges_part, timeline_part
-from skycap_viewer.views.graph import graph_part
-from skycap_viewer.views.trajectory import WHOLE, PartLimit, with_verdicts
+from skycap_viewer.views.record.calls import exchanges_part, timeline_part
+from skycap_viewer.views.record.graph import graph_part
+from skycap_viewer.views.record.trajectory import WHOLE, PartLimit, with_verdicts
 from skycap_viewer.wire import encode_json
 from tests.support.chain_record import chain_document, write_chain
 from tests.support.corpus import copy_corpus

@@ -26,7 +26,7 @@ from skycap_viewer.record.document import document_path, read_document
 from skycap_viewer.record.frames import compress, decompress_one_frame
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.sidecars import read_tokens
-from skycap_viewer.views.trajectory import paths_payload
+from skycap_viewer.views.record.trajectory import paths_payload
 from tests.support.corpus import FIXTURES
 
 SEEDS = [

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from skycap_viewer.demo.writer import RecordBuilder
-from skycap_viewer.views.retokenized import first_difference
+from skycap_viewer.views.record.retokenized import first_difference
 from tests.support.cli import run_cli
 from tests.support.corpus import FIXTURES
 from tests.support.oracle import ORACLE

@@ -13,7 +13,7 @@ from skycap_viewer.commands.terminal import Painter
 from skycap_viewer.flags import FLAG_BY_NAME
 from skycap_viewer.record.document import read_document
 from skycap_viewer.record.frames import compress, decompress_one_frame
-from skycap_viewer.views.trajectory import paths_payload
+from skycap_viewer.views.record.trajectory import paths_payload
 from tests.support.cli import run_cli
 from tests.support.oracle import ALLOWED, ORACLE, trained_paths
 

@@ -18,9 +18,9 @@ import pytest
 
 from skycap_viewer.catalog.rows import compute_row, public
 from skycap_viewer.record.document import read_document
-from skycap_viewer.views import snapshot as snapshot_module
-from skycap_viewer.views.snapshot import PAGE_FILES, snapshot_data
-from skycap_viewer.views.trajectory import RecordView
+from skycap_viewer.views.record import snapshot as snapshot_module
+from skycap_viewer.views.record.snapshot import PAGE_FILES, snapshot_data
+from skycap_viewer.views.record.trajectory import RecordView
 from skycap_viewer.wire import safe_file_name
 from tests.support.bad_records import BAD_CASES, restore_permissions, write_bad_run
 from tests.support.chain_record import write_chain
@@ -212,8 +212,9 @@ def test_the_installed_package_ships_the_snapshot_files():
     def package_data(package: str) -> list[str]:
         return json.loads(re.search(rf'^"{re.escape(package)}" = (\[.*\])$', project, re.M).group(1))
 
-    for item in (ROOT / "skycap_viewer" / "views" / "snapshot_page").iterdir():
-        assert any(fnmatch(f"snapshot_page/{item.name}", p) for p in package_data("skycap_viewer.views")), item.name
+    for item in (ROOT / "skycap_viewer" / "views" / "record" / "snapshot_page").iterdir():
+        shipped = package_data("skycap_viewer.views.record")
+        assert any(fnmatch(f"snapshot_page/{item.name}", pattern) for pattern in shipped), item.name
     assert any(fnmatch("style.css", pattern) for pattern in package_data("skycap_viewer.static"))
 
 

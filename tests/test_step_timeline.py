@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from skycap_viewer.views import step_timeline as step_timeline_view
-from skycap_viewer.views.trajectory import PartLimit
+from skycap_viewer.views.record.trajectory import PartLimit
+from skycap_viewer.views.run import step_timeline as step_timeline_view
 from tests.support.cli import run_cli
 from tests.support.in_process import InProcess
 from tests.support.step_timeline_run import BY_START, CRITICAL, STEP, rollout, write_step_run

@@ -15,7 +15,7 @@ from skycap_viewer.catalog.store import READERS, RunStore
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.fields import scalar_text
-from skycap_viewer.views.listing import Cursor, Filters, counted, kept_counts, listed_rows
+from skycap_viewer.views.run.listing import Cursor, Filters, counted, kept_counts, listed_rows
 from tests.support.corpus import FIXTURES
 
 RUNS = ("groups", "groups2", "real-like", "spec", "broken")

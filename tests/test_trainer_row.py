@@ -229,8 +229,8 @@ def test_a_row_past_the_limit_is_refused_naming_it(big_server):
 
 
 def test_messages_past_their_limit_are_refused_naming_it():
-    from skycap_viewer.views.row import path_messages
-    from skycap_viewer.views.trajectory import RecordView
+    from skycap_viewer.views.record.row import path_messages
+    from skycap_viewer.views.record.trajectory import RecordView
 
     directory = FIXTURES / "real-like"
     view = RecordView(directory, document_of("real-like", FORKED), {p.name for p in directory.iterdir()}, FORKED, {})

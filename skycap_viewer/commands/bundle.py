@@ -29,7 +29,7 @@ from skycap_viewer.errors import ApiError, RecordError, UsageError
 from skycap_viewer.record.document import document_path, is_document_name, read_document
 from skycap_viewer.record.search import CONTEXT, MAX_DOCUMENT_HITS, MAX_MATCH_SHOWN, node_texts
 from skycap_viewer.record.sidecars import read_tokens
-from skycap_viewer.views.listing import Cursor
+from skycap_viewer.views.run.listing import Cursor
 
 FILTERS = tuple(name for name in PARAMETERS if name not in ("sort", "order", "format"))  # the listing's filters
 PAGE_ROWS = 100  # rows of a listing page, as the page asks them (LIMIT in static/js/app/run-page.js)

@@ -27,7 +27,7 @@ from skycap_viewer.record.forks import Fork, trajectory_forks
 from skycap_viewer.record.graph import Graph
 from skycap_viewer.record.opener import open_record
 from skycap_viewer.record.verify import verified_rollout
-from skycap_viewer.views.trajectory import fork_payload
+from skycap_viewer.views.record.trajectory import fork_payload
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """`skycap-viewer diff A B`: two rollouts compared in a terminal, the twin of the page's pair view.
 
 The shared prefix in one line, then both sides from where they part, turn by turn, the differing
-units marked. It prints `views.compare`'s answer (`--json` prints it as is), so the terminal and
+units marked. It prints `views.record.compare`'s answer (`--json` prints it as is), so the terminal and
 the page cannot disagree. Record text is escaped as `show` escapes it.
 """
 
@@ -14,8 +14,8 @@ from skycap_viewer.errors import RecordError, UsageError
 from skycap_viewer.printable import safe
 from skycap_viewer.record.document import record_id_of
 from skycap_viewer.record.opener import open_record
-from skycap_viewer.views.compare import Comparison
-from skycap_viewer.views.trajectory import WHOLE, RecordView
+from skycap_viewer.views.record.compare import Comparison
+from skycap_viewer.views.record.trajectory import WHOLE, RecordView
 
 SIDE_STYLES = {"a": ("red",), "b": ("green",)}
 

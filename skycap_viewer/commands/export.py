@@ -2,7 +2,7 @@
 
 The directory is indexed as the server indexes it (runs discovered alike, a temporary index of the
 same rows, flags and run index, the sidecars read as the server's verification reads them), then the lines are
-written exactly as `/v1/trajectories/export` sends them for the same filters (`views/export.py`): the
+written exactly as `/v1/trajectories/export` sends them for the same filters (`views/run/export.py`): the
 options are the API's parameters, parsed and refused by the same code. On a terminal, characters
 that could restyle it are written as JSON escapes (the same JSON values).
 """
@@ -17,7 +17,7 @@ from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.commands.terminal import JSON_UNSAFE
 from skycap_viewer.errors import ApiError, UsageError
-from skycap_viewer.views.export import ExportAsk, exported, spooled_rows
+from skycap_viewer.views.run.export import ExportAsk, exported, spooled_rows
 
 PARAMETERS = ("run_id", "step", "task_id", "status", "annotation", "q", "reward_min", "reward_max", "flag",
               "exclude_flag", "trained", "sort", "order", "format")  # the API's names, `--task-id` and so on

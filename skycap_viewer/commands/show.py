@@ -21,8 +21,8 @@ from skycap_viewer.printable import safe
 from skycap_viewer.record.document import DOCUMENT_SUFFIX, record_id_of
 from skycap_viewer.record.forks import trajectory_forks
 from skycap_viewer.record.opener import OpenedRecord, open_record
-from skycap_viewer.views.row import path_messages, trainer_row
-from skycap_viewer.views.trajectory import RecordView, fork_payload, paths_payload
+from skycap_viewer.views.record.row import path_messages, trainer_row
+from skycap_viewer.views.record.trajectory import RecordView, fork_payload, paths_payload
 
 KIND_STYLES = {
     "given": ("grey",),

@@ -1,5 +1,5 @@
 """`skycap-viewer show RECORD --html`: the rollout's snapshot file on stdout, the same bytes the
-server sends for `GET /v1/trajectories/{id}/snapshot` (`views.snapshot`)."""
+server sends for `GET /v1/trajectories/{id}/snapshot` (`views.record.snapshot`)."""
 
 import os
 import sys
@@ -7,8 +7,8 @@ import sys
 from skycap_viewer.commands.terminal import plural
 from skycap_viewer.errors import UsageError
 from skycap_viewer.record.opener import OpenedRecord
-from skycap_viewer.views.snapshot import record_snapshot
-from skycap_viewer.views.trajectory import RecordView
+from skycap_viewer.views.record.snapshot import record_snapshot
+from skycap_viewer.views.record.trajectory import RecordView
 
 
 def print_snapshot(opened: OpenedRecord, path_index: int | None) -> int:

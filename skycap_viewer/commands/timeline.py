@@ -3,7 +3,7 @@
 What an engineer pastes into an incident note: one line per rollout (its id, start and end in ms from
 the step's origin, calls, failures, the longest time between its calls), the critical rollout (the one
 that ended last) first, then the rest by start. The directory is indexed as the server indexes it
-(documents only; `catalog/`), and the lanes are `/v1/steps/timeline`'s (`views/step_timeline.py`), so
+(documents only; `catalog/`), and the lanes are `/v1/steps/timeline`'s (`views/run/step_timeline.py`), so
 the command and the page say the same; `--json` prints the answer whole. Record text is escaped.
 """
 
@@ -16,9 +16,9 @@ from skycap_viewer.commands.export import chosen_run
 from skycap_viewer.commands.terminal import json_text, print_out, safe
 from skycap_viewer.errors import ApiError, UsageError
 from skycap_viewer.record.fields import iso_time
-from skycap_viewer.views.listing import Filters
-from skycap_viewer.views.step_timeline import kept_ids, step_timeline, step_version, timeline_part
-from skycap_viewer.views.trajectory import WHOLE
+from skycap_viewer.views.record.trajectory import WHOLE
+from skycap_viewer.views.run.listing import Filters
+from skycap_viewer.views.run.step_timeline import kept_ids, step_timeline, step_version, timeline_part
 from skycap_viewer.wire import encode_json
 
 

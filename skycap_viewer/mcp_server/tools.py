@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from skycap_viewer.catalog.rows import SORT_KEYS
 from skycap_viewer.mcp_server.bounds import TooLong, fitted, offset, offset_page
 from skycap_viewer.python_api.asking import ask
-from skycap_viewer.views.trajectory import PartLimit
+from skycap_viewer.views.record.trajectory import PartLimit
 
 LISTED = 20  # rollouts, groups, hits or runs an answer holds unless the agent asks for another number
 NODES = 40  # nodes or chat cards of a path

@@ -26,8 +26,8 @@ from skycap_viewer.python_api.rollout import Rollout
 from skycap_viewer.python_api.rows import Rows
 from skycap_viewer.record.copies import cache_directory
 from skycap_viewer.server.api import Api
-from skycap_viewer.views.export import with_rows
-from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit
+from skycap_viewer.views.record.trajectory import SERVED_PARTS, PartLimit
+from skycap_viewer.views.run.export import with_rows
 from skycap_viewer.wire import encode_json
 
 

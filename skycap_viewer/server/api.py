@@ -39,23 +39,6 @@ from skycap_viewer.server.caches import (
     files_version,
 )
 from skycap_viewer.server.searches import Search, Searches
-from skycap_viewer.views import runs_compare
-from skycap_viewer.views.calls import exchanges_part, timeline_part
-from skycap_viewer.views.chat import chat_part
-from skycap_viewer.views.compare import PART_BYTES as COMPARE_PART_BYTES
-from skycap_viewer.views.compare import Comparison
-from skycap_viewer.views.experts import experts_part
-from skycap_viewer.views.export import CONTENT_TYPE as EXPORT_TYPE
-from skycap_viewer.views.export import ExportAsk, exported, file_name, spooled_rows
-from skycap_viewer.views.forks import forks_answer
-from skycap_viewer.views.graph import graph_part
-from skycap_viewer.views.group_listing import ungrouped_where
-from skycap_viewer.views.groups_answer import found_group, group_answer, groups_page
-from skycap_viewer.views.lineup import lineup
-from skycap_viewer.views.listing import Filters, searched_ids, with_run
-from skycap_viewer.views.missing import mirrored_record, missing_answer
-from skycap_viewer.views.node import media_part, node_message
-from skycap_viewer.views.notable import notable_answer
 from skycap_viewer.views.params import (
     as_written,
     bounded_count,
@@ -71,14 +54,31 @@ from skycap_viewer.views.params import (
     path_segment,
     side_scope,
 )
-from skycap_viewer.views.retokenized import AROUND, AROUND_MAX, retokenized_answer
-from skycap_viewer.views.row import path_messages, trainer_row
-from skycap_viewer.views.runs_listing import found_row, rollouts_page
-from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
-from skycap_viewer.views.snapshot import snapshot_data, snapshot_html
-from skycap_viewer.views.step_timeline import StepTimeline, step_timeline_answer
-from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView, with_verdicts
-from skycap_viewer.views.values import parse_limit, values_payload
+from skycap_viewer.views.record.calls import exchanges_part, timeline_part
+from skycap_viewer.views.record.chat import chat_part
+from skycap_viewer.views.record.compare import PART_BYTES as COMPARE_PART_BYTES
+from skycap_viewer.views.record.compare import Comparison
+from skycap_viewer.views.record.experts import experts_part
+from skycap_viewer.views.record.forks import forks_answer
+from skycap_viewer.views.record.graph import graph_part
+from skycap_viewer.views.record.lineup import lineup
+from skycap_viewer.views.record.node import media_part, node_message
+from skycap_viewer.views.record.notable import notable_answer
+from skycap_viewer.views.record.retokenized import AROUND, AROUND_MAX, retokenized_answer
+from skycap_viewer.views.record.row import path_messages, trainer_row
+from skycap_viewer.views.record.snapshot import TABS as SNAPSHOT_TABS
+from skycap_viewer.views.record.snapshot import snapshot_data, snapshot_html
+from skycap_viewer.views.record.trajectory import SERVED_PARTS, PartLimit, RecordView, with_verdicts
+from skycap_viewer.views.run import runs_compare
+from skycap_viewer.views.run.export import CONTENT_TYPE as EXPORT_TYPE
+from skycap_viewer.views.run.export import ExportAsk, exported, file_name, spooled_rows
+from skycap_viewer.views.run.groups import found_group, group_answer, groups_page
+from skycap_viewer.views.run.listing import Filters, searched_ids, with_run
+from skycap_viewer.views.run.missing import mirrored_record, missing_answer
+from skycap_viewer.views.run.rollouts import found_row, rollouts_page
+from skycap_viewer.views.run.step_timeline import StepTimeline, step_timeline_answer
+from skycap_viewer.views.run.stored_groups import ungrouped_where
+from skycap_viewer.views.run.values import parse_limit, values_payload
 from skycap_viewer.wire import Download, RawJson, encode_json, safe_file_name
 
 HTML_TYPE = "text/html; charset=utf-8"
@@ -179,8 +179,8 @@ class Api:
         return [snapshot]
 
     def trajectories(self, params):
-        """A page of the rollouts (`views.runs_listing`), or with `missing=true` the run index's rows
-        without a record (`views.missing`)."""
+        """A page of the rollouts (`views.run.rollouts`), or with `missing=true` the run index's rows
+        without a record (`views.run.missing`)."""
         if one(params, "missing") == "true":
             if one(params, "run_id") is None:
                 raise ApiError(400, "missing=true lists one run's index: pass run_id")
@@ -211,7 +211,7 @@ class Api:
         raise ApiError(503, f"{record_id} was fetched from {url} but is not indexed yet: try again")
 
     def export(self, params):
-        """Every row of one run the listing's filters keep, as JSON lines (`views.export`): read in one
+        """Every row of one run the listing's filters keep, as JSON lines (`views.run.export`): read in one
         transaction into a spool first, then sent from it in pieces."""
         if one(params, "run_id") is None:
             raise ApiError(400, "an export covers one run: pass run_id")
@@ -223,7 +223,7 @@ class Api:
                              pieces=exported(spool, snapshot.location.path, ask), close=spool.close)
 
     def find(self, record_id: str, params) -> tuple[Snapshot, dict]:
-        """The index row of `record_id` in the runs in scope (`views.runs_listing.found_row`)."""
+        """The index row of `record_id` in the runs in scope (`views.run.rollouts.found_row`)."""
         return found_row(self.scope(params), record_id)
 
     def trajectory(self, record_id: str, params):
@@ -300,7 +300,7 @@ class Api:
                                    by_row=path is None)
 
     def snapshot(self, record_id: str, params):
-        """The rollout as one self-contained HTML file (`views.snapshot`), saved as `<id>.html`:
+        """The rollout as one self-contained HTML file (`views.record.snapshot`), saved as `<id>.html`:
         `path` and `tab` are the state it opens in."""
         path, tab = path_number(params, "path", 0), one(params, "tab") or "path"
 
@@ -312,7 +312,7 @@ class Api:
         return 200, Download(HTML_TYPE, safe_file_name(record_id, ".html", "rollout"), body=snapshot_html(encoded))
 
     def experts(self, record_id: str, params):
-        """One node's routed experts at one layer (`views.experts`): `node`, `layer` (0), `from` (0)."""
+        """One node's routed experts at one layer (`views.record.experts`): `node`, `layer` (0), `from` (0)."""
         node, layer, start = node_param(params), layer_param(params), part_start(params)
 
         def answer(snapshot, row, view):
@@ -325,18 +325,18 @@ class Api:
         return self.settled_answer(record_id, params, ("experts", node, layer, start), answer)
 
     def path_row(self, record_id: str, path: str, params):
-        """The trainer's row of one path (`views.row.trainer_row`), read from the tokens sidecar."""
+        """The trainer's row of one path (`views.record.row.trainer_row`), read from the tokens sidecar."""
         number = path_segment(path)
         return self.settled_answer(record_id, params, ("row", number),
                                    lambda snapshot, row, view: trainer_row(view, number))
 
     def path_messages(self, record_id: str, path: str, params):
-        """One path's messages in chat format (`views.row.path_messages`), from the document alone."""
+        """One path's messages in chat format (`views.record.row.path_messages`), from the document alone."""
         number = path_segment(path)
         return 200, path_messages(self.view(record_id, params).view, number)
 
     def path_chat(self, record_id: str, path: str, params):
-        """One path as the Chat tab's cards, in parts (`views.chat`): a model turn's lowest logprob
+        """One path as the Chat tab's cards, in parts (`views.record.chat`): a model turn's lowest logprob
         needs the tokens sidecar, so it is settled as `/paths` is."""
         number, start = path_segment(path), part_start(params)
         return self.settled_answer(record_id, params, ("chat", number, start), lambda snapshot, row, view:
@@ -421,7 +421,7 @@ class Api:
         return 200, answer_part(exchanges_part, view, start, self.part_limit)
 
     def timeline(self, record_id: str, params):
-        """Every call and failure placed in time: lanes, sub-lanes, idle spans (`views.timeline`)."""
+        """Every call and failure placed in time: lanes, sub-lanes, idle spans (`views.record.timeline`)."""
         start = part_start(params)
         view = self.view(record_id, params).view
         return 200, answer_part(timeline_part, view, start, self.part_limit)
@@ -437,13 +437,13 @@ class Api:
             raise ApiError(404, f"no path {a} or {b}: {error}") from None
 
     def notable(self, record_id: str, params):
-        """Tokens worth reading on one path (`path`, 0 when not given): see `views.notable`."""
+        """Tokens worth reading on one path (`path`, 0 when not given): see `views.record.notable`."""
         path = path_number(params, "path", 0)
         view = self.view(record_id, params).view
         return 200, answer_part(notable_answer, view, path)
 
     def retokenized(self, record_id: str, params):
-        """Each re-tokenized copy beside its model node, and each unbridged call: see `views.retokenized`."""
+        """Each re-tokenized copy beside its model node, and each unbridged call: see `views.record.retokenized`."""
         around = bounded_count(params, "around", AROUND, AROUND_MAX)
         view = self.view(record_id, params).view
         return 200, retokenized_answer(view, around)
@@ -451,7 +451,7 @@ class Api:
     # -- comparing ---------------------------------------------------------------------------
 
     def compare(self, params):
-        """Two records' paths side by side (`views.compare`): `a`, `b`, with `run_a`, `run_b`,
+        """Two records' paths side by side (`views.record.compare`): `a`, `b`, with `run_a`, `run_b`,
         `path_a`, `path_b`; the turns in parts (`from`). Kept encoded by both records' versions."""
         ids = {side: one(params, side) for side in ("a", "b")}
         missing = [side for side, value in ids.items() if not value]
@@ -473,7 +473,7 @@ class Api:
         return 200, encoded
 
     def lineup(self, group_key: str, params):
-        """A group's counting members compared with one anchor member (`views.lineup`)."""
+        """A group's counting members compared with one anchor member (`views.record.lineup`)."""
         snapshot, group, _ = self.scoped_group(group_key, params)
         scope = {"run_id": [snapshot.id]}
         return 200, lineup(group, snapshot.id, one(params, "anchor"),
@@ -535,7 +535,7 @@ class Api:
     # -- groups ---------------------------------------------------------------------------
 
     def groups(self, params):
-        """The runs' groups under the filters (`views.groups_answer`)."""
+        """The runs' groups under the filters (`views.run.groups`)."""
         return 200, groups_page(self.scope(params), params, self.group_by)
 
     def scoped_group(self, group_key: str, params) -> tuple:
@@ -550,7 +550,7 @@ class Api:
     # -- a step on one time axis ------------------------------------------------------------------
 
     def step_timeline(self, params):
-        """Every rollout of one step of one run as a lane of its calls and failures (`views.step_timeline`)."""
+        """Every rollout of one step of one run as a lane of its calls and failures (`views.run.step_timeline`)."""
         if one(params, "run_id") is None:
             raise ApiError(400, "a timeline covers one run's step: pass run_id")
         return 200, step_timeline_answer(self.scope(params)[0], params, self.step_timelines, self.part_limit)
@@ -558,7 +558,7 @@ class Api:
     # -- comparing runs and steps ---------------------------------------------------------------
 
     def compare_runs(self, params):
-        """Two runs (or one run at two steps) group by group: see `views.runs_compare`."""
+        """Two runs (or one run at two steps) group by group: see `views.run.runs_compare`."""
         names = {side: one(params, side) for side in ("a", "b")}
         if None in names.values():
             raise ApiError(400, "compare/runs needs both runs: pass a=RUN_A&b=RUN_B (the same run twice for two steps)")
@@ -576,7 +576,7 @@ class Api:
         }
 
     def lineage(self, params):
-        """One prompt (a key's value) at every step of a run: see `views.runs_compare.lineage`."""
+        """One prompt (a key's value) at every step of a run: see `views.run.runs_compare.lineage`."""
         asked = {name: one(params, name) for name in ("run_id", "key", "value")}
         missing = [name for name, value in asked.items() if value is None]
         if missing:

@@ -11,13 +11,13 @@ can no longer come up (an older index generation, an older file version) just ag
 - Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_BYTES` of what
   their parses hold (`record.document.parsed_bytes`, a bound from their JSON text; the last one read
   kept whatever its size); readers of one version share one read.
-- A record's derived structures (`views.trajectory.RecordView`: its document, rollout, tokens, block
+- A record's derived structures (`views.record.trajectory.RecordView`: its document, rollout, tokens, block
   bounds): `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them and at
   most `RECORD_VIEW_CACHE_BYTES` of what their documents' parses hold (the last one made kept whatever
   its size), so each part of a big record's answers does not build its rollout again. Weighed in
   bytes, not nodes: a few nodes can hold 100 MB of JSON in an unknown field, and the view holds its
   document (its derived structures grow with its nodes, which its JSON holds too).
-- A step's lanes (`views.step_timeline.StepTimeline`, what `/v1/steps/timeline` parts are cut from):
+- A step's lanes (`views.run.step_timeline.StepTimeline`, what `/v1/steps/timeline` parts are cut from):
   `ViewCache` by (run, its database, step), laid out again when the step's rows' digest moves
   (`step_version`, one per snapshot in `Snapshot.memo`), reading only the changed rollouts;
   `STEP_TIMELINE_CACHE_STEPS` of

@@ -3,7 +3,7 @@ hash · tokens) on its node's block; shown as text, and still listed when the to
 
 from playwright.sync_api import expect
 
-from skycap_viewer.views.trajectory import MEDIA_IN_NODE
+from skycap_viewer.views.record.trajectory import MEDIA_IN_NODE
 from tests.support.corpus import FIXTURES
 from tests.support.media_records import MANY, heavy
 from tests.support.records import copy_record

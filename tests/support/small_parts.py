@@ -3,7 +3,7 @@
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.server.api import Api
-from skycap_viewer.views.trajectory import PartLimit
+from skycap_viewer.views.record.trajectory import PartLimit
 
 SMALL = PartLimit(items=400, bytes=96 * 2**10)
 

@@ -1,5 +1,5 @@
 // How the server's facts read as text, shared by the page and a rollout's snapshot file
-// (views/snapshot.py inlines this module in the file's one script, its `export`s dropped): so it
+// (views/record/snapshot.py inlines this module in the file's one script, its `export`s dropped): so it
 // imports nothing, and holds no state.
 
 // one formatter for every number: toLocaleString() builds a new one per call, which costs ~100 ms

@@ -1,7 +1,7 @@
 // The drawer's tabs, in one place: each tab's name (as the URL and the number keys know it), its
 // label, whether the find bar searches it, whether a snapshot file has it and whether it shows a
 // re-tokenized copy beside its model node (`retok`). The route, the find
-// bar, the header, the drawer and the snapshot read it; views/snapshot.py's TABS is held equal to
+// bar, the header, the drawer and the snapshot read it; views/record/snapshot.py's TABS is held equal to
 // the snapshot's by a test. It fetches nothing (the snapshot inlines it); each tab's renderer is
 // looked up by name where it is drawn (drawer-tabs.js, the snapshot's `panel`).
 

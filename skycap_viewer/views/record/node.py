@@ -4,7 +4,7 @@ a part a placeholder."""
 
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.media import media_count, node_media
-from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView, check_start, part_of, window
+from skycap_viewer.views.record.trajectory import SERVED_PARTS, PartLimit, RecordView, check_start, part_of, window
 
 
 def node_message(view: RecordView, node_id: int) -> dict:

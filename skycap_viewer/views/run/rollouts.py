@@ -7,8 +7,8 @@ with; their page is then an offset into the merge.
 
 from collections import Counter
 
-from skycap_viewer.views.group_listing import keyless, ungrouped_where
-from skycap_viewer.views.listing import (
+from skycap_viewer.views.params import group_keys, one, parse_page, parse_sort, the_one
+from skycap_viewer.views.run.listing import (
     Cursor,
     Filters,
     counted,
@@ -20,7 +20,7 @@ from skycap_viewer.views.listing import (
     row_encoder,
     sparse_rows,
 )
-from skycap_viewer.views.params import group_keys, one, parse_page, parse_sort, the_one
+from skycap_viewer.views.run.stored_groups import keyless, ungrouped_where
 from skycap_viewer.wire import RawJson
 
 

@@ -2,14 +2,14 @@
 
 Each node with its calls, children, the path that trains it and the Tree's signs; the first part also
 the roots, leaves, branch points, forks and the train-once check. A node whose message is bigger than a
-part is sent as a placeholder (`without_message`), its message whole from `/message` (`views.node`).
+part is sent as a placeholder (`without_message`), its message whole from `/message` (`views.record.node`).
 """
 
 from skycap_viewer.record.blocks import sampled_tokens
 from skycap_viewer.record.fields import iso_time, wire_id
 from skycap_viewer.record.forks import trajectory_forks
 from skycap_viewer.record.rollout import Rollout, bridged_value
-from skycap_viewer.views.trajectory import (
+from skycap_viewer.views.record.trajectory import (
     SERVED_PARTS,
     PartLimit,
     RecordView,

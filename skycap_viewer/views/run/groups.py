@@ -1,6 +1,6 @@
 """The answers of `/v1/groups` (the runs' groups under the filters) and `/v1/groups/{key}` (one group).
 
-A request grouped by the server's keys reads the groups the store keeps (`group_listing`); one
+A request grouped by the server's keys reads the groups the store keeps (`stored_groups`); one
 grouped by its own keys (`group_by=`) builds that grouping over the run's rows for the request.
 """
 
@@ -9,8 +9,9 @@ from collections import Counter
 from skycap_viewer.catalog.groups import GROUP_SORT_KEYS, build_grouping, ordered_by, repetition_of
 from skycap_viewer.catalog.store import build_group, flag_bits
 from skycap_viewer.errors import ApiError
-from skycap_viewer.views import group_listing
-from skycap_viewer.views.listing import (
+from skycap_viewer.views.params import group_keys, parse_page, parse_sort, the_one
+from skycap_viewer.views.run import stored_groups
+from skycap_viewer.views.run.listing import (
     Filters,
     counted,
     health,
@@ -21,7 +22,6 @@ from skycap_viewer.views.listing import (
     sparse_rows,
     with_run,
 )
-from skycap_viewer.views.params import group_keys, parse_page, parse_sort, the_one
 from skycap_viewer.wire import RawJson, encode_json
 
 
@@ -39,20 +39,20 @@ def groups_page(snapshots: list, params: dict, server_keys: tuple) -> dict:
             run_filters = filters.on(snapshot).with_text_matches(db, sparse_rows(snapshot))
             if keys == server_keys:
                 modal_n, groups = snapshot.groups["modal_n"], snapshot.groups["group_count"]
-                found = group_listing.table_groups(snapshot.id, db, run_filters, modal_n)
+                found = stored_groups.table_groups(snapshot.id, db, run_filters, modal_n)
                 members = members_counter(db, run_filters)
             else:
                 grouping = build_grouping(snapshot.rows, keys)
                 modal_n, groups = grouping.modal_n, len(grouping.groups)
                 matched = None if not run_filters else matching_ids(db, run_filters)
-                found = group_listing.from_grouping(snapshot.id, grouping, matched)
+                found = stored_groups.from_grouping(snapshot.id, grouping, matched)
                 members = grouping_counter(grouping, run_filters, matched)
-            keyless = group_listing.keyless(snapshot, db, run_filters, keys, server_keys)
-        band += group_listing.band_counts(found, keyless)
+            keyless = stored_groups.keyless(snapshot, db, run_filters, keys, server_keys)
+        band += stored_groups.band_counts(found, keyless)
         count += groups + sum(n for n, _, _ in keyless.values())
         ungrouped += kept_counts(keyless, run_filters)[0]
         if run_filters.by_flag:
-            found = group_listing.keep_flagged(found, run_filters, members)
+            found = stored_groups.keep_flagged(found, run_filters, members)
         else:
             for group in found:
                 group.kept = group.matched
@@ -81,7 +81,7 @@ def unfiltered_groups(snapshot, server_keys: tuple, key: str, order: str, limit:
     """`/v1/groups` of one run with no filter: a page of its kept groups, counts kept or counted in SQL."""
     modal_n = snapshot.groups["modal_n"]
     with snapshot.reading() as db:
-        found, band, total, rewards = group_listing.unfiltered_page(snapshot.id, db, modal_n, key, order,
+        found, band, total, rewards = stored_groups.unfiltered_page(snapshot.id, db, modal_n, key, order,
                                                                     limit, offset)
         keyless = counted(db, Filters(), entry=("ungrouped", ""))
     ungrouped = sum(n for n, _, _ in keyless.values())
@@ -149,7 +149,7 @@ def group_answer(snapshot, group, keys: tuple, params: dict) -> dict:
 
 
 def flagged_members(group, filters: Filters, matches) -> list:
-    """The members that keep a group under the filters (see `group_listing.keep_flagged`)."""
+    """The members that keep a group under the filters (see `stored_groups.keep_flagged`)."""
     if not filters.by_flag:
         return [row for row in group.members if matches(row, Filters())]
     if not all(flag in group.flags for flag in filters.flags if not is_rollout_flag(flag)):
@@ -169,7 +169,7 @@ def matching_ids(db, filters: Filters, among: list | None = None) -> set:
 
 def members_counter(db, filters: Filters):
     """How `keep_flagged` counts the members of the server's groups that the rollout flags keep."""
-    return lambda groups: group_listing.rollout_flag_counts(db, filters, [g.key for g in groups])
+    return lambda groups: stored_groups.rollout_flag_counts(db, filters, [g.key for g in groups])
 
 
 def grouping_counter(grouping, filters: Filters, matched: set | None):

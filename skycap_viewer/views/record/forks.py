@@ -2,7 +2,7 @@
 
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.rollout import PathView
-from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView, node_chars, part_of, window
+from skycap_viewer.views.record.trajectory import SERVED_PARTS, PartLimit, RecordView, node_chars, part_of, window
 
 
 def forks_answer(view: RecordView, a: int, b: int, limit: PartLimit = SERVED_PARTS) -> dict:

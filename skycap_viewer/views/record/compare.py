@@ -16,7 +16,7 @@ from functools import cached_property
 from skycap_viewer.record.blocks import message_text
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.rollout import PathView, Rollout
-from skycap_viewer.views.trajectory import (
+from skycap_viewer.views.record.trajectory import (
     SERVED_PARTS,
     PartLimit,
     RecordView,

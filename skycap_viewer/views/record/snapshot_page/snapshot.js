@@ -1,4 +1,4 @@
-// A snapshot of one rollout (views/snapshot.py): the server's answers kept in #data, drawn offline
+// A snapshot of one rollout (views/record/snapshot.py): the server's answers kept in #data, drawn offline
 // by the page's own modules (imported here; the file holds them as blocks of its one inline script,
 // under its CSP: no module loads, no request). What is the file's own: reading its data, the tab
 // switching (the tabs tab-list.js says the file has, the file's state: no URL), and saying what it left out.

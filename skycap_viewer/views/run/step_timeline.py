@@ -6,7 +6,7 @@ failed or hit their token limit, and what the trainer did with each attempt (`tr
 `superseded`, as the run index says and the store keeps on the rows).
 
 The lanes are read from the step's documents alone (never a sidecar), each call and failure timed
-as a rollout's Timeline tab times it (`views.timeline`), each lane encoded once (`StepTimeline`, kept
+as a rollout's Timeline tab times it (`views.record.timeline`), each lane encoded once (`StepTimeline`, kept
 by the server per run and step): a request only picks the lanes its filters keep (the listing's own
 SQL), sorts them and sends a part. The step's rows are looked at once per index generation
 (`step_version`); when they changed, only the new or changed rollouts are read again (a live step
@@ -23,10 +23,10 @@ from skycap_viewer.catalog.store import bit_flags
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.record.document import read_document
 from skycap_viewer.record.fields import is_finite_number, iso_time, reward_as_number, wire_id
-from skycap_viewer.views.listing import Filters
 from skycap_viewer.views.params import as_written, parse_sort, part_start
-from skycap_viewer.views.timeline import ms, time_order, times
-from skycap_viewer.views.trajectory import PartLimit, check_start, part_of, window
+from skycap_viewer.views.record.timeline import ms, time_order, times
+from skycap_viewer.views.record.trajectory import PartLimit, check_start, part_of, window
+from skycap_viewer.views.run.listing import Filters
 from skycap_viewer.wire import RawJson, encode_json
 
 SORTS = ("start", "end", "duration", "reward", "task")
@@ -151,7 +151,7 @@ def step_timeline(snapshot, step: float, version: str = "", previous: StepTimeli
 
 
 def timed_rollout(row: tuple, source: tuple, document: dict) -> Timed:
-    """The rollout's calls and failures with a valid time, in time order (`views.timeline`'s reading)."""
+    """The rollout's calls and failures with a valid time, in time order (`views.record.timeline`'s reading)."""
     annotations = document.get("annotations")
     annotations = annotations if isinstance(annotations, dict) else {}
     timed = Timed(row, source, document.get("created_at"), document.get("finished_at"), recorded_reward(annotations),

@@ -1,12 +1,12 @@
 """A record's calls and failures in time order: the `/exchanges` rows and the `/timeline` items, in parts.
 
 Both walk the view's one time order (`RecordView.exchange_order`); a timeline item is its exchange row
-placed on the view's layout (`views.timeline`), with the node and path a click on it selects.
+placed on the view's layout (`views.record.timeline`), with the node and path a click on it selects.
 """
 
 from skycap_viewer.record.fields import iso_time, wire_id
 from skycap_viewer.record.rollout import bridged_value
-from skycap_viewer.views.trajectory import (
+from skycap_viewer.views.record.trajectory import (
     SERVED_PARTS,
     PartLimit,
     RecordView,

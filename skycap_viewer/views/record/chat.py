@@ -14,8 +14,8 @@ from skycap_viewer.record.fields import is_finite_number, iso_time, wire_id
 from skycap_viewer.record.forks import trajectory_forks
 from skycap_viewer.record.media import node_media
 from skycap_viewer.record.rollout import PathView
-from skycap_viewer.views.row import chosen_path, last_tools, path_facts
-from skycap_viewer.views.trajectory import (
+from skycap_viewer.views.record.row import chosen_path, last_tools, path_facts
+from skycap_viewer.views.record.trajectory import (
     MEDIA_IN_NODE,
     SERVED_PARTS,
     PartLimit,

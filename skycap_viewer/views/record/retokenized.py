@@ -13,7 +13,7 @@ without it they are said to be unknown, never guessed.
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.rollout import ABSENT, Rollout, bridged_value
 from skycap_viewer.record.sidecars import TokenData
-from skycap_viewer.views.trajectory import RecordView
+from skycap_viewer.views.record.trajectory import RecordView
 
 AROUND = 8  # tokens shown before and after the first difference, unless asked otherwise
 AROUND_MAX = 256  # at most, each side: an answer (and the page's rows) stays small however long the nodes
@@ -118,7 +118,7 @@ def retokenized_payload(rollout: Rollout, tokens: TokenData | None, text_only: s
 
 
 def retokenized_answer(view: RecordView, around: int) -> dict:
-    """The `/retokenized` answer (`views.retokenized`): every re-tokenized copy beside its model node,
+    """The `/retokenized` answer (`views.record.retokenized`): every re-tokenized copy beside its model node,
     compared by token ids when the tokens sidecar can be read, and every unbridged call."""
     tokens, error = view.tokens
     return retokenized_payload(view.rollout, tokens, view.shown(True).text_only, error, around)

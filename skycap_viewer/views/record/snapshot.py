@@ -23,10 +23,10 @@ from skycap_viewer import __version__
 from skycap_viewer.flags import flag_catalogue, text_only_catalogue
 from skycap_viewer.page import DRAW, page_folder
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
-from skycap_viewer.views.calls import exchanges_part
-from skycap_viewer.views.chat import chat_part
-from skycap_viewer.views.graph import graph_part
-from skycap_viewer.views.trajectory import PartLimit, RecordView
+from skycap_viewer.views.record.calls import exchanges_part
+from skycap_viewer.views.record.chat import chat_part
+from skycap_viewer.views.record.graph import graph_part
+from skycap_viewer.views.record.trajectory import PartLimit, RecordView
 from skycap_viewer.wire import encode_json
 
 TABS = ("path", "chat", "tree", "calls")  # the page's tab names the file has
@@ -44,7 +44,7 @@ LIMITS = {"paths": PATHS, "path_nodes": PATH_NODES, "path_tokens": PATH_TOKENS, 
           "tree_nodes": TREE_NODES, "calls": CALLS, "chat_nodes": PATH_NODES}
 ESCAPES = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026",
            "\u2028".encode(): b"\\u2028", "\u2029".encode(): b"\\u2029"}
-PAGE_FILES = files("skycap_viewer.views") / "snapshot_page"
+PAGE_FILES = files("skycap_viewer.views.record") / "snapshot_page"
 PAGE_JS = page_folder() / "js" / DRAW  # the modules that fetch nothing: snapshot.js imports only those
 IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([\w.-]+)";\n', re.M)  # the one import form the page uses
 REEXPORT = re.compile(r'^export \{([^}]*)\} from "\./([\w.-]+)";[^\n]*\n', re.M)

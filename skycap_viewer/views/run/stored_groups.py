@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from skycap_viewer.catalog.groups import Grouping, build_grouping, ordered_by
 from skycap_viewer.catalog.store import flag_bits, listed_summary, reward_bounds
 from skycap_viewer.flags import FLAG_ORDER, GROUP_FLAGS
-from skycap_viewer.views.listing import Filters, counted, is_rollout_flag
+from skycap_viewer.views.run.listing import Filters, counted, is_rollout_flag
 from skycap_viewer.wire import encode_json
 
 SHORT = 1 << FLAG_ORDER["short"]

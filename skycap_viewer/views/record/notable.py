@@ -15,7 +15,7 @@ from skycap_viewer.record.blocks import message_text
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.rollout import PathView
 from skycap_viewer.record.sidecars import TokenData
-from skycap_viewer.views.trajectory import RecordView
+from skycap_viewer.views.record.trajectory import RecordView
 
 SAMPLED_KINDS = ("sampled", "sampled-elsewhere", "sampled-untrained")  # what the model sampled here
 # Items kept per kind; for `length-cut`, the last tokens kept of each cut call, of at most `CUT_CALLS` calls.
@@ -151,7 +151,7 @@ def notable_tokens(path: PathView, nodes: list, tokens: TokenData | None, text_o
 
 
 def notable_answer(view: RecordView, path: int) -> dict:
-    """The `/notable` answer for path `path` (`views.notable`), from the rollout and tokens this
+    """The `/notable` answer for path `path` (`views.record.notable`), from the rollout and tokens this
     view already holds; text only when the tokens sidecar cannot be read. Raises IndexError
     for a path there is not."""
     tokens, error = view.tokens

@@ -1,4 +1,4 @@
-"""A GRPO group lined up: every counting member compared with one anchor member (`views.compare`).
+"""A GRPO group lined up: every counting member compared with one anchor member (`views.record.compare`).
 
 The anchor is the highest recorded reward unless one is chosen; `lowest` is the member "pass vs
 fail" pairs it with. Each member's values are its row's, as recorded; nothing is averaged.
@@ -6,7 +6,7 @@ fail" pairs it with. Each member's values are its row's, as recorded; nothing is
 
 from skycap_viewer.catalog.groups import Group, repetition_of
 from skycap_viewer.errors import ApiError
-from skycap_viewer.views.compare import Comparison
+from skycap_viewer.views.record.compare import Comparison
 
 
 def extreme(rows: list, pick) -> dict:

@@ -19,10 +19,10 @@ from pathlib import Path
 from skycap_viewer.errors import ApiError, RecordError
 from skycap_viewer.record.document import document_path
 from skycap_viewer.record.opener import open_record
-from skycap_viewer.views.listing import Cursor, Filters, counted, kept_counts, listed_rows, row_encoder, sparse_rows
 from skycap_viewer.views.params import MAX_LIMIT, one, parse_sort
-from skycap_viewer.views.row import path_facts, record_refusal, sample_rows
-from skycap_viewer.views.trajectory import RecordView
+from skycap_viewer.views.record.row import path_facts, record_refusal, sample_rows
+from skycap_viewer.views.record.trajectory import RecordView
+from skycap_viewer.views.run.listing import Cursor, Filters, counted, kept_counts, listed_rows, row_encoder, sparse_rows
 from skycap_viewer.wire import encode_json, safe_file_name
 
 FORMATS = ("rollouts", "rows")  # one listing row a line; the same with each record's trainer rows

@@ -23,7 +23,7 @@ from skycap_viewer.record.rollout import ABSENT, PathView, Rollout
 from skycap_viewer.record.sidecars import TokenData, read_tokens
 from skycap_viewer.record.support import NodeSupport, read_mask, support_by_node
 from skycap_viewer.record.verify import verified_rollout
-from skycap_viewer.views.timeline import Layout, lay_out, time_order
+from skycap_viewer.views.record.timeline import Layout, lay_out, time_order
 from skycap_viewer.wire import RawJson, encode_json
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries
@@ -37,7 +37,7 @@ def node_payload(node: dict, tokens: TokenData | None, support: NodeSupport | No
     its sampling mask says of its sampled tokens (`support`; null when it records none); its first
     `MEDIA_IN_NODE` media items (`record.media.node_media`), and how many it records when that is more,
     either way, from the document: a node of 100k images would make an 11 MB part
-    (`views.node.media_part` has them all)."""
+    (`views.record.node.media_part` has them all)."""
     slices = node.get("tokens")
     entry = {
         "node_id": wire_id(node["id"]),
@@ -225,7 +225,7 @@ def train_once(rollout: Rollout) -> dict:
 
 def without_message(node: dict) -> dict:
     """A graph node too big for a part, its message replaced by a placeholder: that it was cut, its
-    size and type (`cut_marker`); `views.node.node_message` gives it whole."""
+    size and type (`cut_marker`); `views.record.node.node_message` gives it whole."""
     return {**node, "message": cut_marker(node["message"], encoded_size(node["message"]))}
 
 
@@ -323,8 +323,8 @@ class RecordView:
     looked up by, the run fields of its header); the `Rollout`, the tokens sidecar, the sampling mask's
     support, the per-path block bounds and the calls' time order are built lazily, the first time an
     answer needs them, so every later part costs what its own items cost. Each other answer is a module
-    taking the view (`views.graph`, `views.calls`, `views.forks`, `views.node`, `views.notable`,
-    `views.retokenized`, `views.chat`, `views.row`); they are plain dicts and depend on nothing but these
+    taking the view (`views.record`'s `graph`, `calls`, `forks`, `node`, `notable`, `retokenized`, `chat`,
+    `row`); they are plain dicts and depend on nothing but these
     inputs: the server keeps a few views by the record's files' versions, and could ask one in another process.
     """
 

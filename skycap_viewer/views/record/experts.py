@@ -11,7 +11,7 @@ from skycap_viewer.errors import RecordError
 from skycap_viewer.record.experts import ExpertsArray
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.sidecars import sidecar_file
-from skycap_viewer.views.trajectory import check_start, part_of
+from skycap_viewer.views.record.trajectory import check_start, part_of
 
 EXPERT_ROWS = 2048  # rows an answer holds at most
 EXPERT_IDS = 65536  # ids (rows times k) an answer holds at most

@@ -17,8 +17,8 @@ from skycap_viewer.catalog.groups import (
 from skycap_viewer.catalog.index import Snapshot
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.fields import scalar_text
-from skycap_viewer.views import group_listing
-from skycap_viewer.views.listing import Filters, reward_range
+from skycap_viewer.views.run import stored_groups
+from skycap_viewer.views.run.listing import Filters, reward_range
 
 
 def matching_keys(by: tuple, server_keys: tuple, stepped: bool) -> tuple:
@@ -37,13 +37,13 @@ def side_groups(snapshot: Snapshot, keys: tuple, server_keys: tuple, step: float
     with snapshot.reading() as db:
         if step is None and keys == server_keys:
             modal_n = snapshot.groups["modal_n"]
-            return group_listing.table_groups(snapshot.id, db, Filters(), modal_n), modal_n
+            return stored_groups.table_groups(snapshot.id, db, Filters(), modal_n), modal_n
         rows = snapshot.rows_where(*Filters(step=step).where()) if step is not None else snapshot.rows
     grouping = build_grouping(rows, keys)
-    return group_listing.from_grouping(snapshot.id, grouping, None), grouping.modal_n
+    return stored_groups.from_grouping(snapshot.id, grouping, None), grouping.modal_n
 
 
-def side_summary(group: group_listing.Listed, modal_n) -> dict:
+def side_summary(group: stored_groups.Listed, modal_n) -> dict:
     """A group as `/v1/groups` lists it unfiltered: every member matches."""
     group.kept = group.matched
     return json.loads(group.json(modal_n))

@@ -14,8 +14,8 @@ from skycap_viewer.catalog.object_store import EXTRAS, URL
 from skycap_viewer.catalog.run_index import where_it_lives
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.schema import is_plain_file_name
-from skycap_viewer.views.listing import Filters, equal_clauses
 from skycap_viewer.views.params import parse_page
+from skycap_viewer.views.run.listing import Filters, equal_clauses
 
 NOT_FOR_INDEX_ROWS = ("task_id", "q", "reward_min", "reward_max")
 

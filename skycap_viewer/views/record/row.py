@@ -12,7 +12,7 @@ import sys
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.fields import wire_id
 from skycap_viewer.record.rollout import PathView
-from skycap_viewer.views.trajectory import PartLimit, RecordView, samples_said, window
+from skycap_viewer.views.record.trajectory import PartLimit, RecordView, samples_said, window
 
 ROW_TOKENS = 2**20  # tokens in one row: up to about 30 MB of JSON, a 1M-token context's whole path
 MESSAGES_BYTES = 32 * 2**20  # of encoded messages in one chat answer
