@@ -35,6 +35,7 @@ import synth  # noqa: E402
 from floor import cores, document_paths, floor_all_cores, floor_one_process, use_cores  # noqa: E402
 
 from skycap_viewer.record.document import record_id_of  # noqa: E402
+from tests.support.api_paths import api_path  # noqa: E402
 from tests.support.process_memory import cpu_seconds, resident_bytes, tree_cpu_seconds, tree_resident_bytes  # noqa: E402
 from tests.support.server_process import ServerProcess  # noqa: E402
 
@@ -112,7 +113,7 @@ class Server(ServerProcess):
         while time.perf_counter() < deadline:
             asked = time.perf_counter()
             try:
-                runs = (self.json("/v1/runs") or {}).get("data") or []
+                runs = (self.json(api_path("runs")) or {}).get("data") or []
             except OSError:
                 runs = []
             indexed = sum(run.get("indexed", run.get("trajectory_count")) or 0 for run in runs)
@@ -175,25 +176,24 @@ def _timed_requests(server: Server, path: str, count: int, budget: float) -> dic
 def routes(server: Server, run_id: str) -> dict[str, str]:
     """The requests to time, built from what the server lists (a middle step, a real group)."""
     run = urllib.parse.quote(run_id)
-    base = f"/v1/trajectories?run_id={run}"
-    runs = server.json("/v1/runs")["data"]
+    base = f"{api_path('trajectories')}?run_id={run}"
+    runs = server.json(api_path("runs"))["data"]
     steps = next((r.get("steps") for r in runs if r.get("id") == run_id), None) or [0]
-    groups = server.json(f"/v1/groups?run_id={run}") or {}
+    groups = server.json(f"{api_path('groups')}?run_id={run}") or {}
     group_key = next((g["key"] for g in groups.get("data") or []), "0~none")
-    huge = f"/v1/trajectories/{synth.HUGE_ID}"
     return {
-        "runs": "/v1/runs",
+        "runs": api_path("runs"),
         "rollouts (default)": base,
         "rollouts sorted by reward": f"{base}&sort=reward&order=desc",
         "rollouts flag=truncated": f"{base}&flag=truncated",
         "rollouts step=(middle step)": f"{base}&step={steps[len(steps) // 2]}",
         "rollouts q=task-01": f"{base}&q=task-01",
-        "groups": f"/v1/groups?run_id={run}",
-        "one group": f"/v1/groups/{urllib.parse.quote(group_key, safe='')}?run_id={run}",
-        "huge: paths": f"{huge}/paths?run_id={run}",
-        "huge: graph": f"{huge}/graph?run_id={run}",
-        "huge: exchanges": f"{huge}/exchanges?run_id={run}",
-        "huge: forks 0/20": f"{huge}/forks?a=0&b=20&run_id={run}",
+        "groups": f"{api_path('groups')}?run_id={run}",
+        "one group": f"{api_path('group', group_key)}?run_id={run}",
+        "huge: paths": f"{api_path('paths', synth.HUGE_ID)}?run_id={run}",
+        "huge: graph": f"{api_path('graph', synth.HUGE_ID)}?run_id={run}",
+        "huge: exchanges": f"{api_path('exchanges', synth.HUGE_ID)}?run_id={run}",
+        "huge: forks 0/20": f"{api_path('forks', synth.HUGE_ID)}?a=0&b=20&run_id={run}",
     }
 
 
@@ -201,12 +201,12 @@ def variants(server: Server, run_id: str) -> dict[str, list[str]]:
     """Per listing, distinct queries of the same kind (the clicks a user makes), each asked once:
     a server may answer a repeated query from a cache, so repeats alone would hide the real cost."""
     run = urllib.parse.quote(run_id)
-    base = f"/v1/trajectories?run_id={run}"
-    runs = server.json("/v1/runs")["data"]
+    base = f"{api_path('trajectories')}?run_id={run}"
+    runs = server.json(api_path("runs"))["data"]
     steps = next((r.get("steps") for r in runs if r.get("id") == run_id), None) or [0]
     steps = steps[:: max(1, len(steps) // 20)][:20]
-    flags = [f["flag"] for f in (server.json("/__viewer") or {}).get("flags", []) if f.get("unit") == "rollout"]
-    keys = [g["key"] for g in (server.json(f"/v1/groups?run_id={run}&limit=20") or {}).get("data") or []]
+    flags = [f["flag"] for f in (server.json(api_path("viewer")) or {}).get("flags", []) if f.get("unit") == "rollout"]
+    keys = [g["key"] for g in (server.json(f"{api_path('groups')}?run_id={run}&limit=20") or {}).get("data") or []]
     sorts = ["step", "task", "reward", "turns", "tokens", "health", "created"]
     return {
         "rollouts (default)": [f"{base}&cursor={100 * page}" for page in range(1, 21)],
@@ -215,8 +215,8 @@ def variants(server: Server, run_id: str) -> dict[str, list[str]]:
         "rollouts flag=truncated": [f"{base}&flag={flag}" for flag in flags],
         "rollouts step=(middle step)": [f"{base}&step={step}" for step in steps],
         "rollouts q=task-01": [f"{base}&q=task-{digit}{other}" for digit in "02468" for other in "1357"],
-        "groups": [f"/v1/groups?run_id={run}&step={step}" for step in steps],
-        "one group": [f"/v1/groups/{urllib.parse.quote(key, safe='')}?run_id={run}" for key in keys],
+        "groups": [f"{api_path('groups')}?run_id={run}&step={step}" for step in steps],
+        "one group": [f"{api_path('group', key)}?run_id={run}" for key in keys],
     }
 
 
@@ -236,7 +236,7 @@ def listing_kinds(server: Server, run_id: str) -> dict[str, list[str]]:
     `variants` (but its every sort key and order once, which would have sorted every key already), the
     other filters (an annotation's value, and a key's presence), pages of 500, and search."""
     run = urllib.parse.quote(run_id)
-    base = f"/v1/trajectories?run_id={run}"
+    base = f"{api_path('trajectories')}?run_id={run}"
     kinds = {f"rollouts sort={key}": [f"{base}&sort={key}&order={order}&cursor={100 * page}"
                                       for order in ("asc", "desc") for page in range(5)]
              for key in ("step", "task", "reward", "turns", "tokens", "health", "created")}
@@ -257,7 +257,7 @@ def listing_kinds(server: Server, run_id: str) -> dict[str, list[str]]:
     kinds["rollouts reward range"] = [f"{base}&reward_min={low / 10}&reward_max={low / 10 + width}"
                                       for low in range(10) for width in (0.3, 0.6)]
     kinds["rollouts limit=500"] = [f"{base}&limit=500&cursor={500 * page}" for page in range(20)]
-    kinds["search: first page"] = [f"/v1/search?run_id={run}&limit={SEARCH_LIMIT}&text={needle}"
+    kinds["search: first page"] = [f"{api_path('search')}?run_id={run}&limit={SEARCH_LIMIT}&text={needle}"
                                    for needle in synth.search_needles(20)]
     return kinds
 
@@ -319,13 +319,13 @@ SEARCH_LIMIT = 100
 def follow_search(server: Server, query: str) -> dict:
     """Seconds to the first answer and to `done` for one search, following its cursor."""
     started = time.perf_counter()
-    answer = server.json(f"/v1/search?{query}")
+    answer = server.json(f"{api_path('search')}?{query}")
     if answer is None:
         return {"status": "failed"}
     first, first_hits = time.perf_counter() - started, len(answer["data"])
     hits = first_hits
     while answer and answer.get("next_cursor"):
-        answer = server.json(f"/v1/search?{query}&cursor={answer['next_cursor']}")
+        answer = server.json(f"{api_path('search')}?{query}&cursor={answer['next_cursor']}")
         hits += len(answer["data"]) if answer else 0
     if not answer:
         return {"status": "failed"}
@@ -383,17 +383,18 @@ def compare_figures(server: Server, run_id: str, requests: int) -> dict:
     same again; then groups of 8 lined up, each group asked once."""
     run = urllib.parse.quote(run_id)
     huge_group = {synth.HUGE_ID, synth.HUGE_SIBLING_ID}
-    listed = (server.json(f"/v1/trajectories?run_id={run}&sort=tokens&order=desc&limit=4") or {}).get("data") or []
+    listed = (server.json(f"{api_path('trajectories')}?run_id={run}&sort=tokens&order=desc&limit=4") or {}).get(
+        "data") or []
     longest = [row["id"] for row in listed if row["id"] not in huge_group][:2]
     pairs = {"the two longest rollouts": longest, "the huge rollout and its group's other member": sorted(huge_group)}
     figures = {}
     for name, pair in pairs.items():
         if len(pair) == 2:
-            path = f"/v1/compare?a={pair[0]}&b={pair[1]}&run_a={run}&run_b={run}"
+            path = f"{api_path('compare')}?a={pair[0]}&b={pair[1]}&run_a={run}&run_b={run}"
             figures[f"compare: {name}"] = timed_requests(server, path, requests)
-    groups = (server.json(f"/v1/groups?run_id={run}&limit=100") or {}).get("data") or []
+    groups = (server.json(f"{api_path('groups')}?run_id={run}&limit=100") or {}).get("data") or []
     keys = [g["key"] for g in groups if g["n"] == synth.GROUP_SIZE][:20]
-    lineups = [f"/v1/groups/{urllib.parse.quote(key, safe='')}/lineup?run_id={run}" for key in keys]
+    lineups = [f"{api_path('lineup', key)}?run_id={run}" for key in keys]
     figures["line-up of a group of 8"] = new_queries(server, lineups)
     return figures
 
@@ -404,11 +405,11 @@ def runs_compare_figures(directory: Path, other: Path, env: dict) -> dict:
     with Server(directory, other, cache=False, env=env) as server:
         if server.wait_listed(len(document_paths(directory)) + len(document_paths(other))) is None:
             return {"status": "not indexed"}
-        runs = {run["path"]: run for run in server.json("/v1/runs")["data"]}
+        runs = {run["path"]: run for run in server.json(api_path("runs"))["data"]}
         a, b = (urllib.parse.quote(runs[str(d)]["id"]) for d in (directory, other))
-        whole = timed_requests(server, f"/v1/compare/runs?a={a}&b={b}", 10)
+        whole = timed_requests(server, f"{api_path('compare_runs')}?a={a}&b={b}", 10)
         steps = (runs[str(directory)].get("steps") or [0])[:20]
-        stepped = new_queries(server, [f"/v1/compare/runs?a={a}&b={b}&step_a={s}&step_b={s}" for s in steps])
+        stepped = new_queries(server, [f"{api_path('compare_runs')}?a={a}&b={b}&step_a={s}&step_b={s}" for s in steps])
         return whole | stepped
 
 
@@ -563,7 +564,7 @@ def indexed_memory(server: Server, idle: int, records: int) -> dict:
 
 
 def first_run_id(server: Server) -> str:
-    return (server.json("/v1/runs")["data"] or [{}])[0].get("id", "")
+    return (server.json(api_path("runs"))["data"] or [{}])[0].get("id", "")
 
 
 def measure(directory: Path, work: Path, args, other: Path | None = None) -> dict:
@@ -644,7 +645,7 @@ def reopened(directory: Path, env: dict, records: int, run_id: str) -> dict:
     """A server opening the persisted index another one left: until listed, its first listing, its memory."""
     with Server(directory, cache=True, env=env) as again:
         return {"reopen_s": again.wait_listed(records), "reopen_rss_mib": again.rss() / 2**20,
-                "reopen_first_listing": timed_requests(again, f"/v1/trajectories?run_id={run_id}", 1)}
+                "reopen_first_listing": timed_requests(again, f"{api_path('trajectories')}?run_id={run_id}", 1)}
 
 
 # -- many small records -------------------------------------------------------------------
@@ -900,7 +901,7 @@ def index_listings(server: Server, run_id: str, requests: int) -> dict:
     rows not trained (pages), sorted by trained (both orders, five pages each), the index rows without a
     record (the first page, every page, the last page followed), and /v1/runs with its `run_index`; and
     whether the totals are what was written (`applied`)."""
-    base = f"/v1/trajectories?run_id={urllib.parse.quote(run_id)}"
+    base = f"{api_path('trajectories')}?run_id={urllib.parse.quote(run_id)}"
     pages = missing_pages(server, f"{base}&missing=true&limit=100")
     kinds = {
         "run index: rollouts trained=false": [f"{base}&trained=false&cursor={100 * page}" for page in range(20)],
@@ -915,7 +916,7 @@ def index_listings(server: Server, run_id: str, requests: int) -> dict:
     if len(pages) > 1:
         later = timed_requests(server, pages[-1], requests) | {"page": len(pages)}
     listings["run index: missing=true&limit=100, a later page"] = later
-    listings["run index: runs"] = timed_requests(server, "/v1/runs", requests)
+    listings["run index: runs"] = timed_requests(server, api_path("runs"), requests)
     applied = {"trained_false_total": (server.json(f"{base}&trained=false&limit=1") or {}).get("total"),
                "missing_total": (server.json(pages[0]) or {}).get("total")}
     return {"listings": listings, "applied": applied}
@@ -929,11 +930,11 @@ def rewrite_times(server: Server, directory: Path, run_id: str, written: dict[in
     step = sorted(written)[len(written) // 2]
     present = record_ids(directory)
     chosen = [record_id for record_id, trained, _ in written[step] if trained and record_id in present][:REWRITES]
-    listing = f"/v1/trajectories?run_id={urllib.parse.quote(run_id)}&step={step}&trained=false&limit=1000"
+    listing = f"{api_path('trajectories')}?run_id={urllib.parse.quote(run_id)}&step={step}&trained=false&limit=1000"
     times, verified = [], []
     for number, record_id in enumerate(chosen):
         time.sleep(number * REWRITE_PAUSE)
-        verified.append(sum(run.get("sidecars_verified") or 0 for run in server.json("/v1/runs")["data"]))
+        verified.append(sum(run.get("sidecars_verified") or 0 for run in server.json(api_path("runs"))["data"]))
         run_index.set_trained(directory, step, record_id, False)
         started = time.perf_counter()
         times.append(wait_for_row(server, listing, record_id, started))

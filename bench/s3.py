@@ -28,6 +28,7 @@ sys.path.insert(1, str(REPO))
 from floor import document_paths, floor_all_cores  # noqa: E402
 
 from skycap_viewer.catalog.remote_copy import copy_directory  # noqa: E402
+from tests.support.api_paths import api_path  # noqa: E402
 from tests.support.process_memory import tree_resident_bytes  # noqa: E402
 from tests.support.s3_store import BUCKET, S3Store  # noqa: E402
 from tests.support.server_process import ServerProcess  # noqa: E402
@@ -119,7 +120,7 @@ def served_until_listed(target: str, records: int, env: dict, peak: list | None 
     if peak is not None:
         threading.Thread(target=sample, daemon=True).start()
     while True:
-        runs = server.get("/v1/runs")["data"]
+        runs = server.get(api_path("runs"))["data"]
         if runs and sum(run["indexed"] for run in runs) >= records and not any(run["indexing"] for run in runs):
             break
         time.sleep(0.05)
@@ -129,7 +130,7 @@ def served_until_listed(target: str, records: int, env: dict, peak: list | None 
 
 def first_open(server: ServerProcess, record_id: str) -> float:
     started = time.perf_counter()
-    paths = server.get(f"/v1/trajectories/{record_id}/paths")
+    paths = server.get(api_path("paths", record_id))
     assert paths.get("text_only") in (None, "text-mode"), paths.get("tokens_error")
     return time.perf_counter() - started
 
@@ -143,7 +144,7 @@ def measure_latency(store: S3Store, url: str, records: int, latency_ms: int, wor
         copy = copy_directory(cache / "skycap-viewer", url)
         peak = [0]
         server, cold = served_until_listed(url, records, env, peak)
-        record_id = server.get("/v1/trajectories?limit=1")["data"][0]["id"]
+        record_id = server.get(f"{api_path('trajectories')}?limit=1")["data"][0]["id"]
         listed = fetched_files(copy)
         opened = first_open(server, record_id)
         after_open = fetched_files(copy)

@@ -25,6 +25,7 @@ import run as bench  # noqa: E402
 import synth  # noqa: E402
 
 from skycap_viewer.demo.writer import RecordBuilder  # noqa: E402
+from tests.support.api_paths import api_path  # noqa: E402
 
 STEP = 1
 GROUP_SIZE = 8
@@ -92,7 +93,7 @@ def timed(server, path: str) -> tuple[float, int, dict]:
 
 def api_figures(server, run_id: str) -> dict:
     """The first part cold (every document of the step read), kept, and under another sort; a later part."""
-    path = f"/v1/steps/timeline?run_id={run_id}&step={STEP}"
+    path = f"{api_path('step_timeline')}?run_id={run_id}&step={STEP}"
     cold, size, first = timed(server, path)
     warm = min(timed(server, path + f"&limit_probe={i}")[0] for i in range(5))  # a new target each: not the
     other_sort = min(timed(server, path + f"&sort=end&probe={i}")[0] for i in range(5))  # answer cache's
@@ -133,7 +134,7 @@ def browser_figures(server, run_id: str, tries: int) -> dict:
     def pan(page, shown) -> dict:
         page.wait_for_function("document.querySelector('.st-canvas')?.dataset.to !== undefined", timeout=60_000)
         started = time.perf_counter()
-        total = server.json(f"/v1/steps/timeline?run_id={run_id}&step={STEP}")["lanes_total"]
+        total = server.json(f"{api_path('step_timeline')}?run_id={run_id}&step={STEP}")["lanes_total"]
         page.locator(f'.st-lanes button[data-lane="{total - 1}"]').wait_for(
             state="attached", timeout=300_000)  # every part drawn: the pan is measured on the whole step
         every_part = time.perf_counter() - started

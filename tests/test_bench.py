@@ -4,12 +4,16 @@ Timing is the benchmark's business, not the tests': this only keeps `bench/run.p
 the server changes (a renamed route would show here as a status other than 200).
 """
 
+import ast
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from skycap_viewer.server.web import CAPTURE, ROUTES, api_segments, match_route
+from tests.support.api_paths import api_path
 
 BENCH = Path(__file__).parent.parent / "bench" / "run.py"
 
@@ -99,3 +103,24 @@ def test_the_row_profile_accounts_for_compute_row(tmp_path):
     steps = lines[lines.index("compute_row's steps (cumulative, the profiler's shares of the measured total):") + 1:]
     named = {line.split()[2] for line in steps[: steps.index("")]}
     assert {"read_document", "trajectory_header", "summary", "slim"} <= named
+
+
+def test_an_api_path_is_named_from_the_route_table():
+    """Every route's path, as `api_path` writes it from the table, is matched by the server to that route,
+    its captures given back whole (a space or a `/` in a group key included)."""
+    for route in ROUTES:
+        captured = [f"id {n}/x" for n in range(route.segments.count(CAPTURE))]
+        matched, given = match_route(api_segments(api_path(route.answer, *captured)))
+        assert (matched, given) == (route, captured)
+    with pytest.raises(KeyError, match="no route is answered by 'nothing'"):
+        api_path("nothing")
+    with pytest.raises(ValueError, match="captures 1 segment"):
+        api_path("paths")
+
+
+def test_the_bench_writes_no_api_path_by_hand():
+    """The bench names its routes from the table (`api_path`): no string of its code starts an API path."""
+    written = [f"{path.name}:{node.lineno}: {node.value!r}" for path in sorted(BENCH.parent.glob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Constant)
+               and isinstance(node.value, str) and node.value.startswith(("/v1", "/__viewer", "/healthz", "/api/"))]
+    assert not written, "\n".join(written)

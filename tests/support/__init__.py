@@ -10,6 +10,7 @@ The viewer, run as a user runs it or in process:
 - `in_process`: the real handler over a socket pair, no port; `in_process_fixture` makes a module's `web`.
 - `cli`: a command run as `python -m skycap_viewer`.
 - `small_parts`: the real `Api` with parts forced small, so paging is walked.
+- `api_paths`: an API path named from the server's route table (the bench's paths too).
 
 Records written as skycap writes them:
 - `records`: read, write and copy a record (one `copy_record`), token and text records made from text.
