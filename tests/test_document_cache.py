@@ -46,12 +46,12 @@ def test_requests_that_miss_together_share_one_read(tmp_path, monkeypatch):
 
 def test_views_are_bounded_by_weight_and_the_newest_stays():
     cache = ViewCache(size=4, max_weight=10)
-    cache.get("a", lambda: "x" * 4, 4)
-    cache.get("b", lambda: "x" * 4, 4)
+    cache.get("a", lambda: ("x" * 4, 4))
+    cache.get("b", lambda: ("x" * 4, 4))
     assert list(cache.entries) == ["a", "b"]
-    cache.get("c", lambda: "x" * 4, 4)  # 12 > 10: the oldest goes
+    cache.get("c", lambda: ("x" * 4, 4))  # 12 > 10: the oldest goes
     assert list(cache.entries) == ["b", "c"]
-    cache.get("huge", lambda: "x" * 50, 50)  # heavier than the budget alone: kept, everything else goes
+    cache.get("huge", lambda: ("x" * 50, 50))  # heavier than the budget alone: kept, everything else goes
     assert list(cache.entries) == ["huge"]
 
 
@@ -59,9 +59,9 @@ def test_a_value_heavier_than_the_budget_is_let_go_before_the_next_is_made():
     """Kept alone as the last made, it is not held while another is made: two of the heaviest records
     were held at once while the second was built (1.4 GB opening 45 MB records of strings in turn)."""
     cache = ViewCache(size=4, max_weight=10)
-    cache.get("huge", lambda: "x" * 50, 50)
+    cache.get("huge", lambda: ("x" * 50, 50))
     held_while_making = []
-    cache.get("next", lambda: held_while_making.append(list(cache.entries)) or "y", 1)
+    cache.get("next", lambda: (held_while_making.append(list(cache.entries)) or "y", 1))
     assert held_while_making == [["next"]] and list(cache.entries) == ["next"]
 
 

@@ -76,7 +76,7 @@ from skycap_viewer.views.run.groups import found_group, group_answer, groups_pag
 from skycap_viewer.views.run.listing import Filters, searched_ids, with_run
 from skycap_viewer.views.run.missing import mirrored_record, missing_answer
 from skycap_viewer.views.run.rollouts import found_row, rollouts_page
-from skycap_viewer.views.run.step_timeline import StepTimeline, step_timeline_answer
+from skycap_viewer.views.run.step_timeline import step_timeline_answer
 from skycap_viewer.views.run.stored_groups import ungrouped_where
 from skycap_viewer.views.run.values import parse_limit, values_payload
 from skycap_viewer.wire import Download, RawJson, encode_json, safe_file_name
@@ -102,7 +102,7 @@ class Api:
         self.group_by = catalog.group_by  # the store's groups are the catalog's
         self.searches = Searches()  # its worker processes start with the first search
         self.runs_answer = (None, None)  # (the published snapshots it was encoded from, `/v1/runs` encoded)
-        self.step_timelines = ViewCache(STEP_TIMELINE_CACHE_STEPS, STEP_TIMELINE_CACHE_BYTES, StepTimeline.weight.fget)
+        self.step_timelines = ViewCache(STEP_TIMELINE_CACHE_STEPS, STEP_TIMELINE_CACHE_BYTES)
 
     # -- the server and its runs --------------------------------------------------------
 
@@ -274,12 +274,12 @@ class Api:
         fields = context(snapshot, row)
 
         def make():
-            return RecordView.of(opened, fields)
+            return RecordView.of(opened, fields), weight  # weighed as the document was read
 
         if version is None:
-            return ViewedRecord(snapshot, row, None, make())
+            return ViewedRecord(snapshot, row, None, make()[0])
         key = (version, *fields.values())
-        return ViewedRecord(snapshot, row, key, self.views.get(key, make, weight))
+        return ViewedRecord(snapshot, row, key, self.views.get(key, make))
 
     def paths(self, record_id: str, params):
         text = one(params, "text") != "false"

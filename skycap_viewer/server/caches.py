@@ -191,19 +191,19 @@ def files_version(directory, record_id: str, present: set) -> tuple | None:
 
 class ViewCache:
     """The last few values made for a key (least recently used out), at most `size` of them and at most
-    `max_weight` by the weight each was given, or else `weigh` found in it once made (the one made last is
-    kept whatever it weighs). Requests
+    `max_weight` by the weight their maker said each has (the one made last is kept whatever it weighs).
+    Requests
     that miss together wait for one to make it (a page asks for a record's paths, graph and calls at once: one rollout
     is built, not three), under the key's own lock, so other keys are not held up."""
 
-    def __init__(self, size: int, max_weight: float = float("inf"), weigh=lambda value: 0):
+    def __init__(self, size: int, max_weight: float = float("inf")):
         self.size = size
         self.max_weight = max_weight
-        self.weigh = weigh
         self.entries: OrderedDict = OrderedDict()  # key -> [lock, value or None, weight]
         self.lock = threading.Lock()
 
-    def get(self, key, make, weight: int | None = None):
+    def get(self, key, make):
+        """The value kept for `key`, else the one `make()` makes: it returns (the value, what it weighs)."""
         with self.lock:
             slot = self.entries.get(key)
             if slot is None:
@@ -216,8 +216,7 @@ class ViewCache:
                 self.entries.move_to_end(key)
         with slot[0]:
             if slot[1] is None:
-                slot[1] = make()
-                slot[2] = self.weigh(slot[1]) if weight is None else weight
+                slot[1], slot[2] = make()
                 self.trim(key)
             return slot[1]
 

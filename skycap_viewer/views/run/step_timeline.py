@@ -76,6 +76,11 @@ class StepTimeline:
         return sum(len(lane.encoded) + 200 for lane in self.lanes)
 
 
+def weighed(timeline: StepTimeline) -> tuple[StepTimeline, int]:
+    """The timeline with what it weighs, as a `ViewCache` keeps what it is made."""
+    return timeline, timeline.weight
+
+
 @dataclass
 class Timed:
     """What a lane needs of one rollout, its times in Unix seconds (the step's origin is not known yet): the
@@ -292,9 +297,9 @@ def step_timeline_answer(snapshot, params: dict, timelines, limit: PartLimit) ->
     start = part_start(params)
     version = snapshot.memoized(("step-version", filters.step), lambda: step_version(snapshot, filters.step))
     kept_as = (snapshot.id, snapshot.database, filters.step)
-    timeline = timelines.get(kept_as, lambda: step_timeline(snapshot, filters.step, version))
+    timeline = timelines.get(kept_as, lambda: weighed(step_timeline(snapshot, filters.step, version)))
     if timeline.version != version:
         previous = timeline
         timelines.drop(kept_as)
-        timeline = timelines.get(kept_as, lambda: step_timeline(snapshot, filters.step, version, previous))
+        timeline = timelines.get(kept_as, lambda: weighed(step_timeline(snapshot, filters.step, version, previous)))
     return timeline_part(timeline, kept_ids(snapshot, filters), key, order, start, limit.within(PART_BYTES))
