@@ -1,12 +1,14 @@
-"""Benchmark a step on one time axis: `python bench/step_timeline.py [--rollouts 10000] [--calls 30] [--keep DIR]
-[--no-browser] [--json]`.
+"""Benchmark a step on one time axis: `python bench/step_timeline.py [--rollouts 10000] [--calls 30] [--steps 1]
+[--keep DIR] [--no-browser] [--json]`.
 
-Writes one training step of N rollouts of C model calls each with the project's writer (small text-mode
+Writes S training steps of N rollouts of C model calls each with the project's writer (small text-mode
 records: the lanes read only the calls' times, so the bodies are a few characters), with the trainer's run
-index for it, then measures the real server and page as a user meets them: the first part of
-`/v1/steps/timeline` when the step is first asked (every document of the step read) and when it is
-kept (another sort, a later part), its size, and in headless Chromium the seconds from navigation to
-the Timeline view's first frame with its lanes drawn, and the frame rate while the drawing pans.
+index for the step measured, then measures the real server and page as a user meets them: the first part of
+`/v1/steps/timeline` when the step is first asked (cold: a fresh server, the run indexed, the step never
+asked) and asked again (warm; another sort, a later part), its size, and in headless Chromium the seconds
+from navigation to the Timeline view's first frame with its lanes drawn, and the frame rate while the
+drawing pans. The load average is reported with the figures: the machine may be shared. `--steps` makes a
+bigger run (S x N rollouts) whose middle step is measured: a step's first part must not grow with the run.
 """
 
 import argparse
@@ -26,19 +28,20 @@ import synth  # noqa: E402
 
 from skycap_viewer.demo.writer import RecordBuilder  # noqa: E402
 
-STEP = 1
 GROUP_SIZE = 8
 START = 1_790_000_000.0
 REASONS = ["tool_calls"] * 18 + ["stop"] * 1 + ["length"] * 1  # how a call before the last ends
 
 
-def step_rollout(seed: int, number: int, calls: int) -> RecordBuilder:
-    """Rollout `number` of the step: starts within the step's first 30 s, `calls` calls of 0.2-6 s, tool time
-    of 0.05-4 s between them, 2% of them with a failed call, the last call `stop` (or `length`)."""
+def step_rollout(seed: int, number: int, calls: int, per_step: int) -> RecordBuilder:
+    """Rollout `number` of the run (step `number // per_step + 1`): starts within its step's first 30 s, `calls`
+    calls of 0.2-6 s, tool time of 0.05-4 s between them, 2% of them with a failed call, the last call `stop` (or `length`)."""
     rng = random.Random(seed * 1_000_003 + number)
     task = f"task-{number // GROUP_SIZE:05d}"
-    builder = RecordBuilder(f"tr_step{number:07d}", "text", created_at=round(START + rng.uniform(0, 30), 3),
-                            meta={"step": STEP, "instance_id": task, "task_id": task,
+    step = number // per_step + 1
+    builder = RecordBuilder(f"tr_step{number:07d}", "text",
+                            created_at=round(START + 600 * step + rng.uniform(0, 30), 3),
+                            meta={"step": step, "instance_id": task, "task_id": task,
                                   "repetition_id": number % GROUP_SIZE},
                             annotations={"reward": rng.choice([0, 1])})
     parent = builder.add_client(None, "user", "solve")
@@ -53,32 +56,30 @@ def step_rollout(seed: int, number: int, calls: int) -> RecordBuilder:
     return builder
 
 
-def builders(seed: int, number: int, calls: int) -> list[RecordBuilder]:
-    return [step_rollout(seed, number, calls)]
-
-
 class StepBuilders:
-    """`builders` with the number of calls bound, picklable for the writer's worker processes."""
+    """A rollout's builders with the number of calls and the rollouts a step bound, picklable for the writer's
+    worker processes."""
 
-    def __init__(self, calls: int):
+    def __init__(self, calls: int, per_step: int):
         self.calls = calls
+        self.per_step = per_step
 
     def __call__(self, seed: int, number: int) -> list[RecordBuilder]:
-        return builders(seed, number, self.calls)
+        return [step_rollout(seed, number, self.calls, self.per_step)]
 
 
-def write_index(directory: Path, rollouts: int, seed: int) -> None:
-    """The trainer's run index of the step: 1% superseded (not trained), 5% more not trained, the rest trained."""
+def write_index(directory: Path, step: int, rollouts: int, seed: int) -> None:
+    """The trainer's run index of `step`: 1% superseded (not trained), 5% more not trained, the rest trained."""
     rng = random.Random(seed)
     rows = []
-    for number in range(rollouts):
+    for number in range((step - 1) * rollouts, step * rollouts):
         superseded = rng.random() < 0.01
         trained = not superseded and rng.random() >= 0.05
         rows.append({"id": f"tr_step{number:07d}", "instance_id": f"task-{number // GROUP_SIZE:05d}", "attempt": 0,
                      "superseded": superseded, "trained": trained})
     (directory / "index").mkdir(exist_ok=True)
-    (directory / "index" / f"step-{STEP}.json").write_text(json.dumps(
-        {"format_version": 1, "phase": "train", "step": STEP, "rows": rows}))
+    (directory / "index" / f"step-{step}.json").write_text(json.dumps(
+        {"format_version": 1, "phase": "train", "step": step, "rows": rows}))
 
 
 def timed(server, path: str) -> tuple[float, int, dict]:
@@ -90,17 +91,30 @@ def timed(server, path: str) -> tuple[float, int, dict]:
     return seconds, len(body), answer
 
 
-def api_figures(server, run_id: str) -> dict:
-    """The first part cold (every document of the step read), kept, and under another sort; a later part."""
-    path = f"/v1/steps/timeline?run_id={run_id}&step={STEP}"
+def load() -> str:
+    """The machine's load average (1, 5, 15 minutes), as /proc/loadavg says it."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def api_figures(server, run_id: str, step: int) -> dict:
+    """The first part cold (the step never asked), asked again, under other sorts and a filter; a later part."""
+    path = f"/v1/steps/timeline?run_id={run_id}&step={step}"
+    cold_load = load()
     cold, size, first = timed(server, path)
-    warm = min(timed(server, path + f"&limit_probe={i}")[0] for i in range(5))  # a new target each: not the
-    other_sort = min(timed(server, path + f"&sort=end&probe={i}")[0] for i in range(5))  # answer cache's
+    warm = [timed(server, path + f"&probe={i}")[0] for i in range(5)]  # a new target each: not the answer cache's
+    other_sorts = {key: min(timed(server, path + f"&sort={key}&probe={i}")[0] for i in range(3))
+                   for key in ("end", "duration", "reward")}
+    filtered = min(timed(server, path + f"&flag=not-trained&probe={i}")[0] for i in range(3))
     later = None
     if first.get("part", {}).get("next") is not None:
         later = min(timed(server, path + f"&from={first['part']['next']}&probe={i}")[0] for i in range(3))
-    return {"first_part_cold_s": cold, "first_part_kept_s": warm, "other_sort_kept_s": other_sort,
-            "later_part_kept_s": later, "first_part_bytes_gzip": size,
+    return {"first_part_cold_s": cold, "load_at_cold": cold_load, "first_part_warm_s": min(warm),
+            "first_part_warm_median_s": sorted(warm)[len(warm) // 2], "load_at_warm": load(),
+            "other_sorts_s": other_sorts, "not_trained_filter_s": filtered,
+            "later_part_s": later, "first_part_bytes_gzip": size,
             "first_part_lanes": len(first.get("lanes", [])), "lanes_total": first.get("lanes_total"),
             "parts": None if not first.get("part") else -(-first["lanes_total"] // max(len(first["lanes"]), 1))}
 
@@ -125,15 +139,15 @@ PAN = """async () => {
 }"""
 
 
-def browser_figures(server, run_id: str, tries: int) -> dict:
+def browser_figures(server, run_id: str, step: int, tries: int) -> dict:
     """Seconds to the first frame with lanes drawn (the lanes already kept by the server), then the pan rate:
     frames a second while every frame pans the drawing (a wheel event, drawn at the next frame)."""
-    url = f"{server.url}/#/run/{run_id}/timeline?step={STEP}"
+    url = f"{server.url}/#/run/{run_id}/timeline?step={step}"
 
     def pan(page, shown) -> dict:
         page.wait_for_function("document.querySelector('.st-canvas')?.dataset.to !== undefined", timeout=60_000)
         started = time.perf_counter()
-        total = server.json(f"/v1/steps/timeline?run_id={run_id}&step={STEP}")["lanes_total"]
+        total = server.json(f"/v1/steps/timeline?run_id={run_id}&step={step}")["lanes_total"]
         page.locator(f'.st-lanes button[data-lane="{total - 1}"]').wait_for(
             state="attached", timeout=300_000)  # every part drawn: the pan is measured on the whole step
         every_part = time.perf_counter() - started
@@ -151,6 +165,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rollouts", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=1, help="steps of --rollouts each: the middle one is measured")
     parser.add_argument("--keep", metavar="DIR", help="write the step to DIR and keep it; reused when there")
     parser.add_argument("--tries", type=int, default=3, help="fresh pages timed for the first screen")
     parser.add_argument("--no-browser", action="store_true")
@@ -158,21 +173,24 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="skycap-step-bench-"))
     directory = Path(args.keep) if args.keep else work / "step"
-    results = {"rollouts": args.rollouts, "calls": args.calls}
+    step = (args.steps + 1) // 2
+    total = args.rollouts * args.steps
+    results = {"rollouts": args.rollouts, "calls": args.calls, "steps": args.steps, "run_rollouts": total}
     try:
         if not directory.is_dir() or not any(directory.iterdir()):
             started = time.perf_counter()
-            synth.write_parallel(directory, StepBuilders(args.calls), args.rollouts, 1, None, 500)
-            write_index(directory, args.rollouts, 1)
+            synth.write_parallel(directory, StepBuilders(args.calls, args.rollouts), total, 1, None, 500)
+            write_index(directory, step, args.rollouts, 1)
             results["generation_s"] = time.perf_counter() - started
         env = bench.private_env(work)
         with bench.Server(directory, cache=False, env=env) as server:
-            results["indexed_s"] = server.wait_listed(args.rollouts)
+            results["indexed_s"] = server.wait_listed(total)
+            results["load_after_index"] = load()
             run_id = bench.first_run_id(server)
-            results["api"] = api_figures(server, run_id)
+            results["api"] = api_figures(server, run_id, step)
             results["rss_mb"] = server.rss() / 2**20
             if not args.no_browser:
-                results["browser"] = browser_figures(server, run_id, args.tries)
+                results["browser"] = browser_figures(server, run_id, step, args.tries)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(results, indent=1) if args.json else "\n".join(f"{k}: {v}" for k, v in results.items()))

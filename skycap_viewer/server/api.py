@@ -31,8 +31,6 @@ from skycap_viewer.server.caches import (
     PATHS_CACHE_BYTES,
     RECORD_VIEW_CACHE_BYTES,
     RECORD_VIEW_CACHE_SIZE,
-    STEP_TIMELINE_CACHE_BYTES,
-    STEP_TIMELINE_CACHE_STEPS,
     AnswerCache,
     DocumentCache,
     ViewCache,
@@ -76,7 +74,7 @@ from skycap_viewer.views.row import path_messages, trainer_row
 from skycap_viewer.views.runs_listing import found_row, rollouts_page
 from skycap_viewer.views.snapshot import TABS as SNAPSHOT_TABS
 from skycap_viewer.views.snapshot import snapshot_data, snapshot_html
-from skycap_viewer.views.step_timeline import StepTimeline, step_timeline_answer
+from skycap_viewer.views.step_timeline import step_timeline_answer
 from skycap_viewer.views.trajectory import SERVED_PARTS, PartLimit, RecordView, with_verdicts
 from skycap_viewer.views.values import parse_limit, values_payload
 from skycap_viewer.wire import Download, RawJson, encode_json, safe_file_name
@@ -102,7 +100,6 @@ class Api:
         self.group_by = catalog.group_by  # the store's groups are the catalog's
         self.searches = Searches()  # its worker processes start with the first search
         self.runs_answer = (None, None)  # (the published snapshots it was encoded from, `/v1/runs` encoded)
-        self.step_timelines = ViewCache(STEP_TIMELINE_CACHE_STEPS, STEP_TIMELINE_CACHE_BYTES, StepTimeline.weight.fget)
 
     # -- the server and its runs --------------------------------------------------------
 
@@ -553,7 +550,7 @@ class Api:
         """Every rollout of one step of one run as a lane of its calls and failures (`views.step_timeline`)."""
         if one(params, "run_id") is None:
             raise ApiError(400, "a timeline covers one run's step: pass run_id")
-        return 200, step_timeline_answer(self.scope(params)[0], params, self.step_timelines, self.part_limit)
+        return 200, step_timeline_answer(self.scope(params)[0], params, self.part_limit)
 
     # -- comparing runs and steps ---------------------------------------------------------------
 

@@ -17,11 +17,6 @@ can no longer come up (an older index generation, an older file version) just ag
   its size), so each part of a big record's answers does not build its rollout again. Weighed in
   bytes, not nodes: a few nodes can hold 100 MB of JSON in an unknown field, and the view holds its
   document (its derived structures grow with its nodes, which its JSON holds too).
-- A step's lanes (`views.step_timeline.StepTimeline`, what `/v1/steps/timeline` parts are cut from):
-  `ViewCache` by (run, its database, step), laid out again when the step's rows' digest moves
-  (`step_version`, one per snapshot in `Snapshot.memo`), reading only the changed rollouts;
-  `STEP_TIMELINE_CACHE_STEPS` of
-  them and at most `STEP_TIMELINE_CACHE_BYTES` of encoded lanes (the last one made kept whatever its size).
 - Elsewhere, beside what they cache: a snapshot's derived answers (the picker's value tables) in
   `Snapshot.memo`, one snapshot's life long; an encoded answer's gzip form on the `RawJson`
   itself; each run's rows, counts and groups, across restarts, in its SQLite database
@@ -45,8 +40,6 @@ PATHS_CACHE_BYTES = 12 * 2**20  # a 66k-token rollout's /paths is ~3 MB
 DOCUMENT_CACHE_BYTES = 256 * 2**20  # held once parsed: a few hundred ordinary documents, or one big one
 RECORD_VIEW_CACHE_SIZE = 4  # rollouts being looked at...
 RECORD_VIEW_CACHE_BYTES = 256 * 2**20  # ...and what their documents hold parsed (shared with `DocumentCache`)
-STEP_TIMELINE_CACHE_STEPS = 8  # steps looked at on one axis...
-STEP_TIMELINE_CACHE_BYTES = 64 * 2**20  # ...and their lanes: a step of 10,000 rollouts of 30 calls is ~30 MB
 
 
 class AnswerCache:
@@ -191,19 +184,17 @@ def files_version(directory, record_id: str, present: set) -> tuple | None:
 
 class ViewCache:
     """The last few values made for a key (least recently used out), at most `size` of them and at most
-    `max_weight` by the weight each was given, or else `weigh` found in it once made (the one made last is
-    kept whatever it weighs). Requests
+    `max_weight` by the weight each was given (the one made last is kept whatever it weighs). Requests
     that miss together wait for one to make it (a page asks for a record's paths, graph and calls at once: one rollout
     is built, not three), under the key's own lock, so other keys are not held up."""
 
-    def __init__(self, size: int, max_weight: float = float("inf"), weigh=lambda value: 0):
+    def __init__(self, size: int, max_weight: float = float("inf")):
         self.size = size
         self.max_weight = max_weight
-        self.weigh = weigh
         self.entries: OrderedDict = OrderedDict()  # key -> [lock, value or None, weight]
         self.lock = threading.Lock()
 
-    def get(self, key, make, weight: int | None = None):
+    def get(self, key, make, weight: int = 0):
         with self.lock:
             slot = self.entries.get(key)
             if slot is None:
@@ -217,7 +208,7 @@ class ViewCache:
         with slot[0]:
             if slot[1] is None:
                 slot[1] = make()
-                slot[2] = self.weigh(slot[1]) if weight is None else weight
+                slot[2] = weight
                 self.trim(key)
             return slot[1]
 
