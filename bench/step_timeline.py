@@ -15,6 +15,7 @@ import argparse
 import json
 import random
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
@@ -26,7 +27,15 @@ sys.path.insert(1, str(REPO))  # a clean clone works without installing the pack
 import run as bench  # noqa: E402
 import synth  # noqa: E402
 
+from skycap_viewer.catalog.blobs import pack, squeezed, unpack, unsqueezed  # noqa: E402
+from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY  # noqa: E402
+from skycap_viewer.catalog.index import Snapshot  # noqa: E402
+from skycap_viewer.catalog.pool import compute_rows_here  # noqa: E402
+from skycap_viewer.catalog.store import RunStore, insert_forms, stored_form  # noqa: E402
 from skycap_viewer.demo.writer import RecordBuilder  # noqa: E402
+from skycap_viewer.views.step_timeline import step_timeline_answer  # noqa: E402
+from skycap_viewer.views.trajectory import SERVED_PARTS  # noqa: E402
+from skycap_viewer.wire import encode_json  # noqa: E402
 
 GROUP_SIZE = 8
 START = 1_790_000_000.0
@@ -35,7 +44,8 @@ REASONS = ["tool_calls"] * 18 + ["stop"] * 1 + ["length"] * 1  # how a call befo
 
 def step_rollout(seed: int, number: int, calls: int, per_step: int) -> RecordBuilder:
     """Rollout `number` of the run (step `number // per_step + 1`): starts within its step's first 30 s, `calls`
-    calls of 0.2-6 s, tool time of 0.05-4 s between them, 2% of them with a failed call, the last call `stop` (or `length`)."""
+    calls of 0.2-6 s, tool time of 0.05-4 s between them, 2% of them with a failed call, the last call `stop`
+    (or `length`)."""
     rng = random.Random(seed * 1_000_003 + number)
     task = f"task-{number // GROUP_SIZE:05d}"
     step = number // per_step + 1
@@ -161,6 +171,95 @@ def browser_figures(server, run_id: str, step: int, tries: int) -> dict:
     return bench.paint_times(url, ".st-lanes button.st-lane", tries, pan)
 
 
+TEMPLATES = 200  # real rollouts a big store's rows are made from (`store_figures`)
+INSERTED_AT_ONCE = 20_000
+
+
+def shifted_lane(lane: tuple, seconds: float) -> tuple:
+    """A kept lane (`catalog.rows.kept_lane`) moved `seconds` later."""
+    start, end, packed = lane
+    started_at, ended_at, reward, gap, calls, failures = unpack(unsqueezed(packed))
+    calls = [(s + seconds, e + seconds, *rest) for s, e, *rest in calls]
+    failures = [(t + seconds, *rest) for t, *rest in failures]
+    return (None if start is None else start + seconds, None if end is None else end + seconds,
+            squeezed(pack((started_at, ended_at, reward, gap, calls, failures))))
+
+
+def big_store(path: Path, work: Path, rows: int, per_step: int, calls: int) -> dict:
+    """A run's database of `rows` rollouts, `per_step` a step, written with the store's own insert
+    (`store.insert_forms`) from the rows and lanes the index computed of `TEMPLATES` real rollouts, each
+    step's copies moved to the step's time: the step timeline reads nothing else. Writing and indexing a
+    million documents takes hours on two shared cores; this store takes minutes. Its listing indexes are not
+    built (the route does not use them)."""
+    started = time.perf_counter()
+    templates = work / "templates"
+    synth.write_parallel(templates, StepBuilders(calls, TEMPLATES), TEMPLATES, 1, None, 50)
+    forms = [stored_form(row, DEFAULT_GROUP_BY) for _, row in compute_rows_here(templates, sorted(
+        p.name for p in templates.iterdir() if p.name.endswith(".json.zst")))]
+    store = RunStore(path, {"bench": "big store"}, DEFAULT_GROUP_BY)
+    lanes: dict = {}
+    for first in range(0, rows, INSERTED_AT_ONCE):
+        batch = []
+        for number in range(first, min(first + INSERTED_AT_ONCE, rows)):
+            step, which = number // per_step + 1, number % len(forms)
+            columns, annotations, text, kinds, copies, lane = forms[which]
+            if (step, which) not in lanes:
+                lanes[step, which] = shifted_lane(lane, 600 * (step - 1))
+            record_id = f"tr_big{number:07d}"
+            columns = (record_id, columns[1], step, *columns[3:12], f"{step}~task-{number // GROUP_SIZE:06d}",
+                       *columns[13:])
+            batch.append((f"{record_id}.json.zst", 1, number, number, (columns, annotations, text, kinds, copies,
+                                                                         lanes[step, which])))
+        store.begin()
+        insert_forms(store.db, batch, False)
+        store.db.execute("COMMIT")
+        store.in_transaction = False
+    identity = store.identity
+    store.close()
+    return {"rows": rows, "per_step": per_step, "written_s": time.perf_counter() - started,
+            "database_mb": path.stat().st_size / 2**20, "identity": identity}
+
+
+def store_figures(path: Path, identity: str, step: int) -> dict:
+    """The first part of a step of the big store, asked of the route's view as the server asks it: cold (a
+    new snapshot and connection, the step never asked) and again; with the load average."""
+    def snapshot():
+        return Snapshot(None, (str(path), identity), 0, False, 0, None, 0, {}, {})
+
+    def asked(fresh, query=""):
+        params = {"step": [str(step)], **({key: [value] for key, value in [query.split("=")]} if query else {})}
+        started = time.perf_counter()
+        answer = step_timeline_answer(fresh, params, SERVED_PARTS)
+        encode_json(answer)
+        return time.perf_counter() - started, answer
+
+    cold_load = load()
+    cold, answer = asked(snapshot())
+    kept = snapshot()
+    asked(kept)
+    warm = sorted(asked(kept)[0] for _ in range(5))
+    return {"first_part_cold_s": cold, "load_at_cold": cold_load, "first_part_warm_s": warm[0],
+            "first_part_warm_median_s": warm[2], "load_at_warm": load(),
+            "end_sort_s": min(asked(kept, "sort=end")[0] for _ in range(3)),
+            "not_trained_filter_s": min(asked(kept, "flag=not-trained")[0] for _ in range(3)),
+            "lanes_total": answer["lanes_total"], "first_part_lanes": answer["part"]["to"]}
+
+
+def store_scale(work: Path, args) -> dict:
+    """`big_store`'s run measured at its middle step, then with every rollout moved to one step."""
+    path = work / "big.sqlite"
+    made = big_store(path, work, args.store_rows, args.rollouts, args.calls)
+    steps = -(-args.store_rows // args.rollouts)
+    results = {"store": made, "step_of_run": store_figures(path, made["identity"], (steps + 1) // 2)}
+    started = time.perf_counter()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE lanes SET lane_step = 1")
+        db.execute("UPDATE rows SET step = 1")
+    results["one_step_made_s"] = time.perf_counter() - started
+    results["whole_run_one_step"] = store_figures(path, made["identity"], 1)
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rollouts", type=int, default=10_000)
@@ -168,10 +267,20 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=1, help="steps of --rollouts each: the middle one is measured")
     parser.add_argument("--keep", metavar="DIR", help="write the step to DIR and keep it; reused when there")
     parser.add_argument("--tries", type=int, default=3, help="fresh pages timed for the first screen")
+    parser.add_argument("--store-rows", type=int, metavar="N",
+                        help="instead: a run's database of N rollouts (--rollouts a step) made from real rows, its "
+                             "middle step's first part asked of the view, then the whole run made one step")
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="skycap-step-bench-"))
+    if args.store_rows:
+        try:
+            results = store_scale(work, args)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps(results, indent=1) if args.json else "\n".join(f"{k}: {v}" for k, v in results.items()))
+        return 0
     directory = Path(args.keep) if args.keep else work / "step"
     step = (args.steps + 1) // 2
     total = args.rollouts * args.steps

@@ -18,7 +18,7 @@ Times are milliseconds from the step's origin, put on the lanes as they are sent
 import hashlib
 from dataclasses import dataclass, replace
 
-from skycap_viewer.catalog.blobs import unpack
+from skycap_viewer.catalog.blobs import unpack, unsqueezed
 from skycap_viewer.catalog.store import bit_flags
 from skycap_viewer.errors import ApiError
 from skycap_viewer.record.fields import iso_time
@@ -34,6 +34,7 @@ SORTED_BY = {"start": "lane_start", "end": "lane_end", "duration": "lane_end - l
 PART_BYTES = 2**20  # of lanes in a part (about 330 of 30 calls): a first screen needs a few dozen, not thousands
 READ_AT_ONCE = 64  # lanes read in one query while a part fills
 ROW_COLUMNS = "id, gkey, task, status, trained, superseded, flags"  # what a lane takes from its row as it is sent
+VERSION_COLUMNS = ("name", "size", "mtime_ns", "stamp")  # and its document's version: with those, `step_version`
 
 
 @dataclass
@@ -54,7 +55,8 @@ def step_axis(db, step: float) -> StepAxis:
                        " lane_id LIMIT 1", (step,)).fetchone()
     origin = found[0] if found else None
     rollouts = db.execute("SELECT count(*) FROM lanes WHERE lane_step = ?", (step,)).fetchone()[0]
-    found = db.execute("SELECT lane_end FROM lanes WHERE lane_step = ? ORDER BY lane_end DESC LIMIT 1", (step,)).fetchone()
+    found = db.execute("SELECT lane_end FROM lanes WHERE lane_step = ? ORDER BY lane_end DESC LIMIT 1",
+                       (step,)).fetchone()
     last = found[0] if found else None
     if last is None or origin is None:
         return StepAxis(origin, 0.0, None, rollouts)
@@ -89,27 +91,24 @@ def encoded_lanes(db, rids, origin: float | None):
             " WHERE rid IN (SELECT value FROM json_each(?))", (encode_json(batch).decode(),))}
         for rid in batch:
             start, end, says, *row = found[rid]
-            yield encoded_lane(row, start, end, unpack(says), origin)
+            yield encoded_lane(row, start, end, unpack(unsqueezed(says)), origin)
 
 
 def encoded_lane(row: list, start: float | None, end: float | None, says: tuple, origin: float | None) -> bytes:
     """One lane as sent: its times in ms from `origin`, with what its row says now."""
     record_id, gkey, task, status, trained, superseded, bits = row
     started_at, ended_at, reward, gap, calls, failures = says
-
-    def at(seconds):
-        return ms(seconds - origin)
-
     return encode_json({
         "trajectory_id": record_id, "group_key": gkey, "task_id": task, "status": status, "reward": reward,
         "started_at": started_at, "ended_at": ended_at,
-        "start_ms": None if start is None else at(start), "end_ms": None if end is None else at(end),
+        "start_ms": None if start is None else ms(start - origin), "end_ms": None if end is None else ms(end - origin),
         "trained": None if trained is None else bool(trained),
         "superseded": None if superseded is None else bool(superseded),
         "flags": bit_flags(bits), "longest_gap_ms": gap,
-        "calls": [{"start_ms": at(s), "end_ms": at(e), "node_id": node_id, "finish_reason": reason, "tokens": tokens}
-                  for s, e, node_id, reason, tokens in calls],
-        "failures": [{"at_ms": at(t), "end_ms": at(t), "status": status_code, "message": message}
+        "calls": [{"start_ms": round((s - origin) * 1000, 3), "end_ms": round((e - origin) * 1000, 3),
+                   "node_id": node_id, "finish_reason": reason, "tokens": tokens}
+                  for s, e, node_id, reason, tokens in calls],  # `ms`, inline: a part holds ten thousand calls
+        "failures": [{"at_ms": ms(t - origin), "end_ms": ms(t - origin), "status": status_code, "message": message}
                      for t, status_code, message in failures],
     })
 
@@ -139,12 +138,14 @@ def timeline_part(db, filters: Filters, key: str, order: str, start: int, limit:
 
 def step_version(db, step: float) -> str:
     """What the step's lanes are made of, as one digest: each of its rows' file version and what the store
-    says of it (the run index's `trained` and `superseded`, flags, group, task, status)."""
-    digest = hashlib.blake2b(digest_size=16)
-    for row in db.execute(f"SELECT {ROW_COLUMNS}, name, size, mtime_ns, stamp FROM lanes CROSS JOIN rows USING (rid)"
-                          " WHERE lane_step = ? ORDER BY lane_step, lane_end, lane_id", (step,)):
-        digest.update(repr(row).encode())
-    return digest.hexdigest()
+    says of it (the run index's `trained` and `superseded`, flags, group, task, status), joined by SQLite in
+    one string (a row at a time in Python cost more than the rest of a first part)."""
+    columns = (*ROW_COLUMNS.split(", "), *VERSION_COLUMNS)
+    quoted = " || ',' || ".join(f"quote({column})" for column in columns)
+    (joined,) = db.execute(f"SELECT group_concat({quoted}, ';') FROM (SELECT {', '.join(columns)} FROM lanes"
+                           " CROSS JOIN rows USING (rid) WHERE lane_step = ? ORDER BY lane_end, lane_id)",
+                           (step,)).fetchone()
+    return hashlib.blake2b((joined or "").encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def step_timeline_answer(snapshot, params: dict, limit: PartLimit) -> dict:
