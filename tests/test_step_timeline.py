@@ -5,6 +5,7 @@ Served by the real handler in process (`tests/test_web.py`'s seam); the command 
 """
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -159,6 +160,31 @@ def test_records_a_live_run_adds_get_their_lanes_as_they_are_indexed(web, run_di
     assert ids(moved) == ["tr_step_0", *BY_START, "tr_step_e"] and moved["span_ms"] == 31000.0
     assert moved["origin_at"] == "2026-09-21T14:13:15.000Z"
     assert moved["lanes"][1]["calls"][0]["start_ms"] == 6000.0  # every lane on the new axis
+
+
+def test_what_the_run_index_says_now_is_on_the_lanes_and_moves_the_version(web, run_dir):
+    first = timeline(web)
+    written = run_dir / "index" / f"step-{STEP}.json"
+    index = json.loads(written.read_text())
+    index["rows"][1]["trained"] = True  # tr_step_b, trained after all
+    written.write_text(json.dumps(index, indent=1))  # another size: read again
+    web.watcher.poll()
+    again = timeline(web)
+    b = again["lanes"][2]
+    assert (b["trajectory_id"], b["trained"], "not-trained" in b["flags"]) == ("tr_step_b", True, False)
+    assert again["version"] != first["version"] and ids(timeline(web, "&trained=true")) == ["tr_step_a", "tr_step_b"]
+
+
+def test_a_rollout_written_again_is_its_new_lane_and_moves_the_version(web, run_dir):
+    first = timeline(web)
+    path = run_dir / "tr_step_c.json.zst"
+    mtime = path.stat().st_mtime_ns
+    rollout(run_dir, "tr_step_c", created=0.5, calls=[(0.5, 1.5, "stop")], finished=2, task="t2", status="failed")
+    os.utime(path, ns=(mtime + 10**9, mtime + 10**9))  # a new version even on a coarse clock
+    web.watcher.poll()
+    again = timeline(web)
+    assert again["version"] != first["version"] and ids(again) == BY_START
+    assert again["lanes"][1]["status"] == "failed" and again["lanes"][1]["calls"] == first["lanes"][1]["calls"]
 
 
 def test_a_rollout_deleted_leaves_its_step_and_the_axis_follows(web, run_dir):

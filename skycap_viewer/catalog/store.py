@@ -89,6 +89,8 @@ SCHEMA = [
         lane_end, lane BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS lanes_by_start ON lanes (lane_step, (lane_start IS NULL), lane_start, lane_id)",
     "CREATE INDEX IF NOT EXISTS lanes_by_end ON lanes (lane_step, lane_end, lane_id)",
+    # how many times a step's lanes were written or removed: what its version (`views.step_timeline`) starts from
+    "CREATE TABLE IF NOT EXISTS lane_steps (step PRIMARY KEY, changes INTEGER NOT NULL) WITHOUT ROWID",
 ]
 ROW_COLUMNS = ("rid, name, size, mtime_ns, stamp, id, created, step, task, status, reward, turns, tokens, health,"
                " flags, trained, superseded, gkey, unreadable, verified, kept, json")  # as `put_many` gives them
@@ -368,6 +370,8 @@ class RunStore:
             self.db.execute("INSERT INTO texts (texts, rowid, text) SELECT 'delete', rid, text FROM rowtexts"
                             " WHERE rid = ?", (rid,))
         self.db.execute("DELETE FROM rowtexts WHERE rid = ?", (rid,))
+        self.db.execute("UPDATE lane_steps SET changes = changes + 1 WHERE step = (SELECT lane_step FROM lanes"
+                        " WHERE rid = ?)", (rid,))
         self.db.execute("DELETE FROM lanes WHERE rid = ?", (rid,))
         self.db.execute("DELETE FROM rows WHERE rid = ?", (rid,))
         if self.has_index:
@@ -634,6 +638,8 @@ def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool) -
         if lane is not None and columns[STEP] is not None:
             lanes.append((rid, columns[STEP], columns[0], *lane))
     db.executemany("INSERT INTO lanes VALUES (?, ?, ?, ?, ?, ?)", lanes)
+    db.executemany("INSERT INTO lane_steps VALUES (?, 1) ON CONFLICT DO UPDATE SET changes = changes + 1",
+                   [(step,) for step in {lane[1] for lane in lanes}])
     db.executemany(f"INSERT INTO rows ({ROW_COLUMNS}) VALUES ({', '.join('?' * len(ROW_COLUMNS.split(',')))})", rows)
     db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", annotations)
     db.executemany("INSERT INTO rowtexts VALUES (?, ?)", texts)

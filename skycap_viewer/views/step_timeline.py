@@ -34,7 +34,6 @@ SORTED_BY = {"start": "lane_start", "end": "lane_end", "duration": "lane_end - l
 PART_BYTES = 2**20  # of lanes in a part (about 330 of 30 calls): a first screen needs a few dozen, not thousands
 READ_AT_ONCE = 64  # lanes read in one query while a part fills
 ROW_COLUMNS = "id, gkey, task, status, trained, superseded, flags"  # what a lane takes from its row as it is sent
-VERSION_COLUMNS = ("name", "size", "mtime_ns", "stamp")  # and its document's version: with those, `step_version`
 
 
 @dataclass
@@ -66,10 +65,15 @@ def step_axis(db, step: float) -> StepAxis:
     return StepAxis(origin, span_ms, critical, rollouts)
 
 
+def unfiltered(filters: Filters) -> bool:
+    """Whether the filters keep every lane of the step (they ask for the step alone)."""
+    return not replace(filters, step=None) and not filters.by_flag
+
+
 def kept_lanes(filters: Filters, key: str) -> tuple[str, list]:
     """The FROM and WHERE of the step's lanes the filters keep: the `lanes` table alone when only the step
     is asked and the sort is the lane's own, else each lane's row looked up by its rid (the listing's WHERE)."""
-    if not replace(filters, step=None) and not filters.by_flag and key in ("start", "end", "duration"):
+    if unfiltered(filters) and key in ("start", "end", "duration"):
         return "FROM lanes WHERE lane_step = ?", [filters.step]
     where, values = filters.where()
     flag_where, flag_values = filters.flag_where()
@@ -118,7 +122,7 @@ def timeline_part(db, filters: Filters, key: str, order: str, start: int, limit:
     in the asked order; the first part also the step's origin, span, critical rollout and size."""
     axis = step_axis(db, filters.step)
     source, values = kept_lanes(filters, key)
-    total = db.execute(f"SELECT count(*) {source}", values).fetchone()[0]
+    total = axis.rollouts if unfiltered(filters) else db.execute(f"SELECT count(*) {source}", values).fetchone()[0]
     try:
         check_start(start, total)
     except ValueError as error:
@@ -137,15 +141,12 @@ def timeline_part(db, filters: Filters, key: str, order: str, start: int, limit:
 
 
 def step_version(db, step: float) -> str:
-    """What the step's lanes are made of, as one digest: each of its rows' file version and what the store
-    says of it (the run index's `trained` and `superseded`, flags, group, task, status), joined by SQLite in
-    one string (a row at a time in Python cost more than the rest of a first part)."""
-    columns = (*ROW_COLUMNS.split(", "), *VERSION_COLUMNS)
-    quoted = " || ',' || ".join(f"quote({column})" for column in columns)
-    (joined,) = db.execute(f"SELECT group_concat({quoted}, ';') FROM (SELECT {', '.join(columns)} FROM lanes"
-                           " CROSS JOIN rows USING (rid) WHERE lane_step = ? ORDER BY lane_end, lane_id)",
-                           (step,)).fetchone()
-    return hashlib.blake2b((joined or "").encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    """What the step's lanes are made of, as one digest: how many times its lanes were written or removed
+    (`lane_steps`, kept by the store as rows come and go) and the run index's files as read (what they say
+    of a rollout is put on its row when one changes). A few lookups, whatever the step's size."""
+    changes = db.execute("SELECT changes FROM lane_steps WHERE step = ?", (step,)).fetchone()
+    index_files = db.execute("SELECT file, size, mtime_ns, problem FROM index_files ORDER BY file").fetchall()
+    return hashlib.blake2b(repr((changes, index_files)).encode(), digest_size=16).hexdigest()
 
 
 def step_timeline_answer(snapshot, params: dict, limit: PartLimit) -> dict:
