@@ -7,6 +7,7 @@ Served by the real handler in process (`tests/test_web.py`'s seam); the command 
 import json
 import os
 import sqlite3
+from contextlib import contextmanager
 
 import pytest
 
@@ -140,23 +141,39 @@ def test_the_lanes_come_from_the_store_never_from_the_documents_or_sidecars(web,
     assert ids(timeline(web, "&from=1")) == BY_START[1:]
 
 
+@contextmanager
+def unreadable(path):
+    """`path` damaged while the block runs (the watcher not told), then as it was."""
+    kept = path.read_bytes()
+    path.write_bytes(b"not zstd at all")
+    try:
+        yield
+    finally:
+        path.write_bytes(kept)
+
+
 def test_records_a_live_run_adds_get_their_lanes_as_they_are_indexed(web, run_dir):
+    """A live run's few new records are indexed in the server's own process: their lanes are computed
+    there, as they are read (each document is damaged before the step is asked: never read again)."""
     first = timeline(web)
     rollout(run_dir, "tr_step_f", created=0, calls=[(0, 1, "stop")], finished=2, step=4)  # a new generation...
     web.watcher.poll()
     kept = timeline(web, "&sort=duration&order=asc")
     assert ids(kept) == ["tr_step_c", "tr_step_a", "tr_step_b"] and kept["version"] == first["version"]  # ...not 3's
-    assert ids(web.json("/v1/steps/timeline?run_id=steps&step=4")) == ["tr_step_d", "tr_step_f"]
+    with unreadable(run_dir / "tr_step_f.json.zst"):
+        assert ids(web.json("/v1/steps/timeline?run_id=steps&step=4")) == ["tr_step_d", "tr_step_f"]
     rollout(run_dir, "tr_step_e", created=20, calls=[(20, 25, "stop")], finished=26)  # one of step 3
     web.watcher.poll()
-    again = timeline(web)
+    with unreadable(run_dir / "tr_step_e.json.zst"):
+        again = timeline(web)
     assert ids(again) == [*BY_START, "tr_step_e"] and again["critical"] == "tr_step_e"
     assert again["version"] != first["version"] and again["lanes"][0] == LANE_A
     assert (again["lanes"][-1]["start_ms"], again["lanes"][-1]["end_ms"], again["span_ms"]) == (20000.0, 26000.0,
                                                                                                  26000.0)
     rollout(run_dir, "tr_step_0", created=-5, calls=[(-4, -3, "stop")], finished=-2)  # before the origin:
     web.watcher.poll()
-    moved = timeline(web)
+    with unreadable(run_dir / "tr_step_0.json.zst"):
+        moved = timeline(web)
     assert ids(moved) == ["tr_step_0", *BY_START, "tr_step_e"] and moved["span_ms"] == 31000.0
     assert moved["origin_at"] == "2026-09-21T14:13:15.000Z"
     assert moved["lanes"][1]["calls"][0]["start_ms"] == 6000.0  # every lane on the new axis
