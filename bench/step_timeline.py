@@ -255,6 +255,8 @@ def store_scale(work: Path, args) -> dict:
     with sqlite3.connect(path) as db:
         db.execute("UPDATE lanes SET lane_step = 1")
         db.execute("UPDATE rows SET step = 1")
+        db.execute("DELETE FROM lane_steps")
+        db.execute("INSERT INTO lane_steps SELECT 1, count(*), 1 FROM lanes")
     results["one_step_made_s"] = time.perf_counter() - started
     results["whole_run_one_step"] = store_figures(path, made["identity"], 1)
     return results

@@ -25,6 +25,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -89,8 +90,9 @@ SCHEMA = [
         lane_end, lane BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS lanes_by_start ON lanes (lane_step, (lane_start IS NULL), lane_start, lane_id)",
     "CREATE INDEX IF NOT EXISTS lanes_by_end ON lanes (lane_step, lane_end, lane_id)",
-    # how many times a step's lanes were written or removed: what its version (`views.step_timeline`) starts from
-    "CREATE TABLE IF NOT EXISTS lane_steps (step PRIMARY KEY, changes INTEGER NOT NULL) WITHOUT ROWID",
+    # per step, its lanes and how many times they were written or removed (its version, `views.step_timeline`)
+    "CREATE TABLE IF NOT EXISTS lane_steps (step PRIMARY KEY, lanes INTEGER NOT NULL, changes INTEGER NOT NULL)"
+    " WITHOUT ROWID",
 ]
 ROW_COLUMNS = ("rid, name, size, mtime_ns, stamp, id, created, step, task, status, reward, turns, tokens, health,"
                " flags, trained, superseded, gkey, unreadable, verified, kept, json")  # as `put_many` gives them
@@ -370,8 +372,8 @@ class RunStore:
             self.db.execute("INSERT INTO texts (texts, rowid, text) SELECT 'delete', rid, text FROM rowtexts"
                             " WHERE rid = ?", (rid,))
         self.db.execute("DELETE FROM rowtexts WHERE rid = ?", (rid,))
-        self.db.execute("UPDATE lane_steps SET changes = changes + 1 WHERE step = (SELECT lane_step FROM lanes"
-                        " WHERE rid = ?)", (rid,))
+        self.db.execute("UPDATE lane_steps SET lanes = lanes - 1, changes = changes + 1 WHERE step = (SELECT"
+                        " lane_step FROM lanes WHERE rid = ?)", (rid,))
         self.db.execute("DELETE FROM lanes WHERE rid = ?", (rid,))
         self.db.execute("DELETE FROM rows WHERE rid = ?", (rid,))
         if self.has_index:
@@ -638,8 +640,9 @@ def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool) -
         if lane is not None and columns[STEP] is not None:
             lanes.append((rid, columns[STEP], columns[0], *lane))
     db.executemany("INSERT INTO lanes VALUES (?, ?, ?, ?, ?, ?)", lanes)
-    db.executemany("INSERT INTO lane_steps VALUES (?, 1) ON CONFLICT DO UPDATE SET changes = changes + 1",
-                   [(step,) for step in {lane[1] for lane in lanes}])
+    steps = Counter(lane[1] for lane in lanes)
+    db.executemany("INSERT INTO lane_steps VALUES (?, ?, 1) ON CONFLICT DO UPDATE SET lanes = lanes + excluded.lanes,"
+                   " changes = changes + 1", list(steps.items()))
     db.executemany(f"INSERT INTO rows ({ROW_COLUMNS}) VALUES ({', '.join('?' * len(ROW_COLUMNS.split(',')))})", rows)
     db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", annotations)
     db.executemany("INSERT INTO rowtexts VALUES (?, ?)", texts)

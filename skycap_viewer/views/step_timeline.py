@@ -49,11 +49,13 @@ class StepAxis:
 
 def step_axis(db, step: float) -> StepAxis:
     """The step's axis, from the `lanes` table's indexes: its earliest start and its latest end (a few
-    lanes ending within a millisecond of it are compared as sent: by their end in ms, then by id)."""
+    lanes ending within a millisecond of it are compared as sent: by their end in ms, then by id); its
+    lanes as the store counts them (`lane_steps`)."""
     found = db.execute("SELECT lane_start FROM lanes WHERE lane_step = ? ORDER BY (lane_start IS NULL), lane_start,"
                        " lane_id LIMIT 1", (step,)).fetchone()
     origin = found[0] if found else None
-    rollouts = db.execute("SELECT count(*) FROM lanes WHERE lane_step = ?", (step,)).fetchone()[0]
+    counted = db.execute("SELECT lanes FROM lane_steps WHERE step = ?", (step,)).fetchone()
+    rollouts = counted[0] if counted else 0
     found = db.execute("SELECT lane_end FROM lanes WHERE lane_step = ? ORDER BY lane_end DESC LIMIT 1",
                        (step,)).fetchone()
     last = found[0] if found else None
