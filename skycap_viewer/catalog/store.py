@@ -85,7 +85,7 @@ SCHEMA = [
     "CREATE INDEX IF NOT EXISTS index_rows_by_id ON index_rows (id)",
     "CREATE INDEX IF NOT EXISTS index_rows_missing ON index_rows (phase, step, file, position) WHERE NOT present",
     # each rollout's lane on its step's axis (`catalog.rows.kept_lane`), a row's with a step: its times in Unix
-    # seconds, what it says packed; a step's lanes in start order, its origin and its last end, each an index walk
+    # seconds, what it says squeezed; a step's lanes in start order, its origin and its last end: index walks
     """CREATE TABLE IF NOT EXISTS lanes (rid INTEGER PRIMARY KEY, lane_step NOT NULL, lane_id TEXT NOT NULL, lane_start,
         lane_end, lane BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS lanes_by_start ON lanes (lane_step, (lane_start IS NULL), lane_start, lane_id)",
@@ -134,9 +134,9 @@ def bit_flags(bits: int) -> list[str]:
 
 def stored_form(row: dict, group_by: tuple) -> tuple:
     """What the store keeps of a row, ready to insert: (its `rows` columns from `id` on, its annotations as
-    (key, value as filtered), its `q` text, its `row_kinds`, its re-tokenized copies, its lane: `kept_lane`, or
-    None). Plain values, so the
-    worker that computed the row computes this too and the server's process only inserts it."""
+    (key, value as filtered), its `q` text, its `row_kinds`, its re-tokenized copies, its lane (`rows.kept_lane`;
+    None when unreadable)). Plain values, so the worker that computed the row computes this too and the server's
+    process only inserts it."""
     keys = row["_keys"]
     gkey = group_key_of(row, group_by)
     unreadable = bool(row.get("unreadable"))

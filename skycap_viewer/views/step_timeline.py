@@ -13,6 +13,8 @@ is the lanes the listing's own filters keep, in the asked order, read from where
 full. So the first part of any step, at any size of run, costs a query and the decoding of its own lanes.
 Times are milliseconds from the step's origin, put on the lanes as they are sent (a row's `trained`,
 `superseded`, flags, group, task and status are read from its row then, as the run index says now).
+Lanes are ordered by their times as recorded: two within half a microsecond, equal as sent, keep that
+order rather than their ids'.
 """
 
 import hashlib
