@@ -6,11 +6,17 @@ Served by the real handler in process (`tests/test_web.py`'s seam); the command 
 
 import json
 import os
+import sqlite3
+from contextlib import contextmanager
 
 import pytest
 
-from skycap_viewer.views.record.trajectory import PartLimit
-from skycap_viewer.views.run import step_timeline as step_timeline_view
+from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.persisted import IndexFiles
+from skycap_viewer.catalog.watcher import Watcher
+from skycap_viewer.views.record.trajectory import WHOLE, PartLimit
+from skycap_viewer.views.run.step_timeline import step_timeline_answer
+from skycap_viewer.wire import encode_json
 from tests.support.cli import run_cli
 from tests.support.in_process import InProcess
 from tests.support.step_timeline_run import BY_START, CRITICAL, STEP, rollout, write_step_run
@@ -123,37 +129,87 @@ def test_past_a_part_the_lanes_come_in_parts_from_next(web):
     assert "critical" not in rest and "origin_at" not in rest  # the first part's
 
 
-def test_the_lanes_are_read_once_while_the_step_is_unchanged_from_the_documents_alone(web, run_dir, monkeypatch):
-    reads = []
-    read = step_timeline_view.read_document
-    monkeypatch.setattr(step_timeline_view, "read_document", lambda path: reads.append(path.name) or read(path))
-    for name in os.listdir(run_dir):  # never a sidecar: the lanes are the same without them
-        if not name.endswith(".json.zst") and name != "index":
-            os.remove(run_dir / name)
-    first = timeline(web)
-    assert sorted(reads) == sorted(f"{record_id}.json.zst" for record_id in BY_START)
+def test_the_lanes_come_from_the_store_never_from_the_documents_or_sidecars(web, run_dir):
+    """Every lane was computed when the run was indexed: with every file of the run damaged after that
+    (the watcher not yet told), the step answers whole, in every sort and part."""
+    for path in run_dir.iterdir():
+        if path.is_file():
+            path.write_bytes(b"not zstd at all")
+    answer = timeline(web)
+    assert ids(answer) == BY_START and answer["lanes"][0] == LANE_A and answer["critical"] == CRITICAL
     assert ids(timeline(web, "&sort=end")) == ["tr_step_b", "tr_step_a", "tr_step_c"]
     assert ids(timeline(web, "&from=1")) == BY_START[1:]
-    assert len(reads) == 3  # other sorts and parts: the same lanes
-    assert first["lanes"][0] == LANE_A
+
+
+@contextmanager
+def unreadable(path):
+    """`path` damaged while the block runs (the watcher not told), then as it was."""
+    kept = path.read_bytes()
+    path.write_bytes(b"not zstd at all")
+    try:
+        yield
+    finally:
+        path.write_bytes(kept)
+
+
+def test_records_a_live_run_adds_get_their_lanes_as_they_are_indexed(web, run_dir):
+    """A live run's few new records are indexed in the server's own process: their lanes are computed
+    there, as they are read (each document is damaged before the step is asked: never read again)."""
+    first = timeline(web)
     rollout(run_dir, "tr_step_f", created=0, calls=[(0, 1, "stop")], finished=2, step=4)  # a new generation...
     web.watcher.poll()
     kept = timeline(web, "&sort=duration&order=asc")
-    assert ids(kept) == ["tr_step_c", "tr_step_a", "tr_step_b"] and kept["version"] == first["version"]
-    assert len(reads) == 3  # ...that leaves step 3 as it was
-    rollout(run_dir, "tr_step_e", created=20, calls=[(20, 25, "stop")], finished=26)  # one that does not
+    assert ids(kept) == ["tr_step_c", "tr_step_a", "tr_step_b"] and kept["version"] == first["version"]  # ...not 3's
+    with unreadable(run_dir / "tr_step_f.json.zst"):
+        assert ids(web.json("/v1/steps/timeline?run_id=steps&step=4")) == ["tr_step_d", "tr_step_f"]
+    rollout(run_dir, "tr_step_e", created=20, calls=[(20, 25, "stop")], finished=26)  # one of step 3
     web.watcher.poll()
-    again = timeline(web)
+    with unreadable(run_dir / "tr_step_e.json.zst"):
+        again = timeline(web)
     assert ids(again) == [*BY_START, "tr_step_e"] and again["critical"] == "tr_step_e"
     assert again["version"] != first["version"] and again["lanes"][0] == LANE_A
-    assert reads[3:] == ["tr_step_e.json.zst"]  # only what is new: the other lanes were kept
+    assert (again["lanes"][-1]["start_ms"], again["lanes"][-1]["end_ms"], again["span_ms"]) == (20000.0, 26000.0,
+                                                                                                 26000.0)
     rollout(run_dir, "tr_step_0", created=-5, calls=[(-4, -3, "stop")], finished=-2)  # before the origin:
     web.watcher.poll()
-    moved = timeline(web)
-    moved_ids = ["tr_step_0", *BY_START, "tr_step_e"]
-    assert ids(moved) == moved_ids and moved["span_ms"] == 31000.0
-    assert moved["lanes"][1]["calls"][0]["start_ms"] == 6000.0  # every lane on the new axis...
-    assert sorted(reads[4:]) == sorted(f"{record_id}.json.zst" for record_id in moved_ids)  # ...read again, once
+    with unreadable(run_dir / "tr_step_0.json.zst"):
+        moved = timeline(web)
+    assert ids(moved) == ["tr_step_0", *BY_START, "tr_step_e"] and moved["span_ms"] == 31000.0
+    assert moved["origin_at"] == "2026-09-21T14:13:15.000Z"
+    assert moved["lanes"][1]["calls"][0]["start_ms"] == 6000.0  # every lane on the new axis
+
+
+def test_what_the_run_index_says_now_is_on_the_lanes_and_moves_the_version(web, run_dir):
+    first = timeline(web)
+    written = run_dir / "index" / f"step-{STEP}.json"
+    index = json.loads(written.read_text())
+    index["rows"][1]["trained"] = True  # tr_step_b, trained after all
+    written.write_text(json.dumps(index, indent=1))  # another size: read again
+    web.watcher.poll()
+    again = timeline(web)
+    b = again["lanes"][2]
+    assert (b["trajectory_id"], b["trained"], "not-trained" in b["flags"]) == ("tr_step_b", True, False)
+    assert again["version"] != first["version"] and ids(timeline(web, "&trained=true")) == ["tr_step_a", "tr_step_b"]
+
+
+def test_a_rollout_written_again_is_its_new_lane_and_moves_the_version(web, run_dir):
+    first = timeline(web)
+    path = run_dir / "tr_step_c.json.zst"
+    mtime = path.stat().st_mtime_ns
+    rollout(run_dir, "tr_step_c", created=0.5, calls=[(0.5, 1.5, "stop")], finished=2, task="t2", status="failed")
+    os.utime(path, ns=(mtime + 10**9, mtime + 10**9))  # a new version even on a coarse clock
+    web.watcher.poll()
+    again = timeline(web)
+    assert again["version"] != first["version"] and ids(again) == BY_START
+    assert again["lanes"][1]["status"] == "failed" and again["lanes"][1]["calls"] == first["lanes"][1]["calls"]
+
+
+def test_a_rollout_deleted_leaves_its_step_and_the_axis_follows(web, run_dir):
+    (run_dir / f"{CRITICAL}.json.zst").unlink()
+    web.watcher.poll()
+    answer = timeline(web)
+    assert ids(answer) == ["tr_step_a", "tr_step_c"] and answer["rollouts"] == 2
+    assert (answer["critical"], answer["span_ms"]) == ("tr_step_a", 7000.0)
 
 
 def test_without_a_run_index_trained_and_superseded_are_null(tmp_path):
@@ -163,12 +219,29 @@ def test_without_a_run_index_trained_and_superseded_are_null(tmp_path):
     assert {(lane["trained"], lane["superseded"]) for lane in lanes} == {(None, None)}
 
 
-def test_a_document_that_cannot_be_read_now_is_named_and_hides_no_other_lane(web, run_dir):
-    (run_dir / "tr_step_c.json.zst").write_bytes(b"not zstd at all")  # damaged after it was indexed
+def test_a_document_damaged_after_indexing_leaves_the_step_once_read_again(web, run_dir):
+    (run_dir / "tr_step_c.json.zst").write_bytes(b"not zstd at all")
+    web.watcher.poll()  # its row is now unreadable: no step to be on, listed in the run with its error
     answer = timeline(web)
-    assert ids(answer) == ["tr_step_a", "tr_step_b"] and answer["rollouts"] == 3 and answer["skipped_count"] == 1
-    skipped = answer["skipped"][0]
-    assert skipped["trajectory_id"] == "tr_step_c" and "tr_step_c.json.zst" in skipped["why"]
+    assert ids(answer) == ["tr_step_a", "tr_step_b"] and answer["rollouts"] == 2 and answer["lanes_total"] == 2
+    listed = web.json("/v1/trajectories?run_id=steps&flag=malformed-record")["data"]
+    assert [row["id"] for row in listed] == ["tr_step_c"]
+
+
+def test_an_index_made_before_lanes_were_kept_is_built_again(run_dir, tmp_path):
+    cache = tmp_path / "cache"
+    catalog = Catalog([run_dir], IndexFiles(cache))
+    Watcher(catalog, verify=False).poll()
+    for run in catalog.runs.values():
+        run.store.close()
+    path = IndexFiles(cache).database_for(run_dir, catalog.group_by)[0]
+    with sqlite3.connect(path) as db:  # as the viewer before this schema left it
+        db.execute("DROP TABLE lanes")
+        db.execute("UPDATE facts SET value = 5 WHERE key = 'schema'")
+    catalog = Catalog([run_dir], IndexFiles(cache))
+    Watcher(catalog, verify=False).poll()
+    answer = step_timeline_answer(catalog.snapshot("steps"), {"step": [str(STEP)]}, WHOLE)
+    assert json.loads(encode_json(answer))["lanes"][0] == LANE_A and answer["critical"] == CRITICAL
 
 
 def test_the_command_prints_a_line_per_lane_the_critical_rollout_first(run_dir):

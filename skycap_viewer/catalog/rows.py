@@ -23,13 +23,14 @@ step, reward) is taken from the whole values first. The record's own answer give
 import json
 import os
 
-from skycap_viewer.catalog.blobs import squeezed, unsqueezed
+from skycap_viewer.catalog.blobs import pack, squeezed, unsqueezed
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
 from skycap_viewer.record.document import link_leaving, read_document, record_id_of
-from skycap_viewer.record.fields import created_ts
+from skycap_viewer.record.fields import created_ts, cut_marker
 from skycap_viewer.record.header import trajectory_header
+from skycap_viewer.record.lane import rollout_lane
 from skycap_viewer.record.opener import present_sidecars
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.verify import verified_rollout
@@ -127,13 +128,24 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
         texts = search_texts(row)
         row.update(bounded_values(row, texts))
         row["summary"] = summary(rollout)  # last: the row's JSON is then one encoding and its strip spliced in
+        lane = kept_lane(document)
     except RecordError as error:
         return unreadable_row(file_id, str(error), link)
     except Exception as error:  # a document shape the analysis did not foresee: show it, don't crash
         return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})", link)
     row = slim(with_keys(row, texts))
     row["_verified"] = verify
+    row["_lane"] = lane
     return row
+
+
+def kept_lane(document: dict) -> tuple:
+    """The rollout's lane on its step's axis as the store keeps it (`store.insert_forms`): its start and end
+    as columns, what it says packed and squeezed (a third of its size: node ids and finish reasons repeat).
+    Computed here, where the document is parsed anyway, so a step's lanes are a query (`views.run.step_timeline`),
+    never a second reading of its documents."""
+    start, end, says = rollout_lane(document)
+    return start, end, squeezed(pack(says))
 
 
 def unreadable_row(file_id: str, error: str, symlink_to: str | None = None) -> dict:
@@ -204,12 +216,6 @@ def bounded_mapping(mapping: dict, text: str | None = None) -> tuple[dict, dict 
     if not cut_keys and not dropped:
         return mapping, None
     return kept, {"keys": cut_keys, "dropped_keys": dropped}
-
-
-def cut_marker(value, json_bytes: int) -> dict:
-    """What a row keeps of a value too long to keep: that it was cut, its size and its JSON type."""
-    kind = {dict: "object", list: "list", str: "string"}.get(type(value), "number")
-    return {"cut": True, "json_bytes": json_bytes, "type": kind}
 
 
 def with_keys(row: dict, texts: dict | None = None) -> dict:

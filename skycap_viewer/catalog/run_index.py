@@ -26,10 +26,11 @@ import re
 from dataclasses import dataclass, field
 
 from skycap_viewer.catalog.blobs import squeezed, unsqueezed
-from skycap_viewer.catalog.rows import bounded_mapping, cut_marker
+from skycap_viewer.catalog.rows import bounded_mapping
 from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.printable import say
 from skycap_viewer.record.document import containers_past
+from skycap_viewer.record.fields import cut_marker
 from skycap_viewer.wire import encodable, encode_json
 
 INDEX_DIRECTORY = "index"

@@ -25,6 +25,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from skycap_viewer.printable import say
 from skycap_viewer.record.fields import scalar_text
 from skycap_viewer.wire import encode_json
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6  # 6: each rollout's lane on its step's axis (`lanes`)
 SORT_COLUMNS = ("step", "task", "reward", "turns", "tokens", "health", "trained")  # `created`: the index's own order
 KEPT = ("id", "task_id", "step", "status", "meta", "annotations", "created_ts", "tokenizer", "flags",
         "unreadable", "error", "cut", "_keys", "_retokenized", "trained", "superseded")
@@ -83,6 +84,15 @@ SCHEMA = [
         fields BLOB NOT NULL, PRIMARY KEY (file, position)) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS index_rows_by_id ON index_rows (id)",
     "CREATE INDEX IF NOT EXISTS index_rows_missing ON index_rows (phase, step, file, position) WHERE NOT present",
+    # each rollout's lane on its step's axis (`catalog.rows.kept_lane`), a row's with a step: its times in Unix
+    # seconds, what it says squeezed; a step's lanes in start order, its origin and its last end: index walks
+    """CREATE TABLE IF NOT EXISTS lanes (rid INTEGER PRIMARY KEY, lane_step NOT NULL, lane_id TEXT NOT NULL, lane_start,
+        lane_end, lane BLOB NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS lanes_by_start ON lanes (lane_step, (lane_start IS NULL), lane_start, lane_id)",
+    "CREATE INDEX IF NOT EXISTS lanes_by_end ON lanes (lane_step, lane_end, lane_id)",
+    # per step, its lanes and how many times they were written or removed (its version, `views.run.step_timeline`)
+    "CREATE TABLE IF NOT EXISTS lane_steps (step PRIMARY KEY, lanes INTEGER NOT NULL, changes INTEGER NOT NULL)"
+    " WITHOUT ROWID",
 ]
 ROW_COLUMNS = ("rid, name, size, mtime_ns, stamp, id, created, step, task, status, reward, turns, tokens, health,"
                " flags, trained, superseded, gkey, unreadable, verified, kept, json")  # as `put_many` gives them
@@ -124,8 +134,9 @@ def bit_flags(bits: int) -> list[str]:
 
 def stored_form(row: dict, group_by: tuple) -> tuple:
     """What the store keeps of a row, ready to insert: (its `rows` columns from `id` on, its annotations as
-    (key, value as filtered), its `q` text, its `row_kinds`, its re-tokenized copies). Plain values, so the
-    worker that computed the row computes this too and the server's process only inserts it."""
+    (key, value as filtered), its `q` text, its `row_kinds`, its re-tokenized copies, its lane (`rows.kept_lane`;
+    None when unreadable)). Plain values, so the worker that computed the row computes this too and the server's
+    process only inserts it."""
     keys = row["_keys"]
     gkey = group_key_of(row, group_by)
     unreadable = bool(row.get("unreadable"))
@@ -136,10 +147,10 @@ def stored_form(row: dict, group_by: tuple) -> tuple:
     annotations = [] if unreadable else [
         (key, None if isinstance(value, (dict, list)) else scalar_text(value))
         for key, value in row["annotations"].items() if value is not None]
-    return columns, annotations, row["_text"], row_kinds(row, gkey), row.get("_retokenized")
+    return columns, annotations, row["_text"], row_kinds(row, gkey), row.get("_retokenized"), row.get("_lane")
 
 
-REWARD, BITS, GKEY, UNREADABLE, VERIFIED, KEPT_BLOB = 5, 9, 12, 13, 14, 15  # in a `stored_form`'s columns
+STEP, REWARD, BITS, GKEY, UNREADABLE, VERIFIED, KEPT_BLOB = 2, 5, 9, 12, 13, 14, 15  # in a `stored_form`'s columns
 
 
 def form_unreadable(row) -> bool:
@@ -329,7 +340,7 @@ class RunStore:
         forms = [(name, size, mtime_ns, stamp, self.with_index_form(row)) for name, size, mtime_ns, stamp, row, _
                  in stored]
         rows = insert_forms(self.db, forms, self.has_text_index())
-        for _, _, _, _, (columns, _, _, kinds, copies) in forms:
+        for _, _, _, _, (columns, _, _, kinds, copies, _) in forms:
             self.count_kinds(kinds, columns[REWARD], copies, columns[BITS], 1, columns[GKEY])
         if self.has_index:
             self.index_missing -= self.db.executemany(
@@ -341,9 +352,9 @@ class RunStore:
             return stored_form(self.with_index(row), self.group_by)
         if not self.has_index:
             return row
-        columns, _, text, _, _ = row
+        columns, _, text, _, _, lane = row
         kept = unpack(columns[KEPT_BLOB])
-        kept.update(_json_z=columns[KEPT_BLOB + 1], _text=text, _verified=columns[VERIFIED])
+        kept.update(_json_z=columns[KEPT_BLOB + 1], _text=text, _verified=columns[VERIFIED], _lane=lane)
         changed = self.with_index(kept)
         return row if changed is kept else stored_form(changed, self.group_by)
 
@@ -361,6 +372,9 @@ class RunStore:
             self.db.execute("INSERT INTO texts (texts, rowid, text) SELECT 'delete', rid, text FROM rowtexts"
                             " WHERE rid = ?", (rid,))
         self.db.execute("DELETE FROM rowtexts WHERE rid = ?", (rid,))
+        self.db.execute("UPDATE lane_steps SET lanes = lanes - 1, changes = changes + 1 WHERE step = (SELECT"
+                        " lane_step FROM lanes WHERE rid = ?)", (rid,))
+        self.db.execute("DELETE FROM lanes WHERE rid = ?", (rid,))
         self.db.execute("DELETE FROM rows WHERE rid = ?", (rid,))
         if self.has_index:
             self.index_missing += self.db.execute(
@@ -616,13 +630,19 @@ def add_counts(db: sqlite3.Connection, counts: dict):
 def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool) -> list[tuple]:
     """Insert the rows of new documents (name, size, mtime_ns, stamp, `stored_form`), with one `executemany`
     a table, which costs a third of a statement a row (the rids are given, not read back); the `rows` rows."""
-    rows, annotations, texts = [], [], []
+    rows, annotations, texts, lanes = [], [], [], []
     rid = db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
-    for name, size, mtime_ns, stamp, (columns, keyed, text, _, _) in forms:
+    for name, size, mtime_ns, stamp, (columns, keyed, text, _, _, lane) in forms:
         rid += 1
         rows.append((rid, name, size, mtime_ns, stamp, *columns))
         annotations += [(rid, key, value) for key, value in keyed]
         texts.append((rid, text))
+        if lane is not None and columns[STEP] is not None:
+            lanes.append((rid, columns[STEP], columns[0], *lane))
+    db.executemany("INSERT INTO lanes VALUES (?, ?, ?, ?, ?, ?)", lanes)
+    steps = Counter(lane[1] for lane in lanes)
+    db.executemany("INSERT INTO lane_steps VALUES (?, ?, 1) ON CONFLICT DO UPDATE SET lanes = lanes + excluded.lanes,"
+                   " changes = changes + 1", list(steps.items()))
     db.executemany(f"INSERT INTO rows ({ROW_COLUMNS}) VALUES ({', '.join('?' * len(ROW_COLUMNS.split(',')))})", rows)
     db.executemany("INSERT INTO annotations VALUES (?, ?, ?)", annotations)
     db.executemany("INSERT INTO rowtexts VALUES (?, ?)", texts)
@@ -652,7 +672,7 @@ def rows_written(path: str, identity: str, forms: list[tuple]) -> bool:
                                         (LAST_LISTING_INDEX,)).fetchone() is not None
                 insert_forms(db, forms, text_index)
                 counts: dict = {}
-                for _, _, _, _, (columns, _, _, kinds, copies) in forms:
+                for _, _, _, _, (columns, _, _, kinds, copies, _) in forms:
                     counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
                 add_counts(db, counts)
         except BaseException:

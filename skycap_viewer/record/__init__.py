@@ -6,6 +6,7 @@
 - `graph`: the paths and what each trains; `forks`: why each fork exists; `blocks`: a path cut in blocks.
 - `rollout`: the record understood from its document (paths, counts, signs, flags).
 - `support`: what the sampling mask says of each sampled token.
+- `lane`: its calls and failures in time order, and its lane on its step's axis (kept by the index).
 - `fields`: values read out of `meta`, `annotations` and times; `header`: what a listing row starts with.
 - `search`: text found in one document's nodes; `verify`: every problem of a record, sidecars opened.
 - `lazy`: a property computed on first use, without `cached_property`'s lock.

@@ -93,3 +93,9 @@ def scalar_text(value) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def cut_marker(value, json_bytes: int) -> dict:
+    """What a row keeps of a value too long to keep: that it was cut, its size and its JSON type."""
+    kind = {dict: "object", list: "list", str: "string"}.get(type(value), "number")
+    return {"cut": True, "json_bytes": json_bytes, "type": kind}

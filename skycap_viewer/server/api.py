@@ -31,8 +31,6 @@ from skycap_viewer.server.caches import (
     PATHS_CACHE_BYTES,
     RECORD_VIEW_CACHE_BYTES,
     RECORD_VIEW_CACHE_SIZE,
-    STEP_TIMELINE_CACHE_BYTES,
-    STEP_TIMELINE_CACHE_STEPS,
     AnswerCache,
     DocumentCache,
     ViewCache,
@@ -102,7 +100,6 @@ class Api:
         self.group_by = catalog.group_by  # the store's groups are the catalog's
         self.searches = Searches()  # its worker processes start with the first search
         self.runs_answer = (None, None)  # (the published snapshots it was encoded from, `/v1/runs` encoded)
-        self.step_timelines = ViewCache(STEP_TIMELINE_CACHE_STEPS, STEP_TIMELINE_CACHE_BYTES)
 
     # -- the server and its runs --------------------------------------------------------
 
@@ -553,7 +550,7 @@ class Api:
         """Every rollout of one step of one run as a lane of its calls and failures (`views.run.step_timeline`)."""
         if one(params, "run_id") is None:
             raise ApiError(400, "a timeline covers one run's step: pass run_id")
-        return 200, step_timeline_answer(self.scope(params)[0], params, self.step_timelines, self.part_limit)
+        return 200, step_timeline_answer(self.scope(params)[0], params, self.part_limit)
 
     # -- comparing runs and steps ---------------------------------------------------------------
 

@@ -17,11 +17,6 @@ can no longer come up (an older index generation, an older file version) just ag
   its size), so each part of a big record's answers does not build its rollout again. Weighed in
   bytes, not nodes: a few nodes can hold 100 MB of JSON in an unknown field, and the view holds its
   document (its derived structures grow with its nodes, which its JSON holds too).
-- A step's lanes (`views.run.step_timeline.StepTimeline`, what `/v1/steps/timeline` parts are cut from):
-  `ViewCache` by (run, its database, step), laid out again when the step's rows' digest moves
-  (`step_version`, one per snapshot in `Snapshot.memo`), reading only the changed rollouts;
-  `STEP_TIMELINE_CACHE_STEPS` of
-  them and at most `STEP_TIMELINE_CACHE_BYTES` of encoded lanes (the last one made kept whatever its size).
 - Elsewhere, beside what they cache: a snapshot's derived answers (the picker's value tables) in
   `Snapshot.memo`, one snapshot's life long; an encoded answer's gzip form on the `RawJson`
   itself; each run's rows, counts and groups, across restarts, in its SQLite database
@@ -45,8 +40,6 @@ PATHS_CACHE_BYTES = 12 * 2**20  # a 66k-token rollout's /paths is ~3 MB
 DOCUMENT_CACHE_BYTES = 256 * 2**20  # held once parsed: a few hundred ordinary documents, or one big one
 RECORD_VIEW_CACHE_SIZE = 4  # rollouts being looked at...
 RECORD_VIEW_CACHE_BYTES = 256 * 2**20  # ...and what their documents hold parsed (shared with `DocumentCache`)
-STEP_TIMELINE_CACHE_STEPS = 8  # steps looked at on one axis...
-STEP_TIMELINE_CACHE_BYTES = 64 * 2**20  # ...and their lanes: a step of 10,000 rollouts of 30 calls is ~30 MB
 
 
 class AnswerCache:

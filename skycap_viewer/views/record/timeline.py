@@ -12,7 +12,7 @@ Positions are milliseconds since the first drawn item; an item without valid tim
 import heapq
 from dataclasses import dataclass, field
 
-from skycap_viewer.record.fields import is_finite_number
+from skycap_viewer.record.lane import ms, times
 
 
 @dataclass(frozen=True)
@@ -38,37 +38,6 @@ class Layout:
     lanes: list[dict] = field(default_factory=list)
 
 
-def time_key(value) -> tuple:
-    """Calls and failures sort by time; those without one go last, in the order they were found."""
-    return (not is_finite_number(value), value if is_finite_number(value) else 0)
-
-
-def time_order(document: dict) -> list[tuple[int | None, int]]:
-    """Every call as (node index, call index) and every failure as (None, failure index), in time order
-    (ties: calls by node, then failures): what a rollout's Timeline tab and a step's lanes are laid out in."""
-    keyed = [(call.get("t_start"), n, j) for n, node in enumerate(document["nodes"])
-             for j, call in enumerate(node.get("calls") or [])]
-    keyed += [(failure.get("t"), None, k) for k, failure in enumerate(document.get("failures") or [])]
-    keyed.sort(key=lambda item: time_key(item[0]))
-    return [(n, j) for _, n, j in keyed]
-
-
-def times(document: dict, node_index: int | None, at: int) -> tuple[float | None, float | None, str | None]:
-    """(start, end, why not drawn) of a call (node index, call index) or a failure (None, failure index)."""
-    if node_index is None:
-        t = document["failures"][at].get("t")
-        return (t, t, None) if is_finite_number(t) else (None, None, "t is not a time")
-    call = document["nodes"][node_index]["calls"][at]
-    start, end = call.get("t_start"), call.get("t_end")
-    if not is_finite_number(start):
-        return None, None, "t_start is not a time"
-    if not is_finite_number(end):
-        return None, None, "t_end is not a time"
-    if end < start:
-        return None, None, "t_end is before t_start"
-    return start, end, None
-
-
 def roots_of(nodes: list[dict]) -> list[int]:
     """Each node's root: nodes are stored in creation order, a parent before its children."""
     roots: list[int] = []
@@ -84,10 +53,6 @@ def lane_root(document: dict, roots: list[int], node_index: int | None, at: int)
         return roots[node_index]
     leaf = document["failures"][at].get("input_leaf")
     return roots[leaf] if type(leaf) is int and 0 <= leaf < len(roots) else None
-
-
-def ms(seconds: float) -> float:
-    return round(seconds * 1000, 3)
 
 
 def lay_out(document: dict, order: list[tuple[int | None, int]]) -> Layout:

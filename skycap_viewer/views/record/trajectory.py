@@ -11,19 +11,19 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate
 
-from skycap_viewer.catalog.rows import cut_marker
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.blocks import Block, message_text, utf16_length
-from skycap_viewer.record.fields import is_finite_number, wire_id
+from skycap_viewer.record.fields import cut_marker, is_finite_number, wire_id
 from skycap_viewer.record.forks import Fork
 from skycap_viewer.record.header import trajectory_header
+from skycap_viewer.record.lane import time_order
 from skycap_viewer.record.media import media_count, node_media
 from skycap_viewer.record.opener import OpenedRecord
 from skycap_viewer.record.rollout import ABSENT, PathView, Rollout
 from skycap_viewer.record.sidecars import TokenData, read_tokens
 from skycap_viewer.record.support import NodeSupport, read_mask, support_by_node
 from skycap_viewer.record.verify import verified_rollout
-from skycap_viewer.views.record.timeline import Layout, lay_out, time_order
+from skycap_viewer.views.record.timeline import Layout, lay_out
 from skycap_viewer.wire import RawJson, encode_json
 
 BLOCKING = "mask+turns"  # token-blocked paths are cut on the loss mask and on node boundaries

@@ -5,301 +5,165 @@ Why a step was slow is a question about all its rollouts at once: which ones hel
 failed or hit their token limit, and what the trainer did with each attempt (`trained`,
 `superseded`, as the run index says and the store keeps on the rows).
 
-The lanes are read from the step's documents alone (never a sidecar), each call and failure timed
-as a rollout's Timeline tab times it (`views.record.timeline`), each lane encoded once (`StepTimeline`, kept
-by the server per run and step): a request only picks the lanes its filters keep (the listing's own
-SQL), sorts them and sends a part. The step's rows are looked at once per index generation
-(`step_version`); when they changed, only the new or changed rollouts are read again (a live step
-gains a few a poll). Times are milliseconds from the step's `origin_at`, the earliest start of any of
-its rollouts (whatever the filters keep, so the axis stays put).
+Each rollout's lane was computed when the run was indexed, from its document alone, where the worker
+parsed it anyway (`record.lane.rollout_lane`, kept in the store's `lanes` table with its step, start and
+end as columns): a request reads no document and no sidecar. The step's origin (its earliest start,
+whatever the filters keep, so the axis stays put) and its last end are each one walk of an index; a part
+is the lanes the listing's own filters keep, in the asked order, read from where it starts until it is
+full. So the first part of any step, at any size of run, costs a query and the decoding of its own lanes.
+Times are milliseconds from the step's origin, put on the lanes as they are sent (a row's `trained`,
+`superseded`, flags, group, task and status are read from its row then, as the run index says now).
+Lanes are ordered by their times as recorded: two within half a microsecond, equal as sent, keep that
+order rather than their ids'.
 """
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
-from skycap_viewer.catalog.blobs import unpack
-from skycap_viewer.catalog.rows import cut_marker
+from skycap_viewer.catalog.blobs import unpack, unsqueezed
 from skycap_viewer.catalog.store import bit_flags
-from skycap_viewer.errors import ApiError, RecordError
-from skycap_viewer.record.document import read_document
-from skycap_viewer.record.fields import is_finite_number, iso_time, reward_as_number, wire_id
+from skycap_viewer.errors import ApiError
+from skycap_viewer.record.fields import iso_time
+from skycap_viewer.record.lane import ms
 from skycap_viewer.views.params import as_written, parse_sort, part_start
-from skycap_viewer.views.record.timeline import ms, time_order, times
 from skycap_viewer.views.record.trajectory import PartLimit, check_start, part_of, window
 from skycap_viewer.views.run.listing import Filters
 from skycap_viewer.wire import RawJson, encode_json
 
 SORTS = ("start", "end", "duration", "reward", "task")
-MESSAGE_CHARS = 300  # of a failure's `error`: the upstream body can be 2,000 characters
-REWARD_CHARS = 200  # of a reward recorded as text
-SKIPPED_SHOWN = 100  # rollouts of the step that could not be read, named in the first part
+SORTED_BY = {"start": "lane_start", "end": "lane_end", "duration": "lane_end - lane_start", "reward": "reward",
+             "task": "task"}  # each sort's value: the lane's own columns, or its row's
 PART_BYTES = 2**20  # of lanes in a part (about 330 of 30 calls): a first screen needs a few dozen, not thousands
+READ_AT_ONCE = 64  # lanes read in one query while a part fills
+ROW_COLUMNS = "id, gkey, task, status, trained, superseded, flags"  # what a lane takes from its row as it is sent
 
 
 @dataclass
-class Lane:
-    """One rollout of the step as sent (`encoded`), with what lanes are sorted by and the CLI prints."""
+class StepAxis:
+    """What the step's first part says of it, whatever the filters: its origin (Unix seconds), its span to
+    its last end, its critical rollout (the one that ended last) and how many rollouts it holds."""
 
-    trajectory_id: str
-    source: tuple  # what it was read from: the store's row and the document's version (`step_timeline`)
-    start_at: float | None  # Unix seconds: where it starts, whatever the step's origin
-    start_ms: float | None
-    end_ms: float | None
-    reward: float | None  # as a number to sort by (`reward_as_number`)
-    task: str | None
-    calls: int
-    failures: int
-    longest_gap_ms: float | None
-    encoded: RawJson
-
-    @property
-    def duration_ms(self) -> float | None:
-        return None if self.start_ms is None else round(self.end_ms - self.start_ms, 3)
+    origin: float | None
+    span_ms: float
+    critical: str | None
+    rollouts: int
 
 
-@dataclass
-class StepTimeline:
-    """A step's lanes in time order (start, then id), its origin and span, its critical rollout, and the
-    rollouts it holds that could not be read (with why)."""
-
-    step: float
-    version: str = ""  # `step_version`: what the step's rows were when it was laid out
-    origin: float | None = None  # Unix seconds
-    span_ms: float = 0.0
-    critical: str | None = None
-    lanes: list[Lane] = field(default_factory=list)
-    skipped: list[dict] = field(default_factory=list)
-
-    @property
-    def weight(self) -> int:
-        """What it holds in bytes, about: its encoded lanes (what a cache of them is bounded by)."""
-        return sum(len(lane.encoded) + 200 for lane in self.lanes)
-
-
-def weighed(timeline: StepTimeline) -> tuple[StepTimeline, int]:
-    """The timeline with what it weighs, as a `ViewCache` keeps what it is made."""
-    return timeline, timeline.weight
+def step_axis(db, step: float) -> StepAxis:
+    """The step's axis, from the `lanes` table's indexes: its earliest start and its latest end (a few
+    lanes ending within a millisecond of it are compared as sent: by their end in ms, then by id); its
+    lanes as the store counts them (`lane_steps`)."""
+    found = db.execute("SELECT lane_start FROM lanes WHERE lane_step = ? ORDER BY (lane_start IS NULL), lane_start,"
+                       " lane_id LIMIT 1", (step,)).fetchone()
+    origin = found[0] if found else None
+    counted = db.execute("SELECT lanes FROM lane_steps WHERE step = ?", (step,)).fetchone()
+    rollouts = counted[0] if counted else 0
+    found = db.execute("SELECT lane_end FROM lanes WHERE lane_step = ? ORDER BY lane_end DESC LIMIT 1",
+                       (step,)).fetchone()
+    last = found[0] if found else None
+    if last is None or origin is None:
+        return StepAxis(origin, 0.0, None, rollouts)
+    ending = db.execute("SELECT lane_id, lane_end FROM lanes WHERE lane_step = ? AND lane_end >= ?",
+                        (step, last - 0.001)).fetchall()
+    span_ms, critical = max((ms(end - origin), record_id) for record_id, end in ending)
+    return StepAxis(origin, span_ms, critical, rollouts)
 
 
-@dataclass
-class Timed:
-    """What a lane needs of one rollout, its times in Unix seconds (the step's origin is not known yet): the
-    document itself is not kept, so laying out thousands holds one document at a time."""
-
-    row: tuple  # the store's (id, name, gkey, task, status, trained, superseded, flags)
-    source: tuple  # the row and the document's (size, mtime_ns, stamp)
-    created: object  # the document's `created_at`, `finished_at`, `annotations.reward` as recorded
-    finished: object
-    reward: object
-    reward_number: float | None
-    calls: list = field(default_factory=list)  # (start, end, node id, finish_reason, completion tokens)
-    failures: list = field(default_factory=list)  # (t, status, message)
-
-    @property
-    def start(self) -> float | None:
-        firsts = [t for t in (self.created, *(c[0] for c in self.calls[:1]), *(f[0] for f in self.failures[:1]))
-                  if is_finite_number(t)]
-        return min(firsts) if firsts else None
-
-    @property
-    def end(self) -> float | None:
-        """When the rollout ended: the latest of its calls' and failures' ends and its `finished_at`."""
-        ends = [t for t in (self.finished, *(c[1] for c in self.calls), *(f[0] for f in self.failures))
-                if is_finite_number(t)]
-        return max(ends) if ends else None
+def unfiltered(filters: Filters) -> bool:
+    """Whether the filters keep every lane of the step (they ask for the step alone)."""
+    return not replace(filters, step=None) and not filters.by_flag
 
 
-ROW_COLUMNS = "id, name, gkey, task, status, trained, superseded, flags"
-
-
-def step_timeline(snapshot, step: float, version: str = "", previous: StepTimeline | None = None) -> StepTimeline:
-    """Read every rollout of `step` in the run (`snapshot`) and lay them out on one axis. Given the step's
-    `previous` lanes, a rollout whose row and document are as they were keeps its lane unread (a live step
-    gains a few rollouts a poll), unless the step's origin moved: then those are read again too."""
-    with snapshot.reading() as db:
-        found = db.execute(f"SELECT {ROW_COLUMNS}, size, mtime_ns, stamp, unreadable, kept FROM rows WHERE step = ?"
-                           " ORDER BY id", (step,)).fetchall()
-    timeline = StepTimeline(step, version)
-    before = {lane.source: lane for lane in previous.lanes} if previous is not None else {}
-    reused, timed = [], []
-
-    def read(source: tuple):
-        row = source[:-3]  # less (size, mtime_ns, stamp)
-        try:
-            timed.append(timed_rollout(row, source, read_document(snapshot.location.path / row[1])))
-        except RecordError as error:
-            timeline.skipped.append({"trajectory_id": row[0], "why": str(error)})
-
-    for *row, size, mtime_ns, stamp, unreadable, kept in found:
-        source = (*row, size, mtime_ns, stamp)
-        if unreadable:
-            timeline.skipped.append({"trajectory_id": row[0], "why": unpack(kept).get("error")})
-        elif source in before:
-            reused.append(before[source])
-        else:
-            read(source)
-    starts = [lane.start_at for lane in reused if lane.start_at is not None]
-    starts += [t.start for t in timed if t.start is not None]
-    timeline.origin = min(starts) if starts else None
-    if reused and timeline.origin != previous.origin:  # the axis moved: the kept lanes are read again on it
-        for lane in reused:
-            read(lane.source)
-        reused = []
-    lanes = reused + [lane_of(t, timeline.origin) for t in timed]
-    lanes.sort(key=lambda lane: (lane.start_ms is None, lane.start_ms or 0, lane.trajectory_id))
-    timeline.lanes = lanes
-    ended = [lane for lane in lanes if lane.end_ms is not None]
-    if ended:
-        last = max(ended, key=lambda lane: (lane.end_ms, lane.trajectory_id))
-        timeline.critical, timeline.span_ms = last.trajectory_id, last.end_ms
-    return timeline
-
-
-def timed_rollout(row: tuple, source: tuple, document: dict) -> Timed:
-    """The rollout's calls and failures with a valid time, in time order (`views.record.timeline`'s reading)."""
-    annotations = document.get("annotations")
-    annotations = annotations if isinstance(annotations, dict) else {}
-    timed = Timed(row, source, document.get("created_at"), document.get("finished_at"), recorded_reward(annotations),
-                  reward_as_number(annotations))
-    for node_index, at in time_order(document):
-        start, end, _ = times(document, node_index, at)
-        if start is None:
-            continue
-        if node_index is None:
-            failure = document["failures"][at]
-            timed.failures.append((start, failure.get("status"), str(failure.get("error") or "")[:MESSAGE_CHARS]))
-        else:
-            call = document["nodes"][node_index]["calls"][at]
-            timed.calls.append((start, end, wire_id(document["nodes"][node_index]["id"]), call.get("finish_reason"),
-                                completion_tokens(call)))
-    return timed
-
-
-def recorded_reward(annotations: dict) -> object:
-    """The reward as the record has it: a scalar as is (text cut), anything bigger as a cut marker."""
-    reward = annotations.get("reward")
-    if isinstance(reward, str) and len(reward) > REWARD_CHARS:
-        return reward[:REWARD_CHARS] + "…"
-    if isinstance(reward, (dict, list)):
-        return cut_marker(reward, len(encode_json(reward)))
-    return reward
-
-
-def longest_gap(calls: list) -> float | None:
-    """The longest time no call of the rollout ran, between its first call's start and its last's end."""
-    longest, running_until = None, None
-    for start, end, *_ in calls:
-        if running_until is not None and start > running_until:
-            longest = max(longest or 0.0, start - running_until)
-        running_until = end if running_until is None else max(running_until, end)
-    return None if longest is None else ms(longest)
-
-
-def lane_of(timed: Timed, origin: float | None) -> Lane:
-    """The rollout's lane, its times in ms from `origin`."""
-    record_id, _, gkey, task, status, trained, superseded, bits = timed.row
-
-    def at(seconds):
-        return ms(seconds - origin)
-
-    start, end = timed.start, timed.end
-    calls = [{"start_ms": at(s), "end_ms": at(e), "node_id": node_id, "finish_reason": reason, "tokens": tokens}
-             for s, e, node_id, reason, tokens in timed.calls]
-    failures = [{"at_ms": at(t), "end_ms": at(t), "status": status_code, "message": message}
-                for t, status_code, message in timed.failures]
-    gap = longest_gap(timed.calls)
-    payload = {
-        "trajectory_id": record_id, "group_key": gkey, "task_id": task, "status": status, "reward": timed.reward,
-        "started_at": iso_time(timed.created), "ended_at": iso_time(timed.finished),
-        "start_ms": None if start is None else at(start), "end_ms": None if end is None else at(end),
-        "trained": None if trained is None else bool(trained),
-        "superseded": None if superseded is None else bool(superseded),
-        "flags": bit_flags(bits), "longest_gap_ms": gap, "calls": calls, "failures": failures,
-    }
-    return Lane(record_id, timed.source, start, payload["start_ms"], payload["end_ms"], timed.reward_number, task,
-                len(calls), len(failures), gap, RawJson(encode_json(payload)))
-
-
-def completion_tokens(call: dict):
-    """The call's completion tokens as its `usage` says, when it says a count."""
-    usage = call.get("usage")
-    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    return count if type(count) is int else None
-
-
-def sort_key(key: str):
-    """How lanes sort by `key`: lanes without the value last whatever the order (`sorted_lanes`)."""
-    return {"start": lambda lane: lane.start_ms, "end": lambda lane: lane.end_ms,
-            "duration": lambda lane: lane.duration_ms, "reward": lambda lane: lane.reward,
-            "task": lambda lane: lane.task}[key]
-
-
-def sorted_lanes(lanes: list[Lane], key: str, order: str) -> list[Lane]:
-    """`lanes` by `key` in `order`, lanes without the value last, ties by trajectory id."""
-    value = sort_key(key)
-    having = sorted((lane for lane in lanes if value(lane) is not None), key=lambda lane: lane.trajectory_id)
-    having.sort(key=value, reverse=order == "desc")
-    return having + sorted((lane for lane in lanes if value(lane) is None), key=lambda lane: lane.trajectory_id)
-
-
-def kept_ids(snapshot, filters: Filters) -> set[str]:
-    """The ids of the step's rows the listing's filters keep (its WHERE clauses, flags included)."""
-    filters = filters.on(snapshot)
+def kept_lanes(filters: Filters, key: str) -> tuple[str, list]:
+    """The FROM and WHERE of the step's lanes the filters keep: the `lanes` table alone when only the step
+    is asked and the sort is the lane's own, else each lane's row looked up by its rid (the listing's WHERE)."""
+    if unfiltered(filters) and key in ("start", "end", "duration"):
+        return "FROM lanes WHERE lane_step = ?", [filters.step]
     where, values = filters.where()
     flag_where, flag_values = filters.flag_where()
-    with snapshot.reading() as db:
-        return {record_id for (record_id,) in db.execute(f"SELECT id FROM rows WHERE {where} AND {flag_where}",
-                                                          [*values, *flag_values])}
+    return (f"FROM lanes CROSS JOIN rows USING (rid) WHERE lane_step = ? AND {where} AND {flag_where}",
+            [filters.step, *values, *flag_values])
 
 
-def timeline_part(timeline: StepTimeline, kept: set[str] | None, key: str, order: str, start: int,
-                  limit: PartLimit) -> dict:
-    """A part of the `/v1/steps/timeline` answer: the kept lanes from `start` in the asked order; the
-    first part also the step's origin, span, critical rollout and the rollouts that could not be read."""
-    lanes = [lane for lane in timeline.lanes if kept is None or lane.trajectory_id in kept]
-    lanes = sorted_lanes(lanes, key, order)
+def ordered_by(key: str, order: str) -> str:
+    """The ORDER BY of a sort: lanes without the value last whatever the order, ties by trajectory id."""
+    value = SORTED_BY[key]
+    return f"({value}) IS NULL, {value} {'DESC' if order == 'desc' else 'ASC'}, lane_id"
+
+
+def encoded_lanes(db, rids, origin: float | None):
+    """Each lane of `rids` (a cursor of rids in order) as sent, read `READ_AT_ONCE` at a time."""
+    while batch := [rid for (rid,) in rids.fetchmany(READ_AT_ONCE)]:
+        found = {rid: rest for rid, *rest in db.execute(
+            f"SELECT rid, lane_start, lane_end, lane, {ROW_COLUMNS} FROM lanes JOIN rows USING (rid)"
+            " WHERE rid IN (SELECT value FROM json_each(?))", (encode_json(batch).decode(),))}
+        for rid in batch:
+            start, end, says, *row = found[rid]
+            yield encoded_lane(row, start, end, unpack(unsqueezed(says)), origin)
+
+
+def encoded_lane(row: list, start: float | None, end: float | None, says: tuple, origin: float | None) -> bytes:
+    """One lane as sent: its times in ms from `origin`, with what its row says now."""
+    record_id, gkey, task, status, trained, superseded, bits = row
+    started_at, ended_at, reward, gap, calls, failures = says
+    return encode_json({
+        "trajectory_id": record_id, "group_key": gkey, "task_id": task, "status": status, "reward": reward,
+        "started_at": started_at, "ended_at": ended_at,
+        "start_ms": None if start is None else ms(start - origin), "end_ms": None if end is None else ms(end - origin),
+        "trained": None if trained is None else bool(trained),
+        "superseded": None if superseded is None else bool(superseded),
+        "flags": bit_flags(bits), "longest_gap_ms": gap,
+        "calls": [{"start_ms": round((s - origin) * 1000, 3), "end_ms": round((e - origin) * 1000, 3),
+                   "node_id": node_id, "finish_reason": reason, "tokens": tokens}
+                  for s, e, node_id, reason, tokens in calls],  # `ms`, inline: a part holds ten thousand calls
+        "failures": [{"at_ms": ms(t - origin), "end_ms": ms(t - origin), "status": status_code, "message": message}
+                     for t, status_code, message in failures],
+    })
+
+
+def timeline_part(db, filters: Filters, key: str, order: str, start: int, limit: PartLimit) -> dict:
+    """A part of the `/v1/steps/timeline` answer, in one read transaction (`db`): the kept lanes from `start`
+    in the asked order; the first part also the step's origin, span, critical rollout and size."""
+    axis = step_axis(db, filters.step)
+    source, values = kept_lanes(filters, key)
+    total = axis.rollouts if unfiltered(filters) else db.execute(f"SELECT count(*) {source}", values).fetchone()[0]
     try:
-        check_start(start, len(lanes))
+        check_start(start, total)
     except ValueError as error:
         raise ApiError(400, str(error)) from None
-    items, end, _ = window(lambda i: lanes[i].encoded, start, len(lanes), limit, size_of=len)
-    answer = {"step": as_written(timeline.step), "version": timeline.version, "sort": {"key": key, "order": order}}
+    rids = db.execute(f"SELECT lanes.rid {source} ORDER BY {ordered_by(key, order)} LIMIT -1 OFFSET ?",
+                      [*values, start])
+    lanes = encoded_lanes(db, rids, axis.origin)
+    items, end, _ = window(lambda _: next(lanes), start, total, limit, size_of=len)
+    answer = {"step": as_written(filters.step), "sort": {"key": key, "order": order}}
     if not start:
-        answer.update(origin_at=iso_time(timeline.origin), span_ms=timeline.span_ms, lanes_total=len(lanes),
-                      rollouts=len(timeline.lanes) + len(timeline.skipped), critical=timeline.critical,
-                      skipped=timeline.skipped[:SKIPPED_SHOWN], skipped_count=len(timeline.skipped))
-    answer["part"] = part_of(start, end, len(lanes))
+        answer.update(origin_at=iso_time(axis.origin), span_ms=axis.span_ms, lanes_total=total,
+                      rollouts=axis.rollouts, critical=axis.critical)
+    answer["part"] = part_of(start, end, total)
     answer["lanes"] = RawJson(b"[" + b",".join(items) + b"]")  # spliced in as encoded when the answer is
     return answer
 
 
-def step_version(snapshot, step: float) -> str:
-    """What the step's lanes are made of, as one digest: each of its rows' file version and what the store
-    says of it (the run index's `trained` and `superseded`, flags, group, task, status)."""
-    digest = hashlib.blake2b(digest_size=16)
-    with snapshot.reading() as db:
-        for row in db.execute(f"SELECT {ROW_COLUMNS}, size, mtime_ns, stamp, unreadable FROM rows WHERE step = ?"
-                              " ORDER BY name", (step,)):
-            digest.update(repr(row).encode())
-    return digest.hexdigest()
+def step_version(db, step: float) -> str:
+    """What the step's lanes are made of, as one digest: how many times its lanes were written or removed
+    (`lane_steps`, kept by the store as rows come and go) and the run index's files as read (what they say
+    of a rollout is put on its row when one changes). A few lookups, whatever the step's size."""
+    changes = db.execute("SELECT changes FROM lane_steps WHERE step = ?", (step,)).fetchone()
+    index_files = db.execute("SELECT file, size, mtime_ns, problem FROM index_files ORDER BY file").fetchall()
+    return hashlib.blake2b(repr((changes, index_files)).encode(), digest_size=16).hexdigest()
 
 
-def step_timeline_answer(snapshot, params: dict, timelines, limit: PartLimit) -> dict:
+def step_timeline_answer(snapshot, params: dict, limit: PartLimit) -> dict:
     """The `/v1/steps/timeline` answer for one run: `step` and the listing's filters (its own parser),
-    `sort` / `order`, `from`; the step's lanes laid out once and kept in `timelines` (a `ViewCache`) by run
-    and step, laid out again only when the step's version (looked up once per snapshot) moved, then reading
-    only what changed: a later part, another sort, other filters or a new generation do not read the
-    documents again."""
+    `sort` / `order`, `from`; read from the run's store in one read transaction, with the step's `version`
+    (looked up once per snapshot) for a poll to tell whether the step changed."""
     filters = Filters.parse(params)
     if filters.step is None:
         raise ApiError(400, "a timeline covers one step: pass step=S")
     key, order, _ = parse_sort(params, SORTS, ("start", "asc"))
     start = part_start(params)
-    version = snapshot.memoized(("step-version", filters.step), lambda: step_version(snapshot, filters.step))
-    kept_as = (snapshot.id, snapshot.database, filters.step)
-    timeline = timelines.get(kept_as, lambda: weighed(step_timeline(snapshot, filters.step, version)))
-    if timeline.version != version:
-        previous = timeline
-        timelines.drop(kept_as)
-        timeline = timelines.get(kept_as, lambda: weighed(step_timeline(snapshot, filters.step, version, previous)))
-    return timeline_part(timeline, kept_ids(snapshot, filters), key, order, start, limit.within(PART_BYTES))
+    filters = filters.on(snapshot)
+    with snapshot.reading() as db:
+        version = snapshot.memoized(("step-version", filters.step), lambda: step_version(db, filters.step))
+        answer = timeline_part(db, filters, key, order, start, limit.within(PART_BYTES))
+    return {"step": answer.pop("step"), "version": version, **answer}

@@ -51,7 +51,7 @@ export class StepTimeline {
     }
     if (!poll) {
       replace(this.body(), el("p", {className: "muted st-loading"},
-        "reading the step's rollouts… (the first time a step is asked, the server reads every rollout of it)"));
+        "reading the step's lanes…"));
     }
     let first;
     try {
@@ -121,13 +121,10 @@ export class StepTimeline {
     el("span", {className: "st-key"}, el("span", {className: "st-swatch superseded"}), "superseded"),
     el("span", {className: "st-key"}, el("span", {className: "st-swatch untrained"}), "not trained"),
     " · ctrl+wheel or +/− zoom, drag or ←/→ pan, ↑/↓ a lane, Enter opens it");
-    const skipped = answer.skipped_count ? el("p", {className: "notice warn st-skipped"},
-      `${plural(answer.skipped_count, "rollout")} of this step could not be read: `,
-      answer.skipped.map((s) => `${s.trajectory_id} (${s.why})`).join("; ")) : null;
     this.list = el("ol", {className: "st-lanes", "aria-label": `lanes of step ${answer.step}`,
       onkeydown: (event) => this.onListKey(event)});
     this.readout = el("p", {className: "st-readout small", "aria-live": "polite"}, " ");
-    append(box, [summary, legend, skipped, el("div", {className: "st-split"}, this.list,
+    append(box, [summary, legend, el("div", {className: "st-split"}, this.list,
       el("div", {className: "st-drawing"}, this.drawing.build(this.node), this.readout))]);
     if (!this.lanes.length) {
       this.list.append(el("li", {className: "muted"}, "No rollout of this step passes the filters."));
