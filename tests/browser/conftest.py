@@ -67,12 +67,14 @@ def page_on(browser):
         page = Page(browser, server, **context_options)
         opened.append(page)
         OPEN_TABS.append(page)
+        if hasattr(server, "before_stop"):  # a server the test stops itself: the tab closes first
+            server.before_stop.append(page.close)
         return page
 
     yield make
     OPEN_TABS.clear()
     for page in opened:
-        page.context.close()
+        page.close()
     for page in opened:
         assert not page.dialogs, f"a dialog fired: {page.dialogs}"
         assert not page.errors, f"page errors: {page.errors}"
@@ -90,7 +92,7 @@ def shared_page(browser, corpus_server):
     test that was running when they came (checked after each), dialogs at the end."""
     page = Page(browser, corpus_server)
     yield page
-    page.context.close()
+    page.close()
     assert not page.dialogs, f"a dialog fired: {page.dialogs}"
 
 

@@ -24,12 +24,19 @@ class Page:
         self.dialogs = []
         self.requests = {}  # Playwright request -> [seconds since the tab opened, URL, how it ended]
         self.opened = time.monotonic()
+        self.closed = False
         self.tab.on("request", lambda request: self.requests.setdefault(request, [self.since(), request.url, None]))
         self.tab.on("requestfinished", lambda request: self._ended(request, "answered"))
         self.tab.on("requestfailed", lambda request: self._ended(request, f"failed: {request.failure}"))
         self.tab.on("pageerror", lambda error: self.errors.append(str(error)))
         self.tab.on("console", lambda message: message.type == "error" and self.errors.append(message.text))
         self.tab.on("dialog", self._dialog)
+
+    def close(self):
+        """Close the tab's context once (its server's stop and the fixture's teardown may both ask)."""
+        if not self.closed:
+            self.closed = True
+            self.context.close()
 
     def since(self) -> float:
         return round(time.monotonic() - self.opened, 1)

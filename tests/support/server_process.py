@@ -45,6 +45,7 @@ class ServerProcess:
         self.url = None
         self.token = None  # the token of a viewer that requires one, from the URL it printed
         self.lines = []  # everything the server printed after its URL line (stdout and stderr)
+        self.before_stop = []  # called first when it stops: the tabs open on it close (a poll would find no server)
 
     def __enter__(self):
         self.process = subprocess.Popen(
@@ -73,6 +74,8 @@ class ServerProcess:
         resource.setrlimit(resource.RLIMIT_NOFILE, (self.descriptors, self.descriptors))
 
     def __exit__(self, *exc):
+        for close in self.before_stop:
+            close()
         if self in LIVE:
             LIVE.remove(self)
         if self.process and self.process.poll() is None:
