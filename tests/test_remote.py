@@ -71,6 +71,18 @@ def same(body: bytes, root: str):
     return strip(value)
 
 
+def agreed(remote, here, target: str, url: str, local: str, timeout: float = 30):
+    """((status, answer) of the store's server, of the directory's): as soon as they agree, or as they are
+    after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        (status_a, _, a), (status_b, _, b) = remote.request(target), here.request(target)
+        answers = (status_a, same(a, url)), (status_b, same(b, local))
+        if answers[0] == answers[1] or time.monotonic() > deadline:
+            return answers
+        time.sleep(0.2)
+
+
 @pytest.mark.slow
 def test_every_answer_over_the_store_is_the_directorys(servers):
     remote, here, url, local = servers
@@ -85,9 +97,11 @@ def test_every_answer_over_the_store_is_the_directorys(servers):
         for row in here.get(listing)["data"]:
             for route in ROUTES:
                 target = f"/v1/trajectories/{row['id']}/{route}?run_id={run}"
-                (status_a, _, a), (status_b, _, b) = remote.request(target), here.request(target)
+                # a damaged sidecar met by a request is verified at each watcher's next poll (its verdict then in
+                # the header): each server in its own time, so the two are compared once they agree or at the end
+                (status_a, a), (status_b, b) = agreed(remote, here, target, url, str(local))
                 assert status_a == status_b, target
-                assert same(a, url) == same(b, str(local)), target
+                assert a == b, target
                 compared += 1
     assert compared > 500
 
