@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 
+from skycap_viewer.catalog.discovery import discover_runs
 from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.persisted import IndexFiles
@@ -95,3 +96,24 @@ def test_a_database_refusing_every_row_blames_no_record(tmp_path):
         store.put_many(rows)
     assert store.db.execute("SELECT count(*) FROM rows").fetchone()[0] == 0
     assert store.db.execute("SELECT count(*) FROM rowtexts").fetchone()[0] == 0
+
+
+def test_a_run_index_file_whose_rows_the_database_refuses_is_ignored_saying_why(tmp_path):
+    """One file's rows refused (here by a constraint on one id) make that file ignored with the reason, in
+    `run_index.damaged`; the other files are kept and the run is listed."""
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    copy_record(FIXTURES / "spec", "tr_text", run)
+    (run / "index").mkdir()
+    for step, record_id in ((1, "refused"), (2, "tr_text")):
+        (run / "index" / f"step-{step}.json").write_text(json.dumps(
+            {"format_version": 1, "step": step, "rows": [{"id": record_id, "trained": False}]}))
+    catalog = Catalog([tmp_path / "root"], IndexFiles(tmp_path / "cache"))
+    (indexed,) = catalog.set_runs(discover_runs(catalog.roots, {}, []))
+    indexed.store.db.execute("CREATE TRIGGER refuse BEFORE INSERT ON index_rows WHEN NEW.id = 'refused'"
+                             " BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    Watcher(catalog, verify=False).poll()
+    (snapshot,) = catalog.snapshots()
+    assert snapshot.run_index["damaged"] == [{"file": "index/step-1.json", "problem":
+                                              "its rows cannot be kept in the run's index (IntegrityError: refused)"}]
+    assert snapshot.run_index["files"] == 1 and snapshot.rows[0]["trained"] is False

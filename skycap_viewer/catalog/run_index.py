@@ -154,7 +154,7 @@ def checked_file(document, name: str, step: int, folder_phase: str | None, named
         raise IndexProblem(f"format_version is {short(document.get('format_version'))}, not 1")
     if document.get("step", step) != step or isinstance(document.get("step"), bool):
         raise IndexProblem(f"says step {short(document.get('step'))} but is named step-{step}.json")
-    phase = document.get("phase", folder_phase or named_phase)  # a file that does not say: where it is
+    phase = encodable(document.get("phase", folder_phase or named_phase))  # a file that does not say: where it is
     if phase is not None and not isinstance(phase, str):
         raise IndexProblem(f"phase is {short(phase)}, not a name")
     if folder_phase is not None and phase != folder_phase:

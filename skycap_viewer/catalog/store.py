@@ -416,6 +416,23 @@ class RunStore:
         before = self.forget_index_file(name)
         if read is not None and self.index_rows_held + len(read.rows) > MAX_ROWS:
             read, problem = None, f"the run index would hold more than {MAX_ROWS:,} rows with it"
+        try:
+            with savepoint(self.db, "file"):
+                self.insert_index_file(name, version, read, problem)
+        except STORE_REFUSALS as error:  # a value the database cannot keep (a phase with a lone surrogate)
+            read, problem = None, f"its rows cannot be kept in the run's index ({type(error).__name__}: {error})"
+            self.insert_index_file(name, version, read, problem)
+        rows = read.rows if read is not None else []
+        present = [record_id for (record_id,) in self.db.execute(
+            "SELECT id FROM index_rows WHERE file = ? AND present", (name,))]
+        self.index_missing += len(rows) - len(present)
+        self.index_rows_held += len(rows)
+        self.has_index = self.index_rows_held > 0
+        self.restamp({*before, *present})  # only rows stored: a run's first reading restamps nothing
+        return problem
+
+    def insert_index_file(self, name: str, version: tuple[int, int], read: IndexFile | None, problem: str | None):
+        """The index file `name` and its rows inserted as `put_index_file` keeps them."""
         rows = read.rows if read is not None else []
         self.db.executemany(
             "INSERT INTO index_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM rows WHERE id = ?), ?)",
@@ -424,13 +441,6 @@ class RunStore:
         self.db.execute("INSERT INTO index_files VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (name, *version, read.phase if read else None, read.step if read else None, len(rows),
                          problem))
-        present = [record_id for (record_id,) in self.db.execute(
-            "SELECT id FROM index_rows WHERE file = ? AND present", (name,))]
-        self.index_missing += len(rows) - len(present)
-        self.index_rows_held += len(rows)
-        self.has_index = self.index_rows_held > 0
-        self.restamp({*before, *present})  # only rows stored: a run's first reading restamps nothing
-        return problem
 
     def drop_index_file(self, name: str):
         """An index file is gone: its rows go, and the records it listed lose what it said."""
