@@ -23,6 +23,7 @@ BYTES_PER_CONTAINER = 16  # of the file limit, for each JSON object or array a d
 BYTES_PER_VALUE = 12  # of the file limit, for each JSON value (a string, a number...) a document's parse may build
 BYTES_PER_PARSED_VALUE = 56  # a short str, a float or a small dict's share, and its slot in a list or dict
 JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
+JSON_STRING_BYTES = re.compile(JSON_STRING.pattern.encode())  # the same, in a file's bytes
 STEPPED_PARSE_CHARS = 4 * 2**20  # a longer document is parsed in steps: json.loads would hold the lock ~0.2 s+
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 FORMAT_VERSION = 1
@@ -101,40 +102,41 @@ def json_value_limit() -> int:
 
 def container_problem(text: str) -> str | None:
     """Why `text` may not be parsed: more objects and arrays than `json_container_limit`, or more values
-    than `json_value_limit`, else None. Counted before parsing, first over the whole text (a bound, cheap
-    to take: brackets and commas in strings count too), then, only when that bound passes a limit,
-    outside the strings (`structure_counts`): a long tool output full of commas is not refused."""
+    than `json_value_limit` (`items_past`), else None."""
     containers_limit, values_limit = json_container_limit(), json_value_limit()
-    if len(text) // 2 <= min(containers_limit, values_limit):  # every value takes two characters at least
+    found = items_past(text, containers_limit, values_limit)
+    if found is None:
+        return None
+    containers, values = found
+    if containers > containers_limit:
+        return (f"the document's JSON text holds {containers:,} objects and arrays, past the {containers_limit:,} "
+                f"a parse may build: one per {BYTES_PER_CONTAINER} bytes of the --max-file-mib limit")
+    return (f"the document's JSON text holds {values:,} values (strings, numbers, objects, arrays), past the "
+            f"{values_limit:,} a parse may build: one per {BYTES_PER_VALUE} bytes of the --max-file-mib limit")
+
+
+def items_past(text: str | bytes, containers_limit: int, values_limit: int) -> tuple[int, int] | None:
+    """(objects and arrays, values) the JSON `text` may build when either passes its limit, else None: the
+    one guard of every JSON the viewer parses from a file (a document, a run index file), taken before it is
+    parsed. Counted first over the whole text (a bound, cheap to take: brackets and commas in strings count
+    too), then, only when that bound passes a limit, outside the strings: a long tool output full of commas
+    is not refused."""
+    if (len(text) + 1) // 2 <= min(containers_limit, values_limit):  # n values take 2n - 1 characters at least
         return None
     containers, values = structure_counts(text)
     if containers <= containers_limit and values <= values_limit:
         return None
-    containers, values = structure_counts(JSON_STRING.sub('""', text))
-    if containers > containers_limit:
-        return (f"the document's JSON text holds {containers:,} objects and arrays, past the {containers_limit:,} "
-                f"a parse may build: one per {BYTES_PER_CONTAINER} bytes of the --max-file-mib limit")
-    if values > values_limit:
-        return (f"the document's JSON text holds {values:,} values (strings, numbers, objects, arrays), past the "
-                f"{values_limit:,} a parse may build: one per {BYTES_PER_VALUE} bytes of the --max-file-mib limit")
-    return None
+    strings, empty = (JSON_STRING, '""') if isinstance(text, str) else (JSON_STRING_BYTES, b'""')
+    containers, values = structure_counts(strings.sub(empty, text))
+    return None if containers <= containers_limit and values <= values_limit else (containers, values)
 
 
-def structure_counts(text: str) -> tuple[int, int]:
+def structure_counts(text: str | bytes) -> tuple[int, int]:
     """(objects and arrays, values) the JSON `text` can build at most: its opening brackets, and those
     plus its commas, plus one (every value but a container's first follows a comma)."""
-    containers = text.count("{") + text.count("[")
-    return containers, containers + text.count(",") + 1
-
-
-def containers_past(text: str | bytes, limit: int) -> int | None:
-    """How many objects and arrays the JSON `text` could build when that passes `limit`, else None: its
-    opening brackets, in strings too (a bound, taken without parsing, that no shorter text can pass)."""
-    if len(text) // 2 <= limit:  # every container takes two characters at least: this text cannot pass
-        return None
-    braces, brackets = ("{", "[") if isinstance(text, str) else (b"{", b"[")
-    count = text.count(braces) + text.count(brackets)
-    return count if count > limit else None
+    braces, brackets, commas = ("{", "[", ",") if isinstance(text, str) else (b"{", b"[", b",")
+    containers = text.count(braces) + text.count(brackets)
+    return containers, containers + text.count(commas) + 1
 
 
 def parse_document_text(text: str, path) -> dict:
