@@ -129,14 +129,19 @@ def read_index_file(directory, name: str) -> IndexFile:
         raise IndexProblem(f"cannot be read ({error.strerror or error})") from None
     if len(data) > MAX_FILE_BYTES:
         raise IndexProblem(f"larger than {MAX_FILE_BYTES // 2**20} MiB")
-    found = items_past(data, MAX_FILE_CONTAINERS, MAX_FILE_VALUES)
+    try:
+        text = data.decode(json.detect_encoding(data), "surrogatepass")  # as `json.loads` reads bytes
+    except UnicodeDecodeError as error:
+        raise IndexProblem(f"not JSON (not {error.encoding}: {error.reason} at byte {error.start})") from None
+    del data
+    found = items_past(text, MAX_FILE_CONTAINERS, MAX_FILE_VALUES)
     if found is not None and found[0] > MAX_FILE_CONTAINERS:
         raise IndexProblem(f"holds {found[0]:,} JSON objects and arrays, past the {MAX_FILE_CONTAINERS:,} a file may")
     if found is not None:
         raise IndexProblem(f"holds {found[1]:,} JSON values (strings, numbers, objects, arrays), past the "
                            f"{MAX_FILE_VALUES:,} a file may")
     try:
-        document = json.loads(data)
+        document = json.loads(text)
     except (ValueError, RecursionError) as error:
         raise IndexProblem(f"not JSON ({str(error)[:200]})") from None
     try:

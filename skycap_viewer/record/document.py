@@ -23,7 +23,6 @@ BYTES_PER_CONTAINER = 16  # of the file limit, for each JSON object or array a d
 BYTES_PER_VALUE = 12  # of the file limit, for each JSON value (a string, a number...) a document's parse may build
 BYTES_PER_PARSED_VALUE = 56  # a short str, a float or a small dict's share, and its slot in a list or dict
 JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
-JSON_STRING_BYTES = re.compile(JSON_STRING.pattern.encode())  # the same, in a file's bytes
 STEPPED_PARSE_CHARS = 4 * 2**20  # a longer document is parsed in steps: json.loads would hold the lock ~0.2 s+
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 FORMAT_VERSION = 1
@@ -115,7 +114,7 @@ def container_problem(text: str) -> str | None:
             f"{values_limit:,} a parse may build: one per {BYTES_PER_VALUE} bytes of the --max-file-mib limit")
 
 
-def items_past(text: str | bytes, containers_limit: int, values_limit: int) -> tuple[int, int] | None:
+def items_past(text: str, containers_limit: int, values_limit: int) -> tuple[int, int] | None:
     """(objects and arrays, values) the JSON `text` may build when either passes its limit, else None: the
     one guard of every JSON the viewer parses from a file (a document, a run index file), taken before it is
     parsed. Counted first over the whole text (a bound, cheap to take: brackets and commas in strings count
@@ -126,17 +125,15 @@ def items_past(text: str | bytes, containers_limit: int, values_limit: int) -> t
     containers, values = structure_counts(text)
     if containers <= containers_limit and values <= values_limit:
         return None
-    strings, empty = (JSON_STRING, '""') if isinstance(text, str) else (JSON_STRING_BYTES, b'""')
-    containers, values = structure_counts(strings.sub(empty, text))
+    containers, values = structure_counts(JSON_STRING.sub('""', text))  # text: bytes' slices would cost ~100 B each
     return None if containers <= containers_limit and values <= values_limit else (containers, values)
 
 
-def structure_counts(text: str | bytes) -> tuple[int, int]:
+def structure_counts(text: str) -> tuple[int, int]:
     """(objects and arrays, values) the JSON `text` can build at most: its opening brackets, and those
     plus its commas, plus one (every value but a container's first follows a comma)."""
-    braces, brackets, commas = ("{", "[", ",") if isinstance(text, str) else (b"{", b"[", b",")
-    containers = text.count(braces) + text.count(brackets)
-    return containers, containers + text.count(commas) + 1
+    containers = text.count("{") + text.count("[")
+    return containers, containers + text.count(",") + 1
 
 
 def parse_document_text(text: str, path) -> dict:
