@@ -24,6 +24,8 @@ BYTES_PER_VALUE = 12  # of the file limit, for each JSON value (a string, a numb
 BYTES_PER_PARSED_VALUE = 56  # a short str, a float or a small dict's share, and its slot in a list or dict
 JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
 STEPPED_PARSE_CHARS = 4 * 2**20  # a longer document is parsed in steps: json.loads would hold the lock ~0.2 s+
+SHARED_CHARS = 16  # a string this short, in a long document, is one object with its equals (`SharedValues`)...
+SHARED_STRINGS = 65_536  # ...the first this many distinct ones
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 FORMAT_VERSION = 1
 
@@ -214,8 +216,9 @@ def parse_json(text: str):
     collecting = gc.isenabled()
     gc.disable()  # millions of new objects would trigger collections that walk them all, again and again
     try:
+        shared = SharedValues()
         document = parse_in_steps(text, json.JSONDecoder(parse_constant=_refuse_constant,
-                                                         object_pairs_hook=_shared_keys_object()))
+                                                         object_pairs_hook=shared.object), shared.value)
         gc.freeze()  # plain acyclic objects: later collections need not walk them either (refcounts free them)
     finally:
         if collecting:
@@ -223,13 +226,14 @@ def parse_json(text: str):
     return document
 
 
-def parse_in_steps(text: str, decoder: json.JSONDecoder):
+def parse_in_steps(text: str, decoder: json.JSONDecoder, shared=lambda value: value):
     """Parse a JSON object one member at a time, and a member that is a list one item at a time.
 
     `json.loads` holds the interpreter lock for the whole text: a 70 MiB document of a million nodes
     would stop every request thread of the server for seconds. Parsed item by item, the lock is
     given up between items, so listings keep answering while such a record is opened. The result
-    and the refusals are json.loads's: only the error messages' wording may differ."""
+    and the refusals are json.loads's: only the error messages' wording may differ. A list member's items
+    are given as `shared(item)` (`SharedValues.value`)."""
     at = _skip_space(text, 0)
     if text[at : at + 1] != "{":
         return decoder.decode(text)  # not an object: read whole, and refused by the caller
@@ -246,7 +250,7 @@ def parse_in_steps(text: str, decoder: json.JSONDecoder):
                 raise ValueError(f"Expecting ':' delimiter: char {at}")
             at = _skip_space(text, at + 1)
             if text[at : at + 1] == "[":
-                result[key], at = _list_in_steps(text, at, decoder)
+                result[key], at = _list_in_steps(text, at, decoder, shared)
             else:
                 result[key], at = decoder.raw_decode(text, at)
             at = _skip_space(text, at)
@@ -261,14 +265,14 @@ def parse_in_steps(text: str, decoder: json.JSONDecoder):
     return result
 
 
-def _list_in_steps(text: str, at: int, decoder: json.JSONDecoder) -> tuple[list, int]:
+def _list_in_steps(text: str, at: int, decoder: json.JSONDecoder, shared) -> tuple[list, int]:
     """The JSON list starting at `text[at]` (a `[`), item by item, and where it ends."""
     items, at = [], _skip_space(text, at + 1)
     if text[at : at + 1] == "]":
         return items, at + 1
     while True:
         item, at = decoder.raw_decode(text, at)
-        items.append(item)
+        items.append(shared(item))
         at = _skip_space(text, at)
         if text[at : at + 1] == "]":
             return items, at + 1
@@ -277,16 +281,35 @@ def _list_in_steps(text: str, at: int, decoder: json.JSONDecoder) -> tuple[list,
         at = _skip_space(text, at + 1)
 
 
-def _shared_keys_object():
-    """An object hook that gives every object its keys from one table: `json.loads` shares equal keys
-    across a whole text, but each `raw_decode` call starts afresh, and a million nodes each holding
-    their own copies of the same few keys take twice the memory."""
-    keys: dict[str, str] = {}
+class SharedValues:
+    """One long parse's tables of keys and short strings, so equal ones are one object: `json.loads` shares
+    equal keys across a whole text, but each `raw_decode` call starts afresh, and a million nodes each
+    holding their own copies of the same few keys take twice the memory; their roles, authors and finish
+    reasons (~190 bytes a node of a chain), or millions of two-character strings in a list (51 bytes each),
+    take more than the rest of the parse. Strings are shared up to `SHARED_CHARS` characters, the first
+    `SHARED_STRINGS` distinct ones: a text of millions of distinct short strings makes no bigger table."""
 
-    def make(pairs):
-        return {keys.setdefault(key, key): value for key, value in pairs}
+    def __init__(self):
+        self.keys: dict[str, str] = {}
+        self.strings: dict[str, str] = {}
 
-    return make
+    def value(self, value):
+        """`value`, or the equal short string met before."""
+        if type(value) is not str or len(value) > SHARED_CHARS:
+            return value
+        strings = self.strings
+        return strings.setdefault(value, value) if len(strings) < SHARED_STRINGS else strings.get(value, value)
+
+    def object(self, pairs) -> dict:
+        """The object hook: keys and short string values from the tables, a list's short strings too."""
+        keys, strings = self.keys, self.strings
+        share = strings.setdefault if len(strings) < SHARED_STRINGS else strings.get  # a little past it at most
+        made = {keys.setdefault(key, key): share(item, item) if type(item) is str and len(item) <= SHARED_CHARS
+                else item for key, item in pairs}
+        for item in made.values():
+            if type(item) is list and item:
+                item[:] = map(self.value, item)
+        return made
 
 
 def _skip_space(text: str, at: int) -> int:
