@@ -20,7 +20,7 @@ BLOCK_KIND_WHY = {  # in display order (legends, the page)
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Block:
     kind: str
     node: int
