@@ -633,9 +633,9 @@ def add_counts(db: sqlite3.Connection, counts: dict):
         [(*entry, *held) for entry, held in counts.items()])
 
 
-def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool) -> list[tuple]:
+def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool):
     """Insert the rows of new documents (name, size, mtime_ns, stamp, `stored_form`), with one `executemany`
-    a table, which costs a third of a statement a row (the rids are given, not read back); the `rows` rows."""
+    a table, which costs a third of a statement a row (the rids are given, not read back)."""
     rows, annotations, texts = [], [], []
     rid = db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
     for name, size, mtime_ns, stamp, (columns, keyed, text, _, _) in forms:
@@ -648,7 +648,6 @@ def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool) -
     db.executemany("INSERT INTO rowtexts VALUES (?, ?)", texts)
     if text_index:
         db.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts)
-    return rows
 
 
 STORE_REFUSALS = (sqlite3.Error, OverflowError, ValueError)  # how a value is refused: a constraint, too big,
@@ -680,15 +679,15 @@ def inserted_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool,
     except STORE_REFUSALS:
         pass
     inserted = []
-    for form in forms:
-        try:
-            with savepoint(db, "one"):
+    with savepoint(db, "batch"):  # what raises leaves nothing of the batch (its rows are not counted)
+        for form in forms:
+            try:
+                with savepoint(db, "one"):
+                    insert_forms(db, [form], text_index)
+            except STORE_REFUSALS as error:
+                form = (*form[:4], refused_form(form[0], f"{type(error).__name__}: {error}"))
                 insert_forms(db, [form], text_index)
-        except STORE_REFUSALS as error:
-            form = (*form[:4], refused_form(form[0], f"{type(error).__name__}: {error}"))
-            with savepoint(db, "one"):
-                insert_forms(db, [form], text_index)
-        inserted.append(form)
+            inserted.append(form)
     return inserted
 
 
