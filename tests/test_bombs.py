@@ -267,3 +267,25 @@ def test_records_opened_in_turn_are_kept_by_what_they_hold_not_by_their_nodes(tm
     finally:
         web.server.api.searches.close()
         web.server.server_close()
+
+
+def test_a_view_heavier_than_the_budget_is_let_go_before_another_document_is_read(tmp_path, monkeypatch):
+    """The kept view of a record heavier than the views' budget is let go before another record's document
+    is parsed, not once that one is made: two heavy records were held while the second was parsed (here the
+    second cannot be read at all, rewritten since it was listed, so nothing is made after its read)."""
+    from skycap_viewer.server import api
+
+    monkeypatch.setattr(api, "RECORD_VIEW_CACHE_BYTES", 2**20)
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    filler_bomb(run, "tr_heavy", b'"ab"', 50_000)  # ~3 MB once parsed, as weighed
+    copy_record(BROKEN, BASE_ID, run, "tr_rewritten")
+    web = InProcess(tmp_path / "root")
+    try:
+        assert web.get("/v1/trajectories/tr_heavy/paths?run_id=run").status == 200
+        assert len(web.server.api.views.entries) == 1
+        atomic_write(run / "tr_rewritten.json.zst", zstd.compress(b"not JSON"))
+        assert web.get("/v1/trajectories/tr_rewritten/paths?run_id=run").status == 422
+        assert not web.server.api.views.entries
+    finally:
+        web.close()

@@ -21,6 +21,7 @@ import pytest
 from skycap_viewer.catalog import index as catalog_index
 from skycap_viewer.catalog import run_index, store
 from skycap_viewer.catalog.run_index import IndexProblem, read_index_file
+from skycap_viewer.record.document import structure_counts
 from tests.support.cli import run_cli
 from tests.support.corpus import FIXTURES, PULLED
 from tests.support.in_process import InProcess, in_process_fixture
@@ -224,10 +225,12 @@ def test_a_big_index_file_is_refused_unread(tmp_path, monkeypatch):
         read_index_file(tmp_path, "index/step-1.json")
 
 
-def test_an_index_file_of_too_many_rows_or_containers_is_refused(tmp_path, monkeypatch):
-    """Each bound names what it counted; a file within both is read."""
+def test_an_index_file_of_too_many_rows_containers_or_values_is_refused(tmp_path, monkeypatch):
+    """Each bound names what it counted; a file within them is read. Brackets and commas inside strings are
+    not counted (a row's long path full of commas is not refused)."""
     monkeypatch.setattr(run_index, "MAX_FILE_ROWS", 3)
     monkeypatch.setattr(run_index, "MAX_FILE_CONTAINERS", 12)
+    monkeypatch.setattr(run_index, "MAX_FILE_VALUES", 30)
     (tmp_path / "index").mkdir()
     step = tmp_path / "index" / "step-1.json"
 
@@ -239,18 +242,62 @@ def test_an_index_file_of_too_many_rows_or_containers_is_refused(tmp_path, monke
     assert len(read(3).rows) == 3
     with pytest.raises(IndexProblem, match="holds 4 rows, past the 3 a file may"):
         read(4)
-    with pytest.raises(IndexProblem, match="holds 15 JSON objects and arrays .* past the 12 a file may"):
+    with pytest.raises(IndexProblem, match="holds 15 JSON objects and arrays, past the 12 a file may"):
         read(2, extra=[[]] * 10)
+    with pytest.raises(IndexProblem, match=r"holds 31 JSON values \(strings, numbers, objects, arrays\), past the 30"):
+        read(2, extra=["ab"] * 23)  # counted: 5 objects and arrays, 25 commas, and one
+    assert len(read(2, extra=["ab"] * 22).rows) == 2
+    assert len(read(2, extra=["[{,,,}]" * 1000]).rows) == 2
+
+
+INDEX_BOMBS = {  # a run index file under the byte cap of one value after another: ~1.5 M to 4 M of them
+    "strings": b'"ab"',  # 3.4 M strings, ~200 MB once parsed
+    "numbers": b"1.5",  # 4.2 M floats, ~130 MB once parsed
+}
+
+
+def index_bomb(step: int, item: bytes) -> bytes:
+    """A step file that lists one record and then, in a field the format does not have, `item`s up to the cap."""
+    head = f'{{"format_version":1,"step":{step},"rows":[{{"id":"nobody","trained":false}}],"extra":['.encode()
+    count = (run_index.MAX_FILE_BYTES - len(head) - 2) // (len(item) + 1)
+    return head + b",".join([item] * count) + b"]}"
+
+
+@pytest.mark.parametrize("kind", INDEX_BOMBS)
+def test_an_index_file_of_millions_of_small_values_is_refused_unparsed_and_the_rest_used(pulled, capsys, kind):
+    """Within the byte cap and with few brackets, it holds more values than a file may: named in one line
+    before it is parsed, the other files used, every record listed."""
+    directory = record_dir(pulled, "new")
+    bomb = directory / "index" / "step-9.json"
+    bomb.write_bytes(index_bomb(9, INDEX_BOMBS[kind]))
+    assert len(bomb.read_bytes()) <= run_index.MAX_FILE_BYTES
+    web = InProcess(pulled)
+    try:
+        named = [line for line in capsys.readouterr().err.splitlines() if "step-9.json" in line]
+        assert len(named) == 1 and named[0].startswith(f"skycap-viewer: {bomb}: run index file ignored: holds "), named
+        assert f"JSON values (strings, numbers, objects, arrays), past the {run_index.MAX_FILE_VALUES:,} a file may" \
+            in named[0]
+        facts = next(run for run in web.json("/v1/runs")["data"] if run["id"] == "train")["run_index"]
+        assert facts["files"] == 2 and [entry["file"] for entry in facts["damaged"]] == ["index/step-9.json"]
+        rows = rows_of(web, "train")
+        assert set(rows) == set(EXPECTED["new"]["records"])
+        assert all(rows[r].get("trained") == e["trained"] for r, e in EXPECTED["new"]["records"].items()
+                   if e["in_index"])
+    finally:
+        web.close()
 
 
 def heavy_legal_index(step: int) -> bytes:
     """A step file at the byte cap that passes every bound and costs the most to keep: the most rows
-    a file may hold, four containers each, then short strings (a new object each) to the cap."""
+    a file may hold, four containers each, then short strings (a new object each) up to the values a file
+    may hold, and one long string to the cap."""
     rows = ",".join(f'{{"id":"r{step}-{i:06d}","annotations":{{"a":[]}},"record":{{"files":[]}}}}'
                     for i in range(run_index.MAX_FILE_ROWS))
     head = f'{{"format_version":1,"step":{step},"rows":[{rows}],"extra":['
-    count = (run_index.MAX_FILE_BYTES - len(head) - 2) // 5
-    return (head + ",".join(['"ab"'] * count) + "]}").encode()
+    count = run_index.MAX_FILE_VALUES - structure_counts(head + '""]}')[1]  # strings that fit besides the long one
+    strings = '"ab",' * count
+    pad = run_index.MAX_FILE_BYTES - len(head) - len(strings) - len('""]}')
+    return (head + strings + '"' + "x" * pad + '"]}').encode()
 
 
 def tiny_rows_index(step: int) -> bytes:

@@ -6,7 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skycap_viewer.record.document import STEPPED_PARSE_CHARS, parse_in_steps, read_document
+from skycap_viewer.record.document import (
+    SHARED_CHARS,
+    SHARED_STRINGS,
+    STEPPED_PARSE_CHARS,
+    SharedValues,
+    parse_in_steps,
+    parse_json,
+    read_document,
+)
 from tests.support.chain_record import write_chain
 
 DECODER = json.JSONDecoder()
@@ -46,3 +54,29 @@ def test_a_long_document_is_read_in_steps_to_the_same_record(tmp_path):
     text = json.dumps(document, separators=(",", ":"))
     assert len(text) > STEPPED_PARSE_CHARS, "long enough to take the stepped parse"
     assert read_document(tmp_path / "chain.json.zst") == json.loads(text)
+
+
+def test_a_long_documents_equal_short_strings_are_one_object_each():
+    """Roles, authors and the like, and millions of two-character strings in a list (top level or in an
+    object) are one object each once parsed (51 bytes each, a chain's ~190 bytes a node); a long string is
+    its own, and the result is `json.loads`'s."""
+    document = {"format_version": 1, "nodes": [{"id": i, "role": "assistant", "message": {"role": "assistant",
+                                                "content": f"turn {i} " * 3}} for i in range(50_000)],
+                "junk": ["ab"] * 300_000, "meta": {"junk": ["cd"] * 300_000}}
+    text = json.dumps(document)
+    assert len(text) > STEPPED_PARSE_CHARS
+    parsed = parse_json(text)
+    assert parsed == json.loads(text)
+    nodes = parsed["nodes"]
+    assert nodes[0]["role"] is nodes[-1]["role"] is nodes[-1]["message"]["role"]
+    assert parsed["junk"][0] is parsed["junk"][-1] and parsed["meta"]["junk"][0] is parsed["meta"]["junk"][-1]
+    assert len(nodes[0]["message"]["content"]) > SHARED_CHARS
+
+
+def test_the_shared_strings_table_is_bounded_whatever_the_text_holds():
+    """Millions of distinct short strings make no bigger table than `SHARED_STRINGS` entries."""
+    shared = SharedValues()
+    distinct = [f"s{n}" for n in range(SHARED_STRINGS + 1000)]
+    assert [shared.value(text) for text in distinct] == distinct
+    assert shared.object([("k", "s1"), ("new", "unseen one")]) == {"k": "s1", "new": "unseen one"}
+    assert len(shared.strings) == SHARED_STRINGS

@@ -131,3 +131,22 @@ def test_a_file_name_that_is_not_utf8_is_named_and_the_rest_of_its_run_is_listed
         web.server.server_close()
     said = capsys.readouterr().err
     assert said.count("bad\\udcff.json.zst: skipped: its file name is not UTF-8") == 1, said
+
+
+def test_a_lone_surrogate_in_a_run_index_files_phase_is_shown_replaced_never_the_runs_stall(tmp_path):
+    """The file's phase is kept in the run's database: written with U+FFFD, the file read, the run listed
+    (the watcher failed on every poll, and nothing of the run was listed)."""
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    copy_record(FIXTURES / "spec", "tr_text", run)
+    (run / "index").mkdir()
+    (run / "index" / "step-1.json").write_text(json.dumps({"format_version": 1, "step": 1, "phase": "tr\ud800",
+                                                           "rows": [{"id": "tr_text", "trained": False}]}))
+    web = InProcess(tmp_path / "root")
+    try:
+        (listed,) = web.json("/v1/runs")["data"]
+        assert listed["run_index"]["phases"] == ["tr\ufffd"] and listed["run_index"]["damaged"] == []
+        (row,) = web.json("/v1/trajectories?run_id=run")["data"]
+        assert row["trained"] is False and "not-trained" in row["flags"]
+    finally:
+        web.close()

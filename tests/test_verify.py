@@ -100,3 +100,18 @@ def test_verification_goes_a_batch_a_poll_sized_by_what_a_document_costs(tmp_pat
     assert catalog.snapshots()[0].verified == VERIFY_FIRST + 4
     watcher.poll()
     assert catalog.snapshots()[0].verified == min(total, VERIFY_FIRST + 4 + watcher.verify_batch())
+
+
+def test_a_record_that_lists_no_sidecar_is_verified_as_it_is_indexed(tmp_path):
+    """Verifying reads a record's sidecars: one that lists none has nothing to read, so it is not parsed a
+    second time for it (a million-node chain again beside the server's open copy); one that lists some is."""
+    run = tmp_path / "spec"
+    run.mkdir()
+    for name in ("tr_text.json.zst", "tr_empty.json.zst", "tr_notext.json.zst", "tr_notext.tokens.zst"):
+        shutil.copy(FIXTURES / "spec" / name, run / name)
+    catalog = Catalog([run])
+    Watcher(catalog).poll()  # indexes the run, verifies nothing yet
+    snapshot = catalog.snapshots()[0]
+    assert {row["id"]: row["_verified"] for row in snapshot.rows} == {"tr_text": True, "tr_empty": True,
+                                                                      "tr_notext": False}
+    assert snapshot.verified == 2

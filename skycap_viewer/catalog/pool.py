@@ -17,7 +17,6 @@ import multiprocessing
 import os
 import queue
 import signal
-import sqlite3
 import stat
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -26,7 +25,7 @@ from contextlib import suppress
 
 from skycap_viewer.catalog.index import change_stamp
 from skycap_viewer.catalog.rows import compute_row, unreadable_row
-from skycap_viewer.catalog.store import rows_written, stored_form
+from skycap_viewer.catalog.store import STORE_REFUSALS, rows_written, stored_form
 from skycap_viewer.printable import say
 from skycap_viewer.record.document import record_id_of
 from skycap_viewer.record.frames import declared_size, file_limit, set_file_limit
@@ -83,8 +82,8 @@ def written_here(directory: str, rows: list[tuple], path: str, identity: str) ->
     try:
         if not forms or not rows_written(path, identity, forms):
             return rows
-    except sqlite3.Error:  # the database deleted (being made again), or locked too long: the server stores them
-        return rows
+    except STORE_REFUSALS:  # the database deleted (being made again), locked too long, or a row holds a value it
+        return rows  # refuses: the server stores them (and a refused row as that record's problem)
     return [(name, None) for name, *_ in forms] + kept
 
 

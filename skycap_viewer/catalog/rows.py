@@ -31,6 +31,7 @@ from skycap_viewer.record.document import link_leaving, read_document, record_id
 from skycap_viewer.record.fields import created_ts, cut_marker
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.lane import rollout_lane
+from skycap_viewer.record.manifest import listed_kinds
 from skycap_viewer.record.opener import present_sidecars
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.verify import verified_rollout
@@ -112,7 +113,8 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
     """The index row of the record whose document is `directory/name`; never raises for bad records.
 
     With `verify` its sidecars are read too and what is wrong with them joins the record's problems
-    (`_verified` says the row was computed so); listings never wait for that."""
+    (`_verified` says the row was computed so, or that it lists none: nothing would be read again, and a
+    million-node record is not parsed a second time); listings never wait for that."""
     path = os.path.join(directory, name)
     file_id = record_id_of(name)
     # followed, and said: `symlink_to`; a file that is no symlink stays in its directory (one lstat, not two realpaths)
@@ -134,7 +136,7 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
     except Exception as error:  # a document shape the analysis did not foresee: show it, don't crash
         return unreadable_row(file_id, f"{path}: cannot be summarised ({type(error).__name__}: {error})", link)
     row = slim(with_keys(row, texts))
-    row["_verified"] = verify
+    row["_verified"] = verify or not listed_kinds(document)
     row["_lane"] = lane
     return row
 

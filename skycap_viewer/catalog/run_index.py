@@ -11,8 +11,9 @@ The index is never trusted to be complete (it need not list every record here, a
 need not be here), and never needed: without one nothing changes. A file that cannot be read as the
 format says (not JSON, another `format_version`, a row without an `id`, too big) is named once and
 ignored; the rest are used. Reading is bounded: at most `MAX_FILES` files, `MAX_FILE_BYTES` each,
-`MAX_FILE_ROWS` rows and `MAX_FILE_CONTAINERS` JSON objects and arrays a file (so one file's parse
-costs a bounded memory whatever its bytes hold: 16 MiB of `{"id":"r1"},` would be 1.1 GB once kept),
+`MAX_FILE_ROWS` rows, `MAX_FILE_CONTAINERS` JSON objects and arrays and `MAX_FILE_VALUES` values a file,
+counted before it is parsed by the guard documents have (`items_past`), so one file's parse costs a
+bounded memory whatever its bytes hold (16 MiB of `{"id":"r1"},` would be 1.1 GB once kept, of `"ab",` 3.4 M strings),
 `MAX_ROWS` rows in all, each row's values cut as a listing row's are.
 
 This module only reads and shapes: `store.py` keeps the rows (table `index_rows`) and applies them
@@ -29,7 +30,7 @@ from skycap_viewer.catalog.blobs import squeezed, unsqueezed
 from skycap_viewer.catalog.rows import bounded_mapping
 from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.printable import say
-from skycap_viewer.record.document import containers_past
+from skycap_viewer.record.document import BYTES_PER_VALUE, items_past
 from skycap_viewer.record.fields import cut_marker
 from skycap_viewer.wire import encodable, encode_json
 
@@ -40,6 +41,7 @@ MAX_PHASES = 64  # subdirectories of `index/` looked into (the older layout: tra
 MAX_FILE_BYTES = 16 * 2**20  # a step of 40k rollouts; a bigger file is named and ignored
 MAX_FILE_ROWS = 100_000  # rows of one file, 2.5 steps of 40k rollouts: each costs ~0.6 KB while it is read
 MAX_FILE_CONTAINERS = MAX_FILE_BYTES // 32  # JSON objects and arrays of one file: a row holds 2 to 5
+MAX_FILE_VALUES = MAX_FILE_BYTES // BYTES_PER_VALUE  # JSON values of one file, as a document's: a row holds ~20
 MAX_ROWS = 2_000_000  # rows in all: a file that would pass it is named and ignored
 ID_LIMIT = 512  # characters of an id (a record's file name is shorter)
 RECORD_JSON_LIMIT = 4096  # bytes of a row's `record` as kept: a longer one is kept as a cut marker
@@ -128,12 +130,19 @@ def read_index_file(directory, name: str) -> IndexFile:
         raise IndexProblem(f"cannot be read ({error.strerror or error})") from None
     if len(data) > MAX_FILE_BYTES:
         raise IndexProblem(f"larger than {MAX_FILE_BYTES // 2**20} MiB")
-    containers = containers_past(data, MAX_FILE_CONTAINERS)
-    if containers is not None:
-        raise IndexProblem(f"holds {containers:,} JSON objects and arrays (brackets in its strings counted too), "
-                           f"past the {MAX_FILE_CONTAINERS:,} a file may")
     try:
-        document = json.loads(data)
+        text = data.decode(json.detect_encoding(data), "surrogatepass")  # as `json.loads` reads bytes
+    except UnicodeDecodeError as error:
+        raise IndexProblem(f"not JSON (not {error.encoding}: {error.reason} at byte {error.start})") from None
+    del data
+    found = items_past(text, MAX_FILE_CONTAINERS, MAX_FILE_VALUES)
+    if found is not None and found[0] > MAX_FILE_CONTAINERS:
+        raise IndexProblem(f"holds {found[0]:,} JSON objects and arrays, past the {MAX_FILE_CONTAINERS:,} a file may")
+    if found is not None:
+        raise IndexProblem(f"holds {found[1]:,} JSON values (strings, numbers, objects, arrays), past the "
+                           f"{MAX_FILE_VALUES:,} a file may")
+    try:
+        document = json.loads(text)
     except (ValueError, RecursionError) as error:
         raise IndexProblem(f"not JSON ({str(error)[:200]})") from None
     try:
@@ -155,7 +164,7 @@ def checked_file(document, name: str, step: int, folder_phase: str | None, named
         raise IndexProblem(f"format_version is {short(document.get('format_version'))}, not 1")
     if document.get("step", step) != step or isinstance(document.get("step"), bool):
         raise IndexProblem(f"says step {short(document.get('step'))} but is named step-{step}.json")
-    phase = document.get("phase", folder_phase or named_phase)  # a file that does not say: where it is
+    phase = encodable(document.get("phase", folder_phase or named_phase))  # a file that does not say: where it is
     if phase is not None and not isinstance(phase, str):
         raise IndexProblem(f"phase is {short(phase)}, not a name")
     if folder_phase is not None and phase != folder_phase:

@@ -31,10 +31,12 @@ from pathlib import Path
 
 from skycap_viewer.catalog.blobs import pack, unpack
 from skycap_viewer.catalog.groups import Group, group_flags, group_key_of, key_values, split_attempts
+from skycap_viewer.catalog.rows import unreadable_row
 from skycap_viewer.catalog.run_index import MAX_ROWS, IndexFile, Overlay, overlaid
 from skycap_viewer.errors import ApiError
 from skycap_viewer.flags import FLAG_ORDER, FLAGS
 from skycap_viewer.printable import say
+from skycap_viewer.record.document import record_id_of
 from skycap_viewer.record.fields import scalar_text
 from skycap_viewer.wire import encode_json
 
@@ -201,6 +203,7 @@ class RunStore:
         only a hint: it is rebuilt from the records)."""
         self.path = Path(path)
         self.group_by = tuple(group_by)
+        self.record_directory = facts.get("directory")  # what a refused row's problem names its file in
         self.reused = False
         made = None
         try:
@@ -339,12 +342,19 @@ class RunStore:
                 self.remove(name)
         forms = [(name, size, mtime_ns, stamp, self.with_index_form(row)) for name, size, mtime_ns, stamp, row, _
                  in stored]
-        rows = insert_forms(self.db, forms, self.has_text_index())
+        forms = inserted_forms(self.db, forms, self.has_text_index(), self.refused_form)
         for _, _, _, _, (columns, _, _, kinds, copies, _) in forms:
             self.count_kinds(kinds, columns[REWARD], copies, columns[BITS], 1, columns[GKEY])
         if self.has_index:
             self.index_missing -= self.db.executemany(
-                "UPDATE index_rows SET present = 1 WHERE id = ? AND NOT present", [(row[5],) for row in rows]).rowcount
+                "UPDATE index_rows SET present = 1 WHERE id = ? AND NOT present",
+                [(columns[0],) for *_, (columns, *_) in forms]).rowcount
+
+    def refused_form(self, name: str, why: str) -> tuple:
+        """The stored form of a document whose row the database refused: its record's problem, saying why."""
+        where = os.path.join(self.record_directory, name) if self.record_directory else name
+        row = unreadable_row(record_id_of(name), f"{where}: its row cannot be kept in the run's index ({why})")
+        return self.with_index_form(row)
 
     def with_index_form(self, row) -> tuple:
         """The `stored_form` of a row (a dict, or its form already) with what the run index says of it."""
@@ -420,6 +430,23 @@ class RunStore:
         before = self.forget_index_file(name)
         if read is not None and self.index_rows_held + len(read.rows) > MAX_ROWS:
             read, problem = None, f"the run index would hold more than {MAX_ROWS:,} rows with it"
+        try:
+            with savepoint(self.db, "file"):
+                self.insert_index_file(name, version, read, problem)
+        except STORE_REFUSALS as error:  # a value the database cannot keep (a phase with a lone surrogate)
+            read, problem = None, f"its rows cannot be kept in the run's index ({type(error).__name__}: {error})"
+            self.insert_index_file(name, version, read, problem)
+        rows = read.rows if read is not None else []
+        present = [record_id for (record_id,) in self.db.execute(
+            "SELECT id FROM index_rows WHERE file = ? AND present", (name,))]
+        self.index_missing += len(rows) - len(present)
+        self.index_rows_held += len(rows)
+        self.has_index = self.index_rows_held > 0
+        self.restamp({*before, *present})  # only rows stored: a run's first reading restamps nothing
+        return problem
+
+    def insert_index_file(self, name: str, version: tuple[int, int], read: IndexFile | None, problem: str | None):
+        """The index file `name` and its rows inserted as `put_index_file` keeps them."""
         rows = read.rows if read is not None else []
         self.db.executemany(
             "INSERT INTO index_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM rows WHERE id = ?), ?)",
@@ -428,13 +455,6 @@ class RunStore:
         self.db.execute("INSERT INTO index_files VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (name, *version, read.phase if read else None, read.step if read else None, len(rows),
                          problem))
-        present = [record_id for (record_id,) in self.db.execute(
-            "SELECT id FROM index_rows WHERE file = ? AND present", (name,))]
-        self.index_missing += len(rows) - len(present)
-        self.index_rows_held += len(rows)
-        self.has_index = self.index_rows_held > 0
-        self.restamp({*before, *present})  # only rows stored: a run's first reading restamps nothing
-        return problem
 
     def drop_index_file(self, name: str):
         """An index file is gone: its rows go, and the records it listed lose what it said."""
@@ -627,9 +647,9 @@ def add_counts(db: sqlite3.Connection, counts: dict):
         [(*entry, *held) for entry, held in counts.items()])
 
 
-def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool) -> list[tuple]:
+def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool):
     """Insert the rows of new documents (name, size, mtime_ns, stamp, `stored_form`), with one `executemany`
-    a table, which costs a third of a statement a row (the rids are given, not read back); the `rows` rows."""
+    a table, which costs a third of a statement a row (the rids are given, not read back)."""
     rows, annotations, texts, lanes = [], [], [], []
     rid = db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
     for name, size, mtime_ns, stamp, (columns, keyed, text, _, _, lane) in forms:
@@ -648,7 +668,47 @@ def insert_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool) -
     db.executemany("INSERT INTO rowtexts VALUES (?, ?)", texts)
     if text_index:
         db.executemany("INSERT INTO texts (rowid, text) VALUES (?, ?)", texts)
-    return rows
+
+
+STORE_REFUSALS = (sqlite3.Error, OverflowError, ValueError)  # how a value is refused: a constraint, too big,
+# an int past 64 bits, text without a UTF-8 form
+
+
+@contextmanager
+def savepoint(db: sqlite3.Connection, name: str):
+    """What is written inside is kept, or, when it raises, undone whole (the open transaction goes on)."""
+    db.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        db.execute(f"ROLLBACK TO {name}")
+        raise
+    finally:
+        db.execute(f"RELEASE {name}")
+
+
+def inserted_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool, refused_form) -> list[tuple]:
+    """`insert_forms`, with a net: a batch SQLite refuses (one row holding a value it cannot keep) is inserted
+    again row by row, and a row refused alone goes in as `refused_form(name, why)` (a row saying so), so one
+    record's value is that record's problem, never its batch's. The forms as inserted. A replacement refused
+    too is no record's fault (a full disk, a locked file): that is raised."""
+    try:
+        with savepoint(db, "batch"):
+            insert_forms(db, forms, text_index)
+        return forms
+    except STORE_REFUSALS:
+        pass
+    inserted = []
+    with savepoint(db, "batch"):  # what raises leaves nothing of the batch (its rows are not counted)
+        for form in forms:
+            try:
+                with savepoint(db, "one"):
+                    insert_forms(db, [form], text_index)
+            except STORE_REFUSALS as error:
+                form = (*form[:4], refused_form(form[0], f"{type(error).__name__}: {error}"))
+                insert_forms(db, [form], text_index)
+            inserted.append(form)
+    return inserted
 
 
 def rows_written(path: str, identity: str, forms: list[tuple]) -> bool:

@@ -20,7 +20,7 @@ BLOCK_KIND_WHY = {  # in display order (legends, the page)
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Block:
     kind: str
     node: int
@@ -100,15 +100,17 @@ def token_blocks(graph: Graph, path: PathInfo) -> list[Block]:
         if author == "model":  # its scaffold, then what it sampled
             scaffold = tokens.get("sampled_start") or 0
             if scaffold > 0:
-                blocks.append(Block("scaffold", node_id, role, author, position, position + scaffold))
-                position += scaffold
+                end = position + scaffold  # one int object, the next block's start too
+                blocks.append(Block("scaffold", node_id, role, author, position, end))
+                position = end
             length -= scaffold
             kind, trained_in = sampled_kind(path, node_id)
         else:
             kind, trained_in = node_kind(node), None
         if length > 0:
-            blocks.append(Block(kind, node_id, role, author, position, position + length, trained_in))
-            position += length
+            end = position + length
+            blocks.append(Block(kind, node_id, role, author, position, end, trained_in))
+            position = end
     return blocks
 
 
@@ -118,8 +120,9 @@ def text_blocks(graph: Graph, path: PathInfo) -> list[Block]:
         node = graph.nodes[node_id]
         kind, trained_in = sampled_kind(path, node_id) if node["author"] == "model" else (node_kind(node), None)
         size = utf16_length(message_text(node.get("message")))
-        blocks.append(Block(kind, node_id, node.get("role"), node["author"], position, position + size, trained_in))
-        position += size
+        end = position + size  # one int object, the next block's start too (a million-node path's 32 MB)
+        blocks.append(Block(kind, node_id, node.get("role"), node["author"], position, end, trained_in))
+        position = end
     return blocks
 
 

@@ -24,6 +24,8 @@ BYTES_PER_VALUE = 12  # of the file limit, for each JSON value (a string, a numb
 BYTES_PER_PARSED_VALUE = 56  # a short str, a float or a small dict's share, and its slot in a list or dict
 JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
 STEPPED_PARSE_CHARS = 4 * 2**20  # a longer document is parsed in steps: json.loads would hold the lock ~0.2 s+
+SHARED_CHARS = 16  # a string this short, in a long document, is one object with its equals (`SharedValues`)...
+SHARED_STRINGS = 65_536  # ...the first this many distinct ones
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 FORMAT_VERSION = 1
 
@@ -101,23 +103,32 @@ def json_value_limit() -> int:
 
 def container_problem(text: str) -> str | None:
     """Why `text` may not be parsed: more objects and arrays than `json_container_limit`, or more values
-    than `json_value_limit`, else None. Counted before parsing, first over the whole text (a bound, cheap
-    to take: brackets and commas in strings count too), then, only when that bound passes a limit,
-    outside the strings (`structure_counts`): a long tool output full of commas is not refused."""
+    than `json_value_limit` (`items_past`), else None."""
     containers_limit, values_limit = json_container_limit(), json_value_limit()
-    if len(text) // 2 <= min(containers_limit, values_limit):  # every value takes two characters at least
+    found = items_past(text, containers_limit, values_limit)
+    if found is None:
+        return None
+    containers, values = found
+    if containers > containers_limit:
+        return (f"the document's JSON text holds {containers:,} objects and arrays, past the {containers_limit:,} "
+                f"a parse may build: one per {BYTES_PER_CONTAINER} bytes of the --max-file-mib limit")
+    return (f"the document's JSON text holds {values:,} values (strings, numbers, objects, arrays), past the "
+            f"{values_limit:,} a parse may build: one per {BYTES_PER_VALUE} bytes of the --max-file-mib limit")
+
+
+def items_past(text: str, containers_limit: int, values_limit: int) -> tuple[int, int] | None:
+    """(objects and arrays, values) the JSON `text` may build when either passes its limit, else None: the
+    one guard of every JSON the viewer parses from a file (a document, a run index file), taken before it is
+    parsed. Counted first over the whole text (a bound, cheap to take: brackets and commas in strings count
+    too), then, only when that bound passes a limit, outside the strings: a long tool output full of commas
+    is not refused."""
+    if (len(text) + 1) // 2 <= min(containers_limit, values_limit):  # n values take 2n - 1 characters at least
         return None
     containers, values = structure_counts(text)
     if containers <= containers_limit and values <= values_limit:
         return None
-    containers, values = structure_counts(JSON_STRING.sub('""', text))
-    if containers > containers_limit:
-        return (f"the document's JSON text holds {containers:,} objects and arrays, past the {containers_limit:,} "
-                f"a parse may build: one per {BYTES_PER_CONTAINER} bytes of the --max-file-mib limit")
-    if values > values_limit:
-        return (f"the document's JSON text holds {values:,} values (strings, numbers, objects, arrays), past the "
-                f"{values_limit:,} a parse may build: one per {BYTES_PER_VALUE} bytes of the --max-file-mib limit")
-    return None
+    containers, values = structure_counts(JSON_STRING.sub('""', text))  # text: bytes' slices would cost ~100 B each
+    return None if containers <= containers_limit and values <= values_limit else (containers, values)
 
 
 def structure_counts(text: str) -> tuple[int, int]:
@@ -125,16 +136,6 @@ def structure_counts(text: str) -> tuple[int, int]:
     plus its commas, plus one (every value but a container's first follows a comma)."""
     containers = text.count("{") + text.count("[")
     return containers, containers + text.count(",") + 1
-
-
-def containers_past(text: str | bytes, limit: int) -> int | None:
-    """How many objects and arrays the JSON `text` could build when that passes `limit`, else None: its
-    opening brackets, in strings too (a bound, taken without parsing, that no shorter text can pass)."""
-    if len(text) // 2 <= limit:  # every container takes two characters at least: this text cannot pass
-        return None
-    braces, brackets = ("{", "[") if isinstance(text, str) else (b"{", b"[")
-    count = text.count(braces) + text.count(brackets)
-    return count if count > limit else None
 
 
 def parse_document_text(text: str, path) -> dict:
@@ -215,8 +216,9 @@ def parse_json(text: str):
     collecting = gc.isenabled()
     gc.disable()  # millions of new objects would trigger collections that walk them all, again and again
     try:
+        shared = SharedValues()
         document = parse_in_steps(text, json.JSONDecoder(parse_constant=_refuse_constant,
-                                                         object_pairs_hook=_shared_keys_object()))
+                                                         object_pairs_hook=shared.object), shared.value)
         gc.freeze()  # plain acyclic objects: later collections need not walk them either (refcounts free them)
     finally:
         if collecting:
@@ -224,13 +226,14 @@ def parse_json(text: str):
     return document
 
 
-def parse_in_steps(text: str, decoder: json.JSONDecoder):
+def parse_in_steps(text: str, decoder: json.JSONDecoder, shared=lambda value: value):
     """Parse a JSON object one member at a time, and a member that is a list one item at a time.
 
     `json.loads` holds the interpreter lock for the whole text: a 70 MiB document of a million nodes
     would stop every request thread of the server for seconds. Parsed item by item, the lock is
     given up between items, so listings keep answering while such a record is opened. The result
-    and the refusals are json.loads's: only the error messages' wording may differ."""
+    and the refusals are json.loads's: only the error messages' wording may differ. A list member's items
+    are given as `shared(item)` (`SharedValues.value`)."""
     at = _skip_space(text, 0)
     if text[at : at + 1] != "{":
         return decoder.decode(text)  # not an object: read whole, and refused by the caller
@@ -247,7 +250,7 @@ def parse_in_steps(text: str, decoder: json.JSONDecoder):
                 raise ValueError(f"Expecting ':' delimiter: char {at}")
             at = _skip_space(text, at + 1)
             if text[at : at + 1] == "[":
-                result[key], at = _list_in_steps(text, at, decoder)
+                result[key], at = _list_in_steps(text, at, decoder, shared)
             else:
                 result[key], at = decoder.raw_decode(text, at)
             at = _skip_space(text, at)
@@ -262,14 +265,14 @@ def parse_in_steps(text: str, decoder: json.JSONDecoder):
     return result
 
 
-def _list_in_steps(text: str, at: int, decoder: json.JSONDecoder) -> tuple[list, int]:
+def _list_in_steps(text: str, at: int, decoder: json.JSONDecoder, shared) -> tuple[list, int]:
     """The JSON list starting at `text[at]` (a `[`), item by item, and where it ends."""
     items, at = [], _skip_space(text, at + 1)
     if text[at : at + 1] == "]":
         return items, at + 1
     while True:
         item, at = decoder.raw_decode(text, at)
-        items.append(item)
+        items.append(shared(item))
         at = _skip_space(text, at)
         if text[at : at + 1] == "]":
             return items, at + 1
@@ -278,16 +281,35 @@ def _list_in_steps(text: str, at: int, decoder: json.JSONDecoder) -> tuple[list,
         at = _skip_space(text, at + 1)
 
 
-def _shared_keys_object():
-    """An object hook that gives every object its keys from one table: `json.loads` shares equal keys
-    across a whole text, but each `raw_decode` call starts afresh, and a million nodes each holding
-    their own copies of the same few keys take twice the memory."""
-    keys: dict[str, str] = {}
+class SharedValues:
+    """One long parse's tables of keys and short strings, so equal ones are one object: `json.loads` shares
+    equal keys across a whole text, but each `raw_decode` call starts afresh, and a million nodes each
+    holding their own copies of the same few keys take twice the memory; their roles, authors and finish
+    reasons (~190 bytes a node of a chain), or millions of two-character strings in a list (51 bytes each),
+    take more than the rest of the parse. Strings are shared up to `SHARED_CHARS` characters, the first
+    `SHARED_STRINGS` distinct ones: a text of millions of distinct short strings makes no bigger table."""
 
-    def make(pairs):
-        return {keys.setdefault(key, key): value for key, value in pairs}
+    def __init__(self):
+        self.keys: dict[str, str] = {}
+        self.strings: dict[str, str] = {}
 
-    return make
+    def value(self, value):
+        """`value`, or the equal short string met before."""
+        if type(value) is not str or len(value) > SHARED_CHARS:
+            return value
+        strings = self.strings
+        return strings.setdefault(value, value) if len(strings) < SHARED_STRINGS else strings.get(value, value)
+
+    def object(self, pairs) -> dict:
+        """The object hook: keys and short string values from the tables, a list's short strings too."""
+        keys, strings = self.keys, self.strings
+        share = strings.setdefault if len(strings) < SHARED_STRINGS else strings.get  # a little past it at most
+        made = {keys.setdefault(key, key): share(item, item) if type(item) is str and len(item) <= SHARED_CHARS
+                else item for key, item in pairs}
+        for item in made.values():
+            if type(item) is list and item:
+                item[:] = map(self.value, item)
+        return made
 
 
 def _skip_space(text: str, at: int) -> int:

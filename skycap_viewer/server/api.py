@@ -92,10 +92,10 @@ class Api:
     def __init__(self, catalog: Catalog, part_limit: PartLimit = SERVED_PARTS, mirrors: Mirrors | None = None):
         self.catalog = catalog
         self.mirrors = mirrors  # opens a run index row's record from its mirror (None: `mirror` is refused)
-        self.documents = DocumentCache(DOCUMENT_CACHE_BYTES)
-        self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions and the part
-        # RecordViews by the record's files' versions
+        # RecordViews by the record's files' versions; a heavy one let go before another document is read
         self.views = ViewCache(RECORD_VIEW_CACHE_SIZE, RECORD_VIEW_CACHE_BYTES)
+        self.documents = DocumentCache(DOCUMENT_CACHE_BYTES, self.views.drop_oversized)
+        self.encoded_paths = AnswerCache(PATHS_CACHE_BYTES)  # by the record's files' versions and the part
         self.part_limit = part_limit  # how much one part of /paths, /graph, /exchanges, /timeline holds
         self.group_by = catalog.group_by  # the store's groups are the catalog's
         self.searches = Searches()  # its worker processes start with the first search

@@ -98,8 +98,11 @@ class DocumentCache:
     kept whatever its size, as it is the record being looked at. Requests that miss together (the page
     asks for a record's paths, graph and calls at once) share one read, under the version's own lock."""
 
-    def __init__(self, max_bytes: int):
+    def __init__(self, max_bytes: int, before_reading=lambda: None):
+        """`before_reading()` is called before a document is read: what else holds parsed documents lets
+        go of its heavy ones then (`ViewCache.drop_oversized`), so two are never held while one is parsed."""
         self.max_bytes = max_bytes
+        self.before_reading = before_reading
         self.entries: OrderedDict = OrderedDict()  # version -> (document, parsed_bytes)
         self.size = 0
         self.reading: dict = {}  # version -> the lock its one reader holds
@@ -145,6 +148,7 @@ class DocumentCache:
                 if entry is not None:
                     return entry
                 self.drop_oversized()
+                self.before_reading()
                 document, size = read_document_sized(path)
                 if self.version(path) == key:  # not replaced while being read: the version the key names
                     self.keep(key, document, size)
@@ -200,8 +204,7 @@ class ViewCache:
         with self.lock:
             slot = self.entries.get(key)
             if slot is None:
-                if sum(other[2] for other in self.entries.values()) > self.max_weight:
-                    self.entries.clear()  # one heavier than the budget alone: not held while another is made
+                self.drop_oversized_locked()
                 slot = self.entries[key] = [threading.Lock(), None, 0]
                 while len(self.entries) > self.size:
                     self.entries.popitem(last=False)
@@ -212,6 +215,16 @@ class ViewCache:
                 slot[1], slot[2] = make()
                 self.trim(key)
             return slot[1]
+
+    def drop_oversized(self):
+        """Let go of what weighs more than the budget (one heavier than it alone, kept as the last made), so
+        it is not held while another is made, nor while a document is read for another (`DocumentCache`)."""
+        with self.lock:
+            self.drop_oversized_locked()
+
+    def drop_oversized_locked(self):
+        if sum(slot[2] for slot in self.entries.values()) > self.max_weight:
+            self.entries.clear()
 
     def trim(self, newest):
         """Drop the least recently used values until the rest weigh at most `max_weight`."""
