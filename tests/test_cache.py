@@ -205,6 +205,22 @@ def listings(server) -> dict:
     return {run["id"]: (run, server.get(f"/v1/trajectories?run_id={run['id']}&limit=1000")["data"]) for run in runs}
 
 
+def differences(these: dict, those: dict) -> list:
+    """What differs between two `listings`: (run, the row's id or None for the run's entry, {field: (this,
+    that)}), so a failure says which field moved, not only that two large values differ."""
+    found = []
+    for run_id in sorted(set(these) | set(those)):
+        (entry_a, rows_a), (entry_b, rows_b) = these.get(run_id, ({}, [])), those.get(run_id, ({}, []))
+        pairs = [(None, entry_a, entry_b)]
+        by_id = {row["id"]: row for row in rows_b}
+        pairs += [(row["id"], row, by_id.get(row["id"], {})) for row in rows_a]
+        for row_id, a, b in pairs:
+            fields = {key: (a.get(key), b.get(key)) for key in set(a) | set(b) if a.get(key) != b.get(key)}
+            if fields:
+                found.append((run_id, row_id, fields))
+    return found
+
+
 def verified(runs: list[dict]) -> list[dict] | None:
     """The run entries, if every run's rows are all verified (else None)."""
     return runs if all(run["sidecars_verified"] == run["indexed"] for run in runs) else None
@@ -233,7 +249,7 @@ def test_a_cached_restart_lists_what_a_cold_start_lists(runs, tmp_path):
     rewrite_and_delete(runs)
     with ServerProcess([runs], cache_home=cache_home) as cached, ServerProcess([runs]) as cold:
         cached_listing, cold_listing = listings(cached), listings(cold)
-    assert cached_listing == cold_listing
+    assert cached_listing == cold_listing, differences(cached_listing, cold_listing)
     assert cached_listing != first_listing
     for server_output in (first.output(), reopened.output(), cached.output()):
         assert "Traceback" not in server_output and "persisted index" not in server_output
