@@ -2,13 +2,16 @@
 size costs: the watcher spaces publishes out so they stay a tenth of the work (a clock it reads is
 stood in for here, so nothing is timed). The next poll waits on listing, never on indexing."""
 
+import math
 import os
 import shutil
 import time
+from concurrent.futures import Future
 
 from skycap_viewer.catalog import watcher as watcher_module
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.rows import compute_row
+from skycap_viewer.catalog.store import group_records
 from skycap_viewer.catalog.watcher import PUBLISH_COST_FACTOR, PUBLISH_SECONDS, Watcher
 from tests.support.corpus import FIXTURES
 
@@ -65,6 +68,35 @@ def test_costly_publishes_are_spaced_to_a_tenth_of_the_work(tmp_path, monkeypatc
     gaps = [later - earlier for earlier, later in zip(times[1:], times[2:-1], strict=False)]
     assert gaps and all(gap >= PUBLISH_COST_FACTOR * cost for gap in gaps)
     assert len(times) <= 28 * 20 * 0.05 / (PUBLISH_COST_FACTOR * cost) + 3  # the first, the spaced ones, the last
+
+
+def test_a_big_batch_computes_its_groups_again_as_its_rows_double_not_every_few_seconds(monkeypatch):
+    """A big batch's groups are computed elsewhere from what is committed, and every group is touched between
+    two sends: sent every `GROUPS_SECONDS`, a group was computed as often as the batch took seconds (here 28 s:
+    14 times), reading its members each time; now once its rows have doubled too, so a few times in all, the
+    last with every member (the groups are those of the run indexed in one go)."""
+    clock = Clock()
+    monkeypatch.setattr(watcher_module, "time", clock)
+    monkeypatch.setattr(watcher_module, "SMALL_BATCH", 1)  # the fixture's 28 records as a big batch
+    sends = []
+
+    def offload(task, *args):
+        if task is group_records:
+            sends.append(clock.now)
+        future = Future()
+        future.set_result(task(*args))
+        return future
+
+    catalog = Catalog([FIXTURES / "groups"])
+    Watcher(catalog, compute_rows=rows_arriving(clock, 0.05, 20), offload=offload, verify=False).poll()
+    rows = 28 * 20
+    first_rows = watcher_module.GROUPS_SECONDS / 0.05
+    assert 2 <= len(sends) <= math.log2(rows / first_rows) + 2
+    in_one_go = Catalog([FIXTURES / "groups"])
+    Watcher(in_one_go, verify=False).poll()
+    with catalog.snapshots()[0].reading() as db, in_one_go.snapshots()[0].reading() as expected:
+        query = "SELECT gkey, n, members, flags, member_flags, reward, low, high, summary FROM groups ORDER BY gkey"
+        assert db.execute(query).fetchall() == expected.execute(query).fetchall()
 
 
 class OneWait:
