@@ -14,7 +14,7 @@ a record it lists gets what it says (`trained`, `superseded`, the `not-trained` 
 is stored, and again when an index file changes. The design, and why: `docs/scale.md`.
 
 The watcher writes through `RunStore`, one transaction per publish, and the workers reading a big
-batch write its new rows themselves (`rows_written`), compute its groups (`group_records`) and build
+batch write its new rows themselves (`rows_written`), compute and keep its groups (`groups_written`) and build
 its indexes (`indexes_built_at`), so the server's own process does next to nothing a row; requests
 read through `reader()`, one connection per thread, each answer inside one read transaction: one
 consistent state, whatever is committed meanwhile.
@@ -535,20 +535,12 @@ class RunStore:
         return last
 
     def take_deferred_groups(self) -> list[str]:
-        """The groups committed rows touched since the last call, to be computed elsewhere (`group_records`)
-        and kept with `put_groups`."""
+        """The groups committed rows touched since the last call, to be computed and kept elsewhere
+        (`groups_written`)."""
         taken = sorted(self.deferred or ())
         if self.deferred is not None:
             self.deferred.clear()
         return taken
-
-    def put_groups(self, keys: list[str], records: list[tuple]):
-        """Keep the groups of `keys` as `group_records` computed them (a key without a record is gone),
-        in the open batch."""
-        self.begin()
-        touched = json.dumps(keys)
-        self.db.execute("DELETE FROM groups WHERE gkey IN (SELECT value FROM json_each(?))", (touched,))
-        self.db.executemany(f"INSERT INTO groups VALUES ({', '.join('?' * 15)})", records)
 
     def write_tally(self):
         add_counts(self.db, self.counts)
@@ -572,7 +564,8 @@ class RunStore:
 
     def write_some_groups(self, touched: list[str]):
         """`write_groups` for the groups of `touched`: three statements, not three a group."""
-        self.put_groups(touched, computed_groups(self.db, touched, self.group_by))
+        self.begin()
+        replace_groups(self.db, touched, computed_groups(self.db, touched, self.group_by))
 
 
 def counted(counts: dict, kinds: list, reward, copies: int | None, bits: int, sign: int) -> list:
@@ -674,14 +667,51 @@ def computed_groups(db: sqlite3.Connection, keys: list[str], group_by: tuple) ->
     return [group_record(gkey, rows, group_by) for gkey, rows in members.items()]
 
 
-def group_records(path: str, keys: list[str], group_by: tuple) -> list[tuple]:
-    """Worker task: `computed_groups` from the committed state of the database at `path` (read-only)."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+def groups_written(path: str, identity: str, keys: list[str], group_by: tuple) -> bool:
+    """Worker task: the groups `keys` computed from the committed state of the database at `path` and kept in
+    it here, so the server's process neither receives nor writes them. They are computed outside the write
+    lock (the workers writing rows go on meanwhile) and kept inside it, computed again there if a member of one
+    changed since (`member_marks`): what is kept is always what the members committed before say, whichever
+    task commits last. Refused (False: the server computes them) when the database is no longer the one made
+    as `identity`."""
+    db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)  # never made here
     try:
         db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-        return computed_groups(db, keys, group_by)
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("BEGIN")  # one committed state for the marks and the groups
+        marks, records = member_marks(db, keys), computed_groups(db, keys, group_by)
+        db.execute("COMMIT")
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            made = db.execute("SELECT value FROM facts WHERE key = ?", (MADE,)).fetchone()
+            refused = made is None or made[0] != identity
+            if not refused:
+                if member_marks(db, keys) != marks:
+                    records = computed_groups(db, keys, group_by)
+                replace_groups(db, keys, records)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("ROLLBACK" if refused else "COMMIT")
+        return not refused
     finally:
         db.close()
+
+
+def member_marks(db: sqlite3.Connection, keys: list[str]) -> list[tuple]:
+    """What a group's summary is computed from, in short: each member's rid, file version, flags and whether it
+    is verified (a member added, removed, rewritten, restamped or verified changes it)."""
+    return db.execute(
+        "SELECT gkey, group_concat(rid || ':' || stamp || ':' || mtime_ns || ':' || flags || ':' || verified, ' ')"
+        " FROM (SELECT * FROM rows WHERE gkey IN (SELECT value FROM json_each(?)) ORDER BY gkey, rid)"
+        " GROUP BY gkey ORDER BY gkey", (json.dumps(keys),)).fetchall()
+
+
+def replace_groups(db: sqlite3.Connection, keys: list[str], records: list[tuple]):
+    """The groups of `keys` as `records` (`computed_groups`) say, in the open transaction (a key without a record
+    is gone)."""
+    db.execute("DELETE FROM groups WHERE gkey IN (SELECT value FROM json_each(?))", (json.dumps(keys),))
+    db.executemany(f"INSERT INTO groups VALUES ({', '.join('?' * 15)})", records)
 
 
 def build_listing_indexes(db: sqlite3.Connection) -> dict[str, float]:

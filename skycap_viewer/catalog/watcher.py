@@ -19,7 +19,7 @@ from skycap_viewer.catalog.index import (
     version_size,
 )
 from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
-from skycap_viewer.catalog.store import group_records, indexes_built_at
+from skycap_viewer.catalog.store import groups_written, indexes_built_at
 from skycap_viewer.printable import say
 
 POLL_SECONDS = 2.0
@@ -260,10 +260,11 @@ class Watcher(threading.Thread):
 
 
 class GroupsElsewhere:
-    """The groups of a big batch, computed in worker processes from what each publish committed: the
-    server's own process only keeps what they send back. A group touched again meanwhile is sent again,
-    and answers are kept in the order they were asked for, so the last one kept read every member; the
-    batch ends with all of them kept (`finish`), so its last publish holds every group as computed here."""
+    """The groups of a big batch, computed in worker processes from what each publish committed and kept
+    there (`store.groups_written`): the server's own process only sends their keys. A group touched again
+    meanwhile is sent again; what a worker keeps is computed from the members committed when it keeps it,
+    so the last kept read every member; the batch ends with every answer in (`finish`), so its last publish
+    holds every group as computed here."""
 
     def __init__(self, store, offload):
         self.store = store
@@ -299,7 +300,7 @@ class GroupsElsewhere:
         keys = self.store.take_deferred_groups()
         for start in range(0, len(keys), GROUPS_PER_TASK):
             some = keys[start : start + GROUPS_PER_TASK]
-            future = self.offload(group_records, str(self.store.path), some, self.store.group_by)
+            future = self.offload(groups_written, str(self.store.path), self.store.identity, some, self.store.group_by)
             if future is None:  # no workers (any more): these groups and the next are computed here
                 self.store.touched_groups.update(keys[start:])
                 self.store.defer_groups(False)
@@ -308,17 +309,18 @@ class GroupsElsewhere:
             self.asked.append((some, future))
 
     def keep_finished(self, wait: bool = False):
-        """Keep the answers that came (with `wait`, all of them), in the order asked; a task that failed
-        (a worker died, the database is being rebuilt) leaves its groups to be computed here."""
+        """Take the answers that came (with `wait`, all of them): the workers kept their groups themselves
+        (`store.groups_written`); a task that failed or was refused (a worker died, the database is being
+        rebuilt) leaves its groups to be computed here."""
         while self.asked and (wait or self.asked[0][1].done()):
             keys, future = self.asked.pop(0)
             try:
-                records = future.result()
+                kept = future.result()
             except Exception:  # noqa: BLE001 - whatever went wrong there, the groups are computed here
+                kept = False
+            if not kept:
                 self.store.begin()
                 self.store.touched_groups.update(keys)
-                continue
-            self.store.put_groups(keys, records)
         if self.written_after is not None:
             self.store.commit()  # workers write rows meanwhile: the database is held no longer than this
 
