@@ -8,8 +8,9 @@ import shutil
 import time
 from concurrent.futures import Future
 
+from skycap_viewer.catalog import index as index_module
 from skycap_viewer.catalog import watcher as watcher_module
-from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.index import FACTS_SECONDS, Catalog
 from skycap_viewer.catalog.rows import compute_row
 from skycap_viewer.catalog.store import groups_written
 from skycap_viewer.catalog.watcher import PUBLISH_COST_FACTOR, PUBLISH_SECONDS, Watcher
@@ -97,6 +98,30 @@ def test_a_big_batch_computes_its_groups_again_as_its_rows_double_not_every_few_
     with catalog.snapshots()[0].reading() as db, in_one_go.snapshots()[0].reading() as expected:
         query = "SELECT gkey, n, members, flags, member_flags, reward, low, high, summary FROM groups ORDER BY gkey"
         assert db.execute(query).fetchall() == expected.execute(query).fetchall()
+
+
+def test_while_a_run_is_first_indexed_its_facts_are_counted_every_two_seconds_its_rows_every_publish(monkeypatch):
+    """Counting a run's facts (its tasks, steps, statuses) costs what the run's size costs, and a run is published
+    twice a second while it is indexed: the facts are counted again at most every `FACTS_SECONDS` then, the rows
+    and their count at every publish, and the last publish (indexed) counts all of them."""
+    clock = Clock()
+    monkeypatch.setattr(watcher_module, "time", clock)
+    monkeypatch.setattr(index_module, "time", clock)
+    catalog = Catalog([FIXTURES / "groups"])
+    seen = []
+
+    def prepare(snapshot):
+        seen.append((clock.now, snapshot.indexing, snapshot.row_count, sum(snapshot.facts["step_counts"].values())))
+
+    Watcher(catalog, compute_rows=rows_arriving(clock, 0.25, 1), prepare=prepare, verify=False).poll()
+    indexing = [entry for entry in seen if entry[1]]
+    assert len({rows for _, _, rows, _ in indexing}) > 2 * len({counted for *_, counted in indexing}) > 2
+    changed = [at for (at, *_, counted), (_, *_, before) in zip(indexing[1:], indexing, strict=False)
+               if counted != before]
+    assert all(later - earlier >= FACTS_SECONDS for earlier, later in zip(changed, changed[1:], strict=False))
+    last = seen[-1]
+    assert not last[1] and last[2] == 28
+    assert last[3] == len([row for row in catalog.snapshots()[0].rows if row["step"] is not None])
 
 
 class OneWait:
