@@ -28,7 +28,7 @@ PUBLISH_COST_FACTOR = 10  # ...or, for a big run, so that publishing takes at mo
 HUGE_LISTING_SECONDS = 0.25  # a directory taking longer to list (~100k documents) is not listed every poll...
 FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed...
 SETTLED_MTIME_SECONDS = 2.0  # ...and an mtime this recent when listed is not trusted to move on the next change
-STORE_BATCH = 64  # rows written together (a worker's chunk)
+STORE_BATCH = 64  # rows stored together (a worker's first chunk)
 GROUPS_PER_TASK = 512  # groups a worker computes in one task (their members in its memory at once)
 GROUPS_SECONDS = 2.0  # a big batch's touched groups are sent at most this often, and once its rows read have
 # doubled (`GroupsElsewhere.due`): a group whose members come in over many sends is computed again for each
