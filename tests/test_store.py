@@ -215,6 +215,31 @@ def test_groups_a_worker_keeps_are_those_of_the_members_committed_when_it_keeps_
     assert kept == store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall() and kept
 
 
+def test_groups_computed_elsewhere_are_kept_only_while_their_members_are_as_they_were(tmp_path):
+    """While the server writes a batch's rows itself, the workers compute its groups and the server keeps them:
+    a member removed in between leaves them to be computed again here, never kept as they were."""
+    from skycap_viewer.catalog import store as store_module
+    directory = FIXTURES / "groups"
+    names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".json.zst"))
+    store = RunStore(tmp_path / "kept.sqlite", {"test": 1}, ("step", "instance_id"))
+    store.defer_groups(True)
+    store.put_many([(name, 1, 1, 1, compute_row(str(directory), name), False) for name in names])
+    store.commit()
+    keys = store.take_deferred_groups()
+    marks, records = store_module.groups_computed(str(store.path), keys, store.group_by)
+    store.keep_groups(keys, marks, records)
+    store.commit()
+    assert store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall() == sorted(records)
+    store.remove(names[0])
+    store.commit()
+    store.take_deferred_groups()
+    store.keep_groups(keys, marks, records)  # computed before the member went
+    store.defer_groups(False)
+    store.commit()
+    kept = store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall()
+    assert kept == sorted(store_module.computed_groups(store.db, keys, store.group_by)) != sorted(records)
+
+
 def store_rows(store: RunStore):
     """(name, the row it was put with) of every stored row, as a store would be given it again."""
     from skycap_viewer.catalog.store import unpack

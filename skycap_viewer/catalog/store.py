@@ -14,7 +14,7 @@ a record it lists gets what it says (`trained`, `superseded`, the `not-trained` 
 is stored, and again when an index file changes. The design, and why: `docs/scale.md`.
 
 The watcher writes through `RunStore`, one transaction per publish, and the workers reading a big
-batch write its new rows themselves (`rows_written`), compute and keep its groups (`groups_written`) and build
+batch write its new rows themselves (`rows_written`), compute (and keep) its groups (`groups_written`) and build
 its indexes (`indexes_built_at`), so the server's own process does next to nothing a row; requests
 read through `reader()`, one connection per thread, each answer inside one read transaction: one
 consistent state, whatever is committed meanwhile.
@@ -535,12 +535,21 @@ class RunStore:
         return last
 
     def take_deferred_groups(self) -> list[str]:
-        """The groups committed rows touched since the last call, to be computed and kept elsewhere
-        (`groups_written`)."""
+        """The groups committed rows touched since the last call, to be computed elsewhere (`groups_written`,
+        `groups_computed`)."""
         taken = sorted(self.deferred or ())
         if self.deferred is not None:
             self.deferred.clear()
         return taken
+
+    def keep_groups(self, keys: list[str], marks: list, records: list[tuple]):
+        """Keep the groups of `keys` another process computed (`groups_computed`), in the open batch, if their
+        members are still those they were computed from (`member_marks`), else touch them (computed again)."""
+        self.begin()
+        if member_marks(self.db, keys) == marks:
+            replace_groups(self.db, keys, records)
+        else:
+            self.touched_groups.update(keys)
 
     def write_tally(self):
         add_counts(self.db, self.counts)
@@ -667,10 +676,31 @@ def computed_groups(db: sqlite3.Connection, keys: list[str], group_by: tuple) ->
     return [group_record(gkey, rows, group_by) for gkey, rows in members.items()]
 
 
+def groups_computed(path: str, keys: list[str], group_by: tuple) -> tuple[list, list[tuple]]:
+    """Worker task: (the members' `member_marks`, the `groups` rows) of the groups `keys`, computed from one
+    committed state of the database at `path` (read-only), for the server to keep (`RunStore.keep_groups`)."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        return marked_groups(db, keys, group_by)
+    finally:
+        db.close()
+
+
+def marked_groups(db: sqlite3.Connection, keys: list[str], group_by: tuple) -> tuple[list, list[tuple]]:
+    """(`member_marks`, `computed_groups`) of `keys`, in one read transaction: one committed state for both."""
+    db.execute("BEGIN")
+    try:
+        return member_marks(db, keys), computed_groups(db, keys, group_by)
+    finally:
+        db.execute("COMMIT")
+
+
 def groups_written(path: str, identity: str, keys: list[str], group_by: tuple) -> bool:
-    """Worker task: the groups `keys` computed from the committed state of the database at `path` and kept in
-    it here, so the server's process neither receives nor writes them. They are computed outside the write
-    lock (the workers writing rows go on meanwhile) and kept inside it, computed again there if a member of one
+    """Worker task, while the workers write a batch's rows (the server then holds the write lock only for
+    moments): the groups `keys` computed from the committed state of the database at `path` and kept in it
+    here, so the server's process neither receives nor writes them. They are computed outside the write lock
+    (the workers writing rows go on meanwhile) and kept inside it, computed again there if a member of one
     changed since (`member_marks`): what is kept is always what the members committed before say, whichever
     task commits last. Refused (False: the server computes them) when the database is no longer the one made
     as `identity`."""
@@ -678,9 +708,7 @@ def groups_written(path: str, identity: str, keys: list[str], group_by: tuple) -
     try:
         db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         db.execute("PRAGMA synchronous = NORMAL")
-        db.execute("BEGIN")  # one committed state for the marks and the groups
-        marks, records = member_marks(db, keys), computed_groups(db, keys, group_by)
-        db.execute("COMMIT")
+        marks, records = marked_groups(db, keys, group_by)
         db.execute("BEGIN IMMEDIATE")
         try:
             made = db.execute("SELECT value FROM facts WHERE key = ?", (MADE,)).fetchone()

@@ -19,7 +19,7 @@ from skycap_viewer.catalog.index import (
     version_size,
 )
 from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
-from skycap_viewer.catalog.store import groups_written, indexes_built_at
+from skycap_viewer.catalog.store import groups_computed, groups_written, indexes_built_at
 from skycap_viewer.printable import say
 
 POLL_SECONDS = 2.0
@@ -260,11 +260,12 @@ class Watcher(threading.Thread):
 
 
 class GroupsElsewhere:
-    """The groups of a big batch, computed in worker processes from what each publish committed and kept
-    there (`store.groups_written`): the server's own process only sends their keys. A group touched again
-    meanwhile is sent again; what a worker keeps is computed from the members committed when it keeps it,
-    so the last kept read every member; the batch ends with every answer in (`finish`), so its last publish
-    holds every group as computed here."""
+    """The groups of a big batch, computed in worker processes from what each publish committed and, while the
+    workers write the rows, kept there (`store.groups_written`): the server's own process only sends their
+    keys; else kept here (`store.groups_computed`). A group touched again meanwhile is sent again; what is kept
+    is computed from the members committed when it is kept (computed again else), so the last kept read every
+    member; the batch ends with every answer in (`finish`), so its last publish holds every group as computed
+    here."""
 
     def __init__(self, store, offload):
         self.store = store
@@ -300,7 +301,11 @@ class GroupsElsewhere:
         keys = self.store.take_deferred_groups()
         for start in range(0, len(keys), GROUPS_PER_TASK):
             some = keys[start : start + GROUPS_PER_TASK]
-            future = self.offload(groups_written, str(self.store.path), self.store.identity, some, self.store.group_by)
+            if self.written_after is not None:  # the workers write: they keep the groups too
+                future = self.offload(groups_written, str(self.store.path), self.store.identity, some,
+                                      self.store.group_by)
+            else:  # the server writes, holding the write lock between publishes: it keeps them
+                future = self.offload(groups_computed, str(self.store.path), some, self.store.group_by)
             if future is None:  # no workers (any more): these groups and the next are computed here
                 self.store.touched_groups.update(keys[start:])
                 self.store.defer_groups(False)
@@ -309,16 +314,18 @@ class GroupsElsewhere:
             self.asked.append((some, future))
 
     def keep_finished(self, wait: bool = False):
-        """Take the answers that came (with `wait`, all of them): the workers kept their groups themselves
-        (`store.groups_written`); a task that failed or was refused (a worker died, the database is being
-        rebuilt) leaves its groups to be computed here."""
+        """Take the answers that came (with `wait`, all of them): groups the workers kept themselves
+        (`store.groups_written`), or computed for this process to keep (`store.groups_computed`); a task that
+        failed or was refused (a worker died, the database is being rebuilt) leaves its groups to be computed here."""
         while self.asked and (wait or self.asked[0][1].done()):
             keys, future = self.asked.pop(0)
             try:
-                kept = future.result()
+                answer = future.result()
             except Exception:  # noqa: BLE001 - whatever went wrong there, the groups are computed here
-                kept = False
-            if not kept:
+                answer = False
+            if isinstance(answer, tuple):
+                self.store.keep_groups(keys, *answer)
+            elif not answer:
                 self.store.begin()
                 self.store.touched_groups.update(keys)
         if self.written_after is not None:
