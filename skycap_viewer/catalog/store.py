@@ -639,29 +639,38 @@ def rows_written(path: str, identity: str, forms: list[tuple]) -> bool:
     inserts nor counts them. Refused (False: the server stores them) when the database is no longer the
     one made as `identity`, when a run index is kept (what it says of each row is given by the server),
     or when one of the documents has a row already (the server replaces it)."""
-    db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)  # never made here
+    def write(db: sqlite3.Connection) -> bool:
+        if db.execute("SELECT EXISTS (SELECT 1 FROM index_files) OR EXISTS (SELECT 1 FROM rows WHERE name IN"
+                      " (SELECT value FROM json_each(?)))", (json.dumps([form[0] for form in forms]),)).fetchone()[0]:
+            return False
+        text_index = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LAST_LISTING_INDEX,)).fetchone()
+        insert_forms(db, forms, text_index is not None)
+        counts: dict = {}
+        for _, _, _, _, (columns, _, _, kinds, copies) in forms:
+            counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
+        add_counts(db, counts)
+        return True
+
+    return written_if_made(path, identity, write)
+
+
+def written_if_made(path: str, identity: str, write) -> bool:
+    """Worker task's writing: `write(db)` in one write transaction on the database at `path` (never made here),
+    committed if it is still the one made as `identity` and `write` did not refuse (returned False); whether it
+    was."""
+    db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)
     try:
         db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("BEGIN IMMEDIATE")
         try:
             made = db.execute("SELECT value FROM facts WHERE key = ?", (MADE,)).fetchone()
-            refused = made is None or made[0] != identity or db.execute(
-                "SELECT EXISTS (SELECT 1 FROM index_files) OR EXISTS (SELECT 1 FROM rows WHERE name IN"
-                " (SELECT value FROM json_each(?)))", (json.dumps([form[0] for form in forms]),)).fetchone()[0]
-            if not refused:
-                text_index = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
-                                        (LAST_LISTING_INDEX,)).fetchone() is not None
-                insert_forms(db, forms, text_index)
-                counts: dict = {}
-                for _, _, _, _, (columns, _, _, kinds, copies) in forms:
-                    counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
-                add_counts(db, counts)
+            done = made is not None and made[0] == identity and write(db)
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        db.execute("ROLLBACK" if refused else "COMMIT")
-        return not refused
+        db.execute("COMMIT" if done else "ROLLBACK")
+        return done
     finally:
         db.close()
 
@@ -704,26 +713,13 @@ def groups_written(path: str, identity: str, keys: list[str], group_by: tuple) -
     changed since (`member_marks`): what is kept is always what the members committed before say, whichever
     task commits last. Refused (False: the server computes them) when the database is no longer the one made
     as `identity`."""
-    db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)  # never made here
-    try:
-        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-        db.execute("PRAGMA synchronous = NORMAL")
-        marks, records = marked_groups(db, keys, group_by)
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            made = db.execute("SELECT value FROM facts WHERE key = ?", (MADE,)).fetchone()
-            refused = made is None or made[0] != identity
-            if not refused:
-                if member_marks(db, keys) != marks:
-                    records = computed_groups(db, keys, group_by)
-                replace_groups(db, keys, records)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("ROLLBACK" if refused else "COMMIT")
-        return not refused
-    finally:
-        db.close()
+    marks, records = groups_computed(path, keys, group_by)
+
+    def write(db: sqlite3.Connection) -> bool:
+        replace_groups(db, keys, records if member_marks(db, keys) == marks else computed_groups(db, keys, group_by))
+        return True
+
+    return written_if_made(path, identity, write)
 
 
 def member_marks(db: sqlite3.Connection, keys: list[str]) -> list[tuple]:
