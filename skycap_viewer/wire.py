@@ -84,6 +84,11 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Whether `text` holds a lone surrogate (a file name that is not UTF-8 is decoded with some)."""
+    return not text.isascii() and LONE_SURROGATE.search(text) is not None
+
+
 def encodable(value):
     """`value` with every lone surrogate of its strings (keys included) replaced by U+FFFD.
 

@@ -102,7 +102,7 @@ def test_the_row_profile_accounts_for_compute_row(tmp_path):
     assert floor > 0 and total > 0  # figures, not a race between them: timing is the benchmark's business
     steps = lines[lines.index("compute_row's steps (cumulative, the profiler's shares of the measured total):") + 1:]
     named = {line.split()[2] for line in steps[: steps.index("")]}
-    assert {"read_document", "trajectory_header", "summary", "slim"} <= named
+    assert {"read_document_escaped", "trajectory_header", "summary", "slim"} <= named
 
 
 def test_an_api_path_is_named_from_the_route_table():

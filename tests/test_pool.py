@@ -16,7 +16,16 @@ from skycap_viewer.catalog import pool as pool_module
 from skycap_viewer.catalog.blobs import unpack
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.persisted import IndexFiles
-from skycap_viewer.catalog.pool import MAX_CHUNK, RowPool, announce, chunked, compute_chunk, compute_rows_here
+from skycap_viewer.catalog.pool import (
+    INDEX_CHUNK,
+    MAX_CHUNK,
+    RowPool,
+    announce,
+    chunked,
+    compute_chunk,
+    compute_rows_here,
+    index_chunks,
+)
 from skycap_viewer.catalog.rows import public
 from skycap_viewer.catalog.store import ROW_COLUMNS
 from skycap_viewer.catalog.watcher import Watcher
@@ -68,6 +77,18 @@ def test_chunks_cover_every_name_once_in_order():
     assert max(map(len, chunks)) <= MAX_CHUNK
     assert len(chunks) >= 16, "enough chunks per worker to keep both busy to the end"
     assert chunked(names[:3], 8) == [[n] for n in names[:3]]
+
+
+def test_index_chunks_start_small_then_grow():
+    """Each worker's first indexing task is a small chunk (the first rows listed at once); the rest are up to
+    `INDEX_CHUNK` (a task is a transaction: fewer commits a row), still enough of them to keep both busy."""
+    names = [f"r{i}.json.zst" for i in range(20_000)]
+    chunks = index_chunks(names, 2)
+    assert [n for chunk in chunks for n in chunk] == names
+    assert [len(chunk) for chunk in chunks[:2]] == [MAX_CHUNK, MAX_CHUNK]
+    assert max(map(len, chunks)) == INDEX_CHUNK > MAX_CHUNK
+    assert len(index_chunks(names[:5000], 2)) >= 16
+    assert index_chunks(names[:3], 8) == [[n] for n in names[:3]]
 
 
 def many_names(repeat: int):
@@ -272,6 +293,7 @@ def test_thousands_of_tasks_never_block_the_workers(monkeypatch):
     """Workers tell the server each task they start; a run of a million documents is ~16k tasks, and
     told to a queue nobody read, their pipe filled at ~200k documents and every worker blocked."""
     monkeypatch.setattr(pool_module, "MAX_CHUNK", 1)
+    monkeypatch.setattr(pool_module, "INDEX_CHUNK", 1)
     pool = RowPool(workers=2, small_batch=0, task=quick_chunk)
     names = [f"n{i}.json.zst" for i in range(12_000)]
     done = []

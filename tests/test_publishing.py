@@ -2,13 +2,17 @@
 size costs: the watcher spaces publishes out so they stay a tenth of the work (a clock it reads is
 stood in for here, so nothing is timed). The next poll waits on listing, never on indexing."""
 
+import math
 import os
 import shutil
 import time
+from concurrent.futures import Future
 
+from skycap_viewer.catalog import index as index_module
 from skycap_viewer.catalog import watcher as watcher_module
-from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.index import FACTS_SECONDS, Catalog
 from skycap_viewer.catalog.rows import compute_row
+from skycap_viewer.catalog.store import groups_computed, groups_written
 from skycap_viewer.catalog.watcher import PUBLISH_COST_FACTOR, PUBLISH_SECONDS, Watcher
 from tests.support.corpus import FIXTURES
 
@@ -65,6 +69,59 @@ def test_costly_publishes_are_spaced_to_a_tenth_of_the_work(tmp_path, monkeypatc
     gaps = [later - earlier for earlier, later in zip(times[1:], times[2:-1], strict=False)]
     assert gaps and all(gap >= PUBLISH_COST_FACTOR * cost for gap in gaps)
     assert len(times) <= 28 * 20 * 0.05 / (PUBLISH_COST_FACTOR * cost) + 3  # the first, the spaced ones, the last
+
+
+def test_a_big_batch_computes_its_groups_again_as_its_rows_double_not_every_few_seconds(monkeypatch):
+    """A big batch's groups are computed elsewhere from what is committed, and every group is touched between
+    two sends: sent every `GROUPS_SECONDS`, a group was computed as often as the batch took seconds (here 28 s:
+    14 times), reading its members each time; now once its rows have doubled too, so a few times in all, the
+    last with every member (the groups are those of the run indexed in one go)."""
+    clock = Clock()
+    monkeypatch.setattr(watcher_module, "time", clock)
+    monkeypatch.setattr(watcher_module, "SMALL_BATCH", 1)  # the fixture's 28 records as a big batch
+    sends = []
+
+    def offload(task, *args):
+        if task in (groups_computed, groups_written):
+            sends.append(clock.now)
+        future = Future()
+        future.set_result(task(*args))
+        return future
+
+    catalog = Catalog([FIXTURES / "groups"])
+    Watcher(catalog, compute_rows=rows_arriving(clock, 0.05, 20), offload=offload, verify=False).poll()
+    rows = 28 * 20
+    first_rows = watcher_module.GROUPS_SECONDS / 0.05
+    assert 2 <= len(sends) <= math.log2(rows / first_rows) + 2
+    in_one_go = Catalog([FIXTURES / "groups"])
+    Watcher(in_one_go, verify=False).poll()
+    with catalog.snapshots()[0].reading() as db, in_one_go.snapshots()[0].reading() as expected:
+        query = "SELECT gkey, n, members, flags, member_flags, reward, low, high, summary FROM groups ORDER BY gkey"
+        assert db.execute(query).fetchall() == expected.execute(query).fetchall()
+
+
+def test_while_a_run_is_first_indexed_its_facts_are_counted_every_two_seconds_its_rows_every_publish(monkeypatch):
+    """Counting a run's facts (its tasks, steps, statuses) costs what the run's size costs, and a run is published
+    twice a second while it is indexed: the facts are counted again at most every `FACTS_SECONDS` then, the rows
+    and their count at every publish, and the last publish (indexed) counts all of them."""
+    clock = Clock()
+    monkeypatch.setattr(watcher_module, "time", clock)
+    monkeypatch.setattr(index_module, "time", clock)
+    catalog = Catalog([FIXTURES / "groups"])
+    seen = []
+
+    def prepare(snapshot):
+        seen.append((clock.now, snapshot.indexing, snapshot.row_count, sum(snapshot.facts["step_counts"].values())))
+
+    Watcher(catalog, compute_rows=rows_arriving(clock, 0.25, 1), prepare=prepare, verify=False).poll()
+    indexing = [entry for entry in seen if entry[1]]
+    assert len({rows for _, _, rows, _ in indexing}) > 2 * len({counted for *_, counted in indexing}) > 2
+    changed = [at for (at, *_, counted), (_, *_, before) in zip(indexing[1:], indexing, strict=False)
+               if counted != before]
+    assert all(later - earlier >= FACTS_SECONDS for earlier, later in zip(changed, changed[1:], strict=False))
+    last = seen[-1]
+    assert not last[1] and last[2] == 28
+    assert last[3] == len([row for row in catalog.snapshots()[0].rows if row["step"] is not None])
 
 
 class OneWait:

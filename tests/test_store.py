@@ -179,6 +179,67 @@ def test_groups_computed_a_few_at_a_time_are_the_groups_computed_at_once(tmp_pat
     assert stores[2] == stores[10_000]
 
 
+def test_groups_a_worker_keeps_are_those_of_the_members_committed_when_it_keeps_them(tmp_path, monkeypatch):
+    """A worker computes a batch's groups outside the write lock and keeps them inside it: a member removed in
+    between (another process's commit) makes it compute them again there, so what is kept is what the members
+    say, as computed at once by the store; a database made again meanwhile (another identity) is left alone."""
+    from skycap_viewer.catalog import store as store_module
+    directory = FIXTURES / "groups"
+    names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".json.zst"))
+    store = RunStore(tmp_path / "kept.sqlite", {"test": 1}, ("step", "instance_id"))
+    store.defer_groups(True)  # a big batch's: computed elsewhere
+    store.put_many([(name, 1, 1, 1, compute_row(str(directory), name), False) for name in names])
+    store.commit()
+    keys = store.take_deferred_groups()
+    assert not store_module.groups_written(str(store.path), "another", keys, store.group_by)
+    assert store.db.execute("SELECT count(*) FROM groups").fetchone()[0] == 0
+    computed = store_module.computed_groups
+    calls = []
+
+    def a_member_goes_meanwhile(db, some, group_by):
+        calls.append(len(some))
+        if len(calls) == 1:
+            store.remove(names[0])
+            store.commit()
+        return computed(db, some, group_by)
+
+    monkeypatch.setattr(store_module, "computed_groups", a_member_goes_meanwhile)
+    assert store_module.groups_written(str(store.path), store.identity, keys, store.group_by)
+    assert len(calls) == 2, "computed again inside the write lock"
+    monkeypatch.setattr(store_module, "computed_groups", computed)
+    store.defer_groups(False)
+    kept = store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall()
+    store.touched_groups.update(keys)
+    store.begin()
+    store.commit()  # the groups computed again here, from the same members
+    assert kept == store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall() and kept
+
+
+def test_groups_computed_elsewhere_are_kept_only_while_their_members_are_as_they_were(tmp_path):
+    """While the server writes a batch's rows itself, the workers compute its groups and the server keeps them:
+    a member removed in between leaves them to be computed again here, never kept as they were."""
+    from skycap_viewer.catalog import store as store_module
+    directory = FIXTURES / "groups"
+    names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".json.zst"))
+    store = RunStore(tmp_path / "kept.sqlite", {"test": 1}, ("step", "instance_id"))
+    store.defer_groups(True)
+    store.put_many([(name, 1, 1, 1, compute_row(str(directory), name), False) for name in names])
+    store.commit()
+    keys = store.take_deferred_groups()
+    marks, records = store_module.groups_computed(str(store.path), keys, store.group_by)
+    store.keep_groups(keys, marks, records)
+    store.commit()
+    assert store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall() == sorted(records)
+    store.remove(names[0])
+    store.commit()
+    store.take_deferred_groups()
+    store.keep_groups(keys, marks, records)  # computed before the member went
+    store.defer_groups(False)
+    store.commit()
+    kept = store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall()
+    assert kept == sorted(store_module.computed_groups(store.db, keys, store.group_by)) != sorted(records)
+
+
 def store_rows(store: RunStore):
     """(name, the row it was put with) of every stored row, as a store would be given it again."""
     from skycap_viewer.catalog.store import unpack

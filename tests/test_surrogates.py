@@ -115,6 +115,25 @@ def test_a_lone_surrogate_in_a_listed_field_is_its_record_shown_replaced_never_t
         web.server.server_close()
 
 
+def test_a_lone_surrogate_escaped_in_capitals_is_stored_replaced_too(tmp_path):
+    """An index row is walked for lone surrogates only when its document's text may hold one (a `\\ud` escape,
+    either case: JSON's hex digits may be capitals); a document writing `\\uDFFF` is listed replaced."""
+    run = tmp_path / "root" / "run"
+    run.mkdir(parents=True)
+    with_surrogates(run, "tr_text", "capitals", lambda d: d["meta"].update(task_id="task \udfff"))
+    path = run / "capitals.json.zst"
+    text = decompress_one_frame(path.read_bytes()).decode()
+    assert "\\udfff" in text
+    path.write_bytes(compress(text.replace("\\udfff", "\\uDFFF").encode()))
+    web = InProcess(tmp_path / "root")
+    try:
+        rows = web.json("/v1/trajectories?run_id=run&limit=100")["data"]
+        assert [(row["id"], row["task_id"]) for row in rows] == [("capitals", "task \ufffd")]
+    finally:
+        web.server.api.searches.close()
+        web.server.server_close()
+
+
 def test_a_file_name_that_is_not_utf8_is_named_and_the_rest_of_its_run_is_listed(tmp_path, capsys):
     """Its name has no UTF-8 form (lone surrogates once decoded), so no row of it can be stored: it is
     named once on stderr, and the run's other records are indexed, not "indexing" forever."""

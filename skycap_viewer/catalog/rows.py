@@ -27,7 +27,7 @@ from skycap_viewer.catalog.blobs import pack, squeezed, unsqueezed
 from skycap_viewer.errors import RecordError
 from skycap_viewer.flags import ordered, row_flags
 from skycap_viewer.record.blocks import BLOCK_KIND_WHY
-from skycap_viewer.record.document import link_leaving, read_document, record_id_of
+from skycap_viewer.record.document import link_leaving, read_document_escaped, record_id_of
 from skycap_viewer.record.fields import created_ts, cut_marker
 from skycap_viewer.record.header import trajectory_header
 from skycap_viewer.record.lane import rollout_lane
@@ -35,7 +35,7 @@ from skycap_viewer.record.manifest import listed_kinds
 from skycap_viewer.record.opener import present_sidecars
 from skycap_viewer.record.rollout import Rollout
 from skycap_viewer.record.verify import verified_rollout
-from skycap_viewer.wire import RawJson, encodable, encode_json
+from skycap_viewer.wire import RawJson, encodable, encode_json, has_lone_surrogate
 
 STRIP_SEGMENTS = 400  # more than a table cell has pixels for; a path with more blocks is drawn merged
 SORT_KEYS = ("step", "task", "reward", "turns", "tokens", "health", "trained", "created")
@@ -120,13 +120,16 @@ def compute_row(directory: str, name: str, verify: bool = False) -> dict:
     # followed, and said: `symlink_to`; a file that is no symlink stays in its directory (one lstat, not two realpaths)
     link = link_leaving(path, directory) if os.path.islink(path) else None
     try:
-        document = read_document(path)
+        document, escaped = read_document_escaped(path)
         present = present_sidecars(directory, document)
         rollout = verified_rollout(directory, document, present, file_id) if verify \
             else Rollout(document, present, file_id)
         # the file's id: that is how the record is looked up (a differing document id is a record problem)
-        # its strings as they can be stored: a lone surrogate (valid JSON) has no UTF-8 form (`encodable`)
-        row = encodable(trajectory_header(rollout, id=file_id, created_ts=created_ts(document), symlink_to=link))
+        # its strings as they can be stored: a lone surrogate (valid JSON) has no UTF-8 form (`encodable`); the
+        # header's strings come from the document, its path and its link: walked when one of them may hold one
+        row = trajectory_header(rollout, id=file_id, created_ts=created_ts(document), symlink_to=link)
+        if escaped or verify or has_lone_surrogate(f"{path}{link or ''}"):
+            row = encodable(row)
         texts = search_texts(row)
         row.update(bounded_values(row, texts))
         row["summary"] = summary(rollout)  # last: the row's JSON is then one encoding and its strip spliced in

@@ -14,7 +14,7 @@ a record it lists gets what it says (`trained`, `superseded`, the `not-trained` 
 is stored, and again when an index file changes. The design, and why: `docs/scale.md`.
 
 The watcher writes through `RunStore`, one transaction per publish, and the workers reading a big
-batch write its new rows themselves (`rows_written`), compute its groups (`group_records`) and build
+batch write its new rows themselves (`rows_written`), compute (and keep) its groups (`groups_written`) and build
 its indexes (`indexes_built_at`), so the server's own process does next to nothing a row; requests
 read through `reader()`, one connection per thread, each answer inside one read transaction: one
 consistent state, whatever is committed meanwhile.
@@ -569,20 +569,21 @@ class RunStore:
         return last
 
     def take_deferred_groups(self) -> list[str]:
-        """The groups committed rows touched since the last call, to be computed elsewhere (`group_records`)
-        and kept with `put_groups`."""
+        """The groups committed rows touched since the last call, to be computed elsewhere (`groups_written`,
+        `groups_computed`)."""
         taken = sorted(self.deferred or ())
         if self.deferred is not None:
             self.deferred.clear()
         return taken
 
-    def put_groups(self, keys: list[str], records: list[tuple]):
-        """Keep the groups of `keys` as `group_records` computed them (a key without a record is gone),
-        in the open batch."""
+    def keep_groups(self, keys: list[str], marks: list, records: list[tuple]):
+        """Keep the groups of `keys` another process computed (`groups_computed`), in the open batch, if their
+        members are still those they were computed from (`member_marks`), else touch them (computed again)."""
         self.begin()
-        touched = json.dumps(keys)
-        self.db.execute("DELETE FROM groups WHERE gkey IN (SELECT value FROM json_each(?))", (touched,))
-        self.db.executemany(f"INSERT INTO groups VALUES ({', '.join('?' * 15)})", records)
+        if member_marks(self.db, keys) == marks:
+            replace_groups(self.db, keys, records)
+        else:
+            self.touched_groups.update(keys)
 
     def write_tally(self):
         add_counts(self.db, self.counts)
@@ -606,7 +607,8 @@ class RunStore:
 
     def write_some_groups(self, touched: list[str]):
         """`write_groups` for the groups of `touched`: three statements, not three a group."""
-        self.put_groups(touched, computed_groups(self.db, touched, self.group_by))
+        self.begin()
+        replace_groups(self.db, touched, computed_groups(self.db, touched, self.group_by))
 
 
 def counted(counts: dict, kinds: list, reward, copies: int | None, bits: int, sign: int) -> list:
@@ -717,29 +719,38 @@ def rows_written(path: str, identity: str, forms: list[tuple]) -> bool:
     inserts nor counts them. Refused (False: the server stores them) when the database is no longer the
     one made as `identity`, when a run index is kept (what it says of each row is given by the server),
     or when one of the documents has a row already (the server replaces it)."""
-    db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)  # never made here
+    def write(db: sqlite3.Connection) -> bool:
+        if db.execute("SELECT EXISTS (SELECT 1 FROM index_files) OR EXISTS (SELECT 1 FROM rows WHERE name IN"
+                      " (SELECT value FROM json_each(?)))", (json.dumps([form[0] for form in forms]),)).fetchone()[0]:
+            return False
+        text_index = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LAST_LISTING_INDEX,)).fetchone()
+        insert_forms(db, forms, text_index is not None)
+        counts: dict = {}
+        for _, _, _, _, (columns, _, _, kinds, copies, _) in forms:
+            counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
+        add_counts(db, counts)
+        return True
+
+    return written_if_made(path, identity, write)
+
+
+def written_if_made(path: str, identity: str, write) -> bool:
+    """Worker task's writing: `write(db)` in one write transaction on the database at `path` (never made here),
+    committed if it is still the one made as `identity` and `write` did not refuse (returned False); whether it
+    was."""
+    db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)
     try:
         db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("BEGIN IMMEDIATE")
         try:
             made = db.execute("SELECT value FROM facts WHERE key = ?", (MADE,)).fetchone()
-            refused = made is None or made[0] != identity or db.execute(
-                "SELECT EXISTS (SELECT 1 FROM index_files) OR EXISTS (SELECT 1 FROM rows WHERE name IN"
-                " (SELECT value FROM json_each(?)))", (json.dumps([form[0] for form in forms]),)).fetchone()[0]
-            if not refused:
-                text_index = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
-                                        (LAST_LISTING_INDEX,)).fetchone() is not None
-                insert_forms(db, forms, text_index)
-                counts: dict = {}
-                for _, _, _, _, (columns, _, _, kinds, copies, _) in forms:
-                    counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
-                add_counts(db, counts)
+            done = made is not None and made[0] == identity and write(db)
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        db.execute("ROLLBACK" if refused else "COMMIT")
-        return not refused
+        db.execute("COMMIT" if done else "ROLLBACK")
+        return done
     finally:
         db.close()
 
@@ -754,14 +765,57 @@ def computed_groups(db: sqlite3.Connection, keys: list[str], group_by: tuple) ->
     return [group_record(gkey, rows, group_by) for gkey, rows in members.items()]
 
 
-def group_records(path: str, keys: list[str], group_by: tuple) -> list[tuple]:
-    """Worker task: `computed_groups` from the committed state of the database at `path` (read-only)."""
+def groups_computed(path: str, keys: list[str], group_by: tuple) -> tuple[list, list[tuple]]:
+    """Worker task: (the members' `member_marks`, the `groups` rows) of the groups `keys`, computed from one
+    committed state of the database at `path` (read-only), for the server to keep (`RunStore.keep_groups`)."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
     try:
         db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-        return computed_groups(db, keys, group_by)
+        return marked_groups(db, keys, group_by)
     finally:
         db.close()
+
+
+def marked_groups(db: sqlite3.Connection, keys: list[str], group_by: tuple) -> tuple[list, list[tuple]]:
+    """(`member_marks`, `computed_groups`) of `keys`, in one read transaction: one committed state for both."""
+    db.execute("BEGIN")
+    try:
+        return member_marks(db, keys), computed_groups(db, keys, group_by)
+    finally:
+        db.execute("COMMIT")
+
+
+def groups_written(path: str, identity: str, keys: list[str], group_by: tuple) -> bool:
+    """Worker task, while the workers write a batch's rows (the server then holds the write lock only for
+    moments): the groups `keys` computed from the committed state of the database at `path` and kept in it
+    here, so the server's process neither receives nor writes them. They are computed outside the write lock
+    (the workers writing rows go on meanwhile) and kept inside it, computed again there if a member of one
+    changed since (`member_marks`): what is kept is always what the members committed before say, whichever
+    task commits last. Refused (False: the server computes them) when the database is no longer the one made
+    as `identity`."""
+    marks, records = groups_computed(path, keys, group_by)
+
+    def write(db: sqlite3.Connection) -> bool:
+        replace_groups(db, keys, records if member_marks(db, keys) == marks else computed_groups(db, keys, group_by))
+        return True
+
+    return written_if_made(path, identity, write)
+
+
+def member_marks(db: sqlite3.Connection, keys: list[str]) -> list[tuple]:
+    """What a group's summary is computed from, in short: each member's rid, file version, flags and whether it
+    is verified (a member added, removed, rewritten, restamped or verified changes it)."""
+    return db.execute(
+        "SELECT gkey, group_concat(rid || ':' || stamp || ':' || mtime_ns || ':' || flags || ':' || verified, ' ')"
+        " FROM (SELECT * FROM rows WHERE gkey IN (SELECT value FROM json_each(?)) ORDER BY gkey, rid)"
+        " GROUP BY gkey ORDER BY gkey", (json.dumps(keys),)).fetchall()
+
+
+def replace_groups(db: sqlite3.Connection, keys: list[str], records: list[tuple]):
+    """The groups of `keys` as `records` (`computed_groups`) say, in the open transaction (a key without a record
+    is gone)."""
+    db.execute("DELETE FROM groups WHERE gkey IN (SELECT value FROM json_each(?))", (json.dumps(keys),))
+    db.executemany(f"INSERT INTO groups VALUES ({', '.join('?' * 15)})", records)
 
 
 def build_listing_indexes(db: sqlite3.Connection) -> dict[str, float]:

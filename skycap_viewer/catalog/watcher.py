@@ -19,7 +19,7 @@ from skycap_viewer.catalog.index import (
     version_size,
 )
 from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
-from skycap_viewer.catalog.store import group_records, indexes_built_at
+from skycap_viewer.catalog.store import groups_computed, groups_written, indexes_built_at
 from skycap_viewer.printable import say
 
 POLL_SECONDS = 2.0
@@ -28,10 +28,10 @@ PUBLISH_COST_FACTOR = 10  # ...or, for a big run, so that publishing takes at mo
 HUGE_LISTING_SECONDS = 0.25  # a directory taking longer to list (~100k documents) is not listed every poll...
 FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed...
 SETTLED_MTIME_SECONDS = 2.0  # ...and an mtime this recent when listed is not trusted to move on the next change
-STORE_BATCH = 64  # rows written together (a worker's chunk)
+STORE_BATCH = 64  # rows stored together (a worker's first chunk)
 GROUPS_PER_TASK = 512  # groups a worker computes in one task (their members in its memory at once)
-GROUPS_SECONDS = 2.0  # a big batch's touched groups are sent at most this often: a group whose members come
-# in over many publishes is computed again for each (a run's rows come smallest first, not group by group)
+GROUPS_SECONDS = 2.0  # a big batch's touched groups are sent at most this often, and once its rows read have
+# doubled (`GroupsElsewhere.due`): a group whose members come in over many sends is computed again for each
 VERIFY_BATCH = 512  # documents whose sidecars are checked per poll at most, once indexing is done...
 VERIFY_SECONDS = 1.0  # ...fewer when they take long: a batch takes about this long, so a change waits no longer
 VERIFY_FIRST = 32  # the first batch, before its cost is known
@@ -193,7 +193,7 @@ class Watcher(threading.Thread):
             groups.watch_written()
         last_publish, interval = time.monotonic(), PUBLISH_SECONDS
         batch = []  # rows come a worker's chunk at a time: stored in batches, a third of a write each
-        for name, row in self.compute_rows(run.directory, changes.compute, **row_form):
+        for read, (name, row) in enumerate(self.compute_rows(run.directory, changes.compute, **row_form), 1):
             if name in run.changed:  # else its listing is gone (the run was listed again meanwhile)
                 batch.append((name, run.changed[name], row))
             publishing = time.monotonic() - last_publish > interval
@@ -207,8 +207,8 @@ class Watcher(threading.Thread):
                 if groups is not None:
                     groups.keep_finished()
                 self.publish_prepared(run, pending)
-                if groups is not None and groups.due():
-                    groups.send()
+                if groups is not None and groups.due(read):
+                    groups.send(read)
                 last_publish = time.monotonic()
                 interval = max(PUBLISH_SECONDS, PUBLISH_COST_FACTOR * (last_publish - started))
             if self.stopped.is_set():
@@ -260,10 +260,12 @@ class Watcher(threading.Thread):
 
 
 class GroupsElsewhere:
-    """The groups of a big batch, computed in worker processes from what each publish committed: the
-    server's own process only keeps what they send back. A group touched again meanwhile is sent again,
-    and answers are kept in the order they were asked for, so the last one kept read every member; the
-    batch ends with all of them kept (`finish`), so its last publish holds every group as computed here."""
+    """The groups of a big batch, computed in worker processes from what each publish committed and, while the
+    workers write the rows, kept there (`store.groups_written`): the server's own process only sends their
+    keys; else kept here (`store.groups_computed`). A group touched again meanwhile is sent again; what is kept
+    is computed from the members committed when it is kept (computed again else), so the last kept read every
+    member; the batch ends with every answer in (`finish`), so its last publish holds every group as computed
+    here."""
 
     def __init__(self, store, offload):
         self.store = store
@@ -271,28 +273,39 @@ class GroupsElsewhere:
         self.asked: list = []  # (keys, future), in the order asked
         self.written_after: int | None = None  # rows workers write: the last rid whose group was noted
         self.sent_at = time.monotonic()  # when groups were last sent (the batch's first are sent after a while)
+        self.sent_rows = 0  # the batch's rows read when they were last sent
         if offload is not None:
             store.defer_groups(True)
 
-    def due(self) -> bool:
-        """Whether the groups touched since they were last sent are to be sent now (`GROUPS_SECONDS`)."""
-        return time.monotonic() - self.sent_at >= GROUPS_SECONDS
+    def due(self, read: int) -> bool:
+        """Whether the groups touched since they were last sent are to be sent now, `read` rows into the batch:
+        `GROUPS_SECONDS` after the last time, once the rows read have doubled since. A group computed again reads
+        every member so far, and a big run's groups are all touched between two sends (rows come smallest first,
+        not group by group): sent every few seconds, a group was computed as often as the batch took seconds, its
+        members read each time (6 times each at 20k rows on 2 cores, more on a slower or busier machine); with
+        the rows doubling, a few times in all, and every member read at most about twice over the batch."""
+        return time.monotonic() - self.sent_at >= GROUPS_SECONDS and read >= 2 * self.sent_rows
 
     def watch_written(self):
         """Workers write rows into the store themselves from now on: their groups are found in the database."""
         self.written_after = self.store.last_rid()
 
-    def send(self):
-        """Ask for the groups the last commit touched, a slice of keys per task."""
+    def send(self, read: int = 0):
+        """Ask for the groups the last commit touched, a slice of keys per task (`read`: rows into the batch)."""
         if self.offload is None:
             return
         self.sent_at = time.monotonic()
+        self.sent_rows = read
         if self.written_after is not None:
             self.written_after = self.store.note_groups_after(self.written_after)
         keys = self.store.take_deferred_groups()
         for start in range(0, len(keys), GROUPS_PER_TASK):
             some = keys[start : start + GROUPS_PER_TASK]
-            future = self.offload(group_records, str(self.store.path), some, self.store.group_by)
+            if self.written_after is not None:  # the workers write: they keep the groups too
+                future = self.offload(groups_written, str(self.store.path), self.store.identity, some,
+                                      self.store.group_by)
+            else:  # the server writes, holding the write lock between publishes: it keeps them
+                future = self.offload(groups_computed, str(self.store.path), some, self.store.group_by)
             if future is None:  # no workers (any more): these groups and the next are computed here
                 self.store.touched_groups.update(keys[start:])
                 self.store.defer_groups(False)
@@ -301,17 +314,20 @@ class GroupsElsewhere:
             self.asked.append((some, future))
 
     def keep_finished(self, wait: bool = False):
-        """Keep the answers that came (with `wait`, all of them), in the order asked; a task that failed
-        (a worker died, the database is being rebuilt) leaves its groups to be computed here."""
+        """Take the answers that came (with `wait`, all of them): groups the workers kept themselves
+        (`store.groups_written`), or computed for this process to keep (`store.groups_computed`); a task that
+        failed or was refused (a worker died, the database is being rebuilt) leaves its groups to be computed here."""
         while self.asked and (wait or self.asked[0][1].done()):
             keys, future = self.asked.pop(0)
             try:
-                records = future.result()
+                answer = future.result()
             except Exception:  # noqa: BLE001 - whatever went wrong there, the groups are computed here
+                answer = False
+            if isinstance(answer, tuple):
+                self.store.keep_groups(keys, *answer)
+            elif not answer:
                 self.store.begin()
                 self.store.touched_groups.update(keys)
-                continue
-            self.store.put_groups(keys, records)
         if self.written_after is not None:
             self.store.commit()  # workers write rows meanwhile: the database is held no longer than this
 

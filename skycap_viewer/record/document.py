@@ -202,6 +202,14 @@ def read_document(path) -> dict:
     return parse_document(read_regular_file(path), path)
 
 
+def read_document_escaped(path) -> tuple[dict, bool]:
+    """`read_document`, and whether its strings may hold a lone surrogate. The text is strict UTF-8, so one
+    comes only from a `\\uD800`-`\\uDFFF` escape: a text without `\\ud` (or `\\uD`) holds none, and what is
+    made from its strings need not be walked for one (`wire.encodable`, ~6% of an index row)."""
+    text = document_text(read_regular_file(path), path)
+    return parse_document_text(text, path), "\\ud" in text or "\\uD" in text
+
+
 def read_document_sized(path) -> tuple[dict, int]:
     """`read_document`, and what it weighs in a cache (`parsed_bytes`)."""
     return parse_document_sized(read_regular_file(path), path)
