@@ -322,7 +322,8 @@ def test_the_database_is_safe_to_delete_while_serving(runs, tmp_path):
         assert status in (200, 503), "a request meanwhile is answered, never a crash"
         while time.monotonic() < deadline and listings(server) != before:
             time.sleep(0.2)
-        assert listings(server) == before
+        after = listings(server)
+        assert after == before, (differences(after, before), server.output()[-3000:])
     assert "Traceback" not in server.output()
 
 
