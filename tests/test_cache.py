@@ -62,6 +62,28 @@ def rewrite_and_delete(root):
     root.joinpath(*DELETED).unlink()
 
 
+def test_a_reopened_run_is_served_as_it_was_until_its_directory_is_listed(runs, tmp_path):
+    """A run reopened from its database is published at once, as it was (`listed` false, not indexing), and
+    says `listed` only once what changed on disk meanwhile is in its rows: a client waiting for `listed` and
+    not `indexing` never takes the stale rows for settled ones."""
+    before, _ = index_once(runs, tmp_path / "cache")
+    rows_before = before.snapshot(DELETED[0]).row_count
+    rewrite_and_delete(runs)
+    catalog = Catalog([runs], IndexFiles(tmp_path / "cache"))
+    published, publish = [], catalog.publish
+
+    def recording(changed, indexing):  # each run's snapshot as it was published (its rows are read when asked)
+        publish(changed, indexing)
+        snapshots = [catalog.snapshot(run.location.id) for run in changed]
+        published.extend((s.listed, s.indexing, s.row_count) for s in snapshots if s.location.path.name == DELETED[0])
+
+    catalog.publish = recording
+    Watcher(catalog, compute_rows=compute_rows_here, verify=False).poll()
+    assert published[0] == (False, False, rows_before), "served at once, as it was"
+    settled = [rows for listed, indexing, rows in published if listed and not indexing]
+    assert settled and set(settled) == {rows_before - 1}, published
+
+
 def test_a_restart_computes_only_what_changed(runs, tmp_path):
     cold, computed = index_once(runs, tmp_path / "cache")
     every = {(run, name) for run, name in computed}

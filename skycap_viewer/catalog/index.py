@@ -134,6 +134,8 @@ class Snapshot:
     scan_error: str | None = None
     sorted: bool = False  # the sort and filter indexes are built (see `RunStore.build_listing_indexes`)
     verified: int = 0  # rows whose sidecars have been read and checked (the background verification)
+    listed: bool = False  # its directory listed since the server started: a run reopened from its database is
+    # served at once, as it was, and what changed on disk meanwhile shows from its first listing on
     run_index: dict | None = None  # what the trainer's run index holds (`RunStore.index_facts`); None: no index
     memo: dict = field(default_factory=dict, compare=False)  # derived answers, computed once per snapshot
 
@@ -232,6 +234,7 @@ class IndexedRun:
                 pass
         self.scan_error: str | None = None
         self.indexed_once = False
+        self.listed_once = False  # its directory listed by this server (`Snapshot.listed`)
         self.snapshot: Snapshot | None = None
         self.facts: tuple[float, dict] | None = None  # (when, the run's facts as `count_facts` counted them then)
         self.verify_first: set[str] = set()  # documents a request found damaged: verified before the rest
@@ -372,6 +375,7 @@ class IndexedRun:
             sorted=self.store.listing_indexes,
             verified=row_count - db.execute("SELECT count(*) FROM rows WHERE NOT verified").fetchone()[0],
             run_index=self.store.index_facts(),
+            listed=self.listed_once,
         )
         return self.snapshot
 

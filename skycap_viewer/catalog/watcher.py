@@ -92,7 +92,9 @@ class Watcher(threading.Thread):
             changes, facts_changed = self.list_run(run)
             if changes:
                 work.append((run, changes))
-            if (facts_changed or changes.removed or run.snapshot is None) and run not in touched:
+            first_listing = not run.listed_once  # published once listed: `Snapshot.listed` says so
+            run.listed_once = True
+            if (facts_changed or changes.removed or run.snapshot is None or first_listing) and run not in touched:
                 touched.append(run)
         self.listing_seconds = time.monotonic() - started
         pending = {run.location.id for run, _ in work if not run.indexed_once}

@@ -148,6 +148,7 @@ class Api:
             "symlink_to": str(location.symlink_to) if location.symlink_to else None,  # followed out of its root
             **copy_source(location.path),
             "indexing": snapshot.indexing,
+            "listed": snapshot.listed,
             "indexed": snapshot.row_count,
             "updated_at": snapshot.updated_at,
             "trajectory_count": snapshot.file_count,

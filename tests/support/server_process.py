@@ -138,11 +138,12 @@ class ServerProcess:
         return json.loads(body)
 
     def wait_indexed(self, timeout=60):
-        """Wait until every run's background indexing is done."""
+        """Wait until every run's directory has been listed and its background indexing is done (a run reopened
+        from its database is served at once, not indexing, before its directory is listed)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             runs = self.get("/v1/runs")["data"]
-            if runs and not any(run.get("indexing") for run in runs):
+            if runs and all(run["listed"] and not run["indexing"] for run in runs):
                 return runs
             time.sleep(0.1)
         raise TimeoutError(f"indexing did not finish; the server said: {self.output()[-2000:]!r}")
