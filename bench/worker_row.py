@@ -8,13 +8,12 @@ written into the run's database, against the benchmark's floor (reading, decompr
 Each step is timed alone over every document, in process CPU time (a shared machine's load barely moves
 it, where wall time doubles), the least of `--rounds` passes. The steps call what `catalog.rows.compute_row`
 and a worker's task call (`pool.compute_chunk`, `store.rows_written`), in their order, each on the previous
-step's results; their sum is set beside `compute_row` timed whole, and a chunk written as a worker writes it.
+step's results; their sum is set beside `compute_row` timed whole, and the rows written as a worker writes them.
 """
 
 import argparse
 import os
 import pickle
-import sqlite3
 import sys
 import tempfile
 import time
@@ -26,7 +25,8 @@ sys.path.insert(1, str(REPO))  # a clean clone works without installing the pack
 from row_profile import write_sample  # noqa: E402
 
 from skycap_viewer.catalog import rows as row_module  # noqa: E402
-from skycap_viewer.catalog.store import LISTING_INDEXES, SCHEMA, insert_forms, stored_form  # noqa: E402
+from skycap_viewer.catalog.pool import INDEX_CHUNK  # noqa: E402
+from skycap_viewer.catalog.store import RunStore, rows_written, stored_form  # noqa: E402
 from skycap_viewer.record.document import (  # noqa: E402
     SURROGATE_ESCAPE,
     document_text,
@@ -43,8 +43,9 @@ from skycap_viewer.record.rollout import Rollout  # noqa: E402
 from skycap_viewer.record.schema import check_structure  # noqa: E402
 
 GROUP_BY = ("task_id", "step")
-SCALED_NOT = {"floor: read, decompress, parse", "compute_row whole", "rows written (SQLite)",
-              "rows written, listing and trigram indexes kept", "pickled back (rows not written)"}
+SCALED_NOT = {"floor: read, decompress, parse", "compute_row whole", "pickled back (rows not written)",
+              "rows written (first indexing: inserted, counted, committed)",
+              "rows written later (listing and trigram indexes kept)"}
 
 
 def cpu_us(work, items, rounds: int) -> tuple[float, list]:
@@ -112,23 +113,27 @@ def steps(directory: str, names: list[str], rounds: int) -> list[tuple[str, floa
 
 
 def written(forms: list, names: list[str], rounds: int) -> list[tuple[str, float]]:
-    """The rows inserted as a worker does (`insert_forms`, one transaction), with and without the trigram index."""
+    """The rows written as a worker writes them (`store.rows_written`: inserted, counted, committed, in tasks of
+    `INDEX_CHUNK`) into a run's database made by `RunStore`, as in a first indexing (no listing index yet) and
+    once the run's listing indexes, the trigram index among them, are built (rows that come later)."""
     figures = []
-    for label, text_index in (("rows written (SQLite)", False),
-                              ("rows written, listing and trigram indexes kept", True)):
+    for label, indexed in (("rows written (first indexing: inserted, counted, committed)", False),
+                           ("rows written later (listing and trigram indexes kept)", True)):
         spent = float("inf")
         for _ in range(rounds):
             with tempfile.TemporaryDirectory(prefix="worker-row-") as scratch:
-                db = sqlite3.connect(os.path.join(scratch, "run.sqlite"), isolation_level=None)
-                for statement in SCHEMA + (LISTING_INDEXES if text_index else []):
-                    db.execute(statement)
+                path = Path(scratch) / "run.sqlite"
+                store = RunStore(path, {"directory": scratch}, GROUP_BY)
+                if indexed:
+                    store.build_listing_indexes()
+                identity = store.identity  # kept open, as the server keeps it: the last connection closed
                 stated = [(name, 1, 1, 1, form) for name, form in zip(names, forms, strict=True)]
                 start = time.process_time_ns()
-                db.execute("BEGIN")
-                insert_forms(db, stated, text_index)
-                db.execute("COMMIT")
+                for first in range(0, len(stated), INDEX_CHUNK):
+                    if not rows_written(str(path), identity, stated[first : first + INDEX_CHUNK]):
+                        raise SystemExit("the rows were not written")
                 spent = min(spent, (time.process_time_ns() - start) / len(names) / 1000)
-                db.close()
+                store.close()  # would checkpoint the write-ahead log, which a worker's writes never do
         figures.append((label, spent))
     return figures
 
