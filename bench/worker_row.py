@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(1, str(REPO))  # a clean clone works without installing the package
 
-from row_profile import write_sample  # noqa: E402
+from row_profile import sample_documents, sample_options  # noqa: E402
 
 from skycap_viewer.catalog import rows as row_module  # noqa: E402
 from skycap_viewer.catalog.pool import INDEX_CHUNK  # noqa: E402
@@ -30,7 +30,6 @@ from skycap_viewer.catalog.store import RunStore, rows_written, stored_form  # n
 from skycap_viewer.record.document import (  # noqa: E402
     SURROGATE_ESCAPE,
     document_text,
-    is_document_name,
     parse_json,
     read_regular_file,
     record_id_of,
@@ -140,16 +139,11 @@ def written(forms: list, names: list[str], rounds: int) -> list[tuple[str, float
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, help="a record directory to read (default: write a sample)")
-    parser.add_argument("--small", action="store_true", help="the sample: small records instead of realistic ones")
-    parser.add_argument("--documents", type=int, default=200, help="documents timed (default 200)")
+    sample_options(parser, "timed")
     parser.add_argument("--rounds", type=int, default=5, help="passes timed, the least taken (default 5)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="worker-row-") as scratch:
-        directory = args.run or Path(scratch)
-        if args.run is None:
-            write_sample(directory, args.small, args.documents)
-        names = sorted(name for name in os.listdir(directory) if is_document_name(name))[: args.documents]
+        directory, names = sample_documents(args, scratch)
         timed = steps(str(directory), names, args.rounds)
     print(f"{len(names)} documents of {directory if args.run else 'a written sample'}, CPU µs a document, "
           f"least of {args.rounds} passes")
