@@ -75,19 +75,29 @@ def write_sample(directory: Path, small: bool, rollouts: int) -> None:
         synth.generate(directory, rollouts, huge=False, workers=1)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def sample_options(parser: argparse.ArgumentParser, verb: str) -> None:
+    """The options naming the documents measured (`sample_documents`), `verb` saying what is done to them."""
     parser.add_argument("--run", type=Path, help="a record directory to read (default: write a sample)")
     parser.add_argument("--small", action="store_true", help="the sample: small records instead of realistic ones")
-    parser.add_argument("--documents", type=int, default=200, help="documents profiled (default 200)")
+    parser.add_argument("--documents", type=int, default=200, help=f"documents {verb} (default 200)")
+
+
+def sample_documents(args, scratch: str) -> tuple[Path, list[str]]:
+    """(the directory, the names of its documents measured): `--run`'s, or a sample written into `scratch`."""
+    directory = args.run or Path(scratch)
+    if args.run is None:
+        write_sample(directory, args.small, args.documents)
+    return directory, sorted(name for name in os.listdir(directory) if is_document_name(name))[: args.documents]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sample_options(parser, "profiled")
     parser.add_argument("--rounds", type=int, default=5, help="passes timed, their median taken (default 5)")
     parser.add_argument("--top", type=int, default=15, help="functions listed by their own time (default 15)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="row-profile-") as scratch:
-        directory = args.run or Path(scratch)
-        if args.run is None:
-            write_sample(directory, args.small, args.documents)
-        names = sorted(name for name in os.listdir(directory) if is_document_name(name))[: args.documents]
+        directory, names = sample_documents(args, scratch)
         where = str(directory)
 
         def read(name):  # as the benchmark's floor reads a document

@@ -105,6 +105,20 @@ def test_the_row_profile_accounts_for_compute_row(tmp_path):
     assert {"read_document_escaped", "trajectory_header", "summary", "slim"} <= named
 
 
+def test_the_worker_row_bench_times_each_step_up_to_the_row_written(tmp_path):
+    """`bench/worker_row.py` times a worker's row step by step on written records, from the read to the row
+    written into a run's database as a worker writes it (a write the store refused would end it with an error)."""
+    result = subprocess.run([sys.executable, str(BENCH.parent / "worker_row.py"), "--small", "--documents", "12",
+                             "--rounds", "1"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("12 documents of a written sample")
+    figures = {line[20:].strip(): float(line.split()[0]) for line in lines[2:]}
+    for step in ("floor: read, decompress, parse", "parse", "structure check (schema)", "kept_lane", "stored_form",
+                 "compute_row whole", "rows written (first indexing: inserted, counted, committed)",
+                 "rows written later (listing and trigram indexes kept)"):
+        assert figures[step] > 0, step  # figures, not a race between them: timing is the benchmark's business
+
 def test_an_api_path_is_named_from_the_route_table():
     """Every route's path, as `api_path` writes it from the table, is matched by the server to that route,
     its captures given back whole (a space or a `/` in a group key included)."""

@@ -14,6 +14,7 @@ import pytest
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.persisted import IndexFiles
 from skycap_viewer.catalog.watcher import Watcher
+from skycap_viewer.record.lane import rollout_lane, time_order, times
 from skycap_viewer.views.record.trajectory import WHOLE, PartLimit
 from skycap_viewer.views.run.step_timeline import step_timeline_answer
 from skycap_viewer.wire import encode_json
@@ -270,3 +271,21 @@ def test_the_commands_json_is_the_routes_answer_whole(run_dir, web):
 def test_the_command_refuses_a_step_in_one_line(run_dir, args, says):
     done = run_cli("timeline", run_dir, *args)
     assert done.returncode == 2 and says in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_a_lane_holds_the_calls_and_failures_the_rollouts_timeline_draws_in_its_order():
+    """A lane times each call once and sorts by start (`rollout_lane`); the Timeline tab walks `time_order` and
+    `times`: ties, calls out of order, times that are no times and ends before starts give both the same."""
+    calls = [[{"t_start": 5, "t_end": 6.0}, {"t_start": 2.0, "t_end": 3}], [{"t_start": 2, "t_end": 2.5}],
+             [{"t_start": True, "t_end": 9}, {"t_start": 4, "t_end": 1}, {"t_start": 10**400, "t_end": 1},
+              {"t_start": 1, "t_end": float("nan")}, {"t_start": 0.5, "t_end": "x"}, {"t_start": 7, "t_end": 8}]]
+    document = {"nodes": [{"id": n, "calls": node_calls} for n, node_calls in enumerate(calls)] + [{"id": 3}],
+                "failures": [{"t": 6.5, "status": 500}, {"t": None}, {"t": 2, "status": 429, "error": "slow"}]}
+    drawn = [(n, at, times(document, n, at)) for n, at in time_order(document)]
+    expected_calls = [(start, end, f"n{n}") for n, at, (start, end, _) in drawn if n is not None and start is not None]
+    expected_failures = [(start, document["failures"][at]["status"]) for n, at, (start, _, _) in drawn
+                         if n is None and start is not None]
+    says = rollout_lane(document)[2]
+    assert [call[:3] for call in says[4]] == expected_calls == [(2.0, 3, "n0"), (2, 2.5, "n1"), (5, 6.0, "n0"),
+                                                                (7, 8, "n2")]
+    assert [failure[:2] for failure in says[5]] == expected_failures == [(2, 429), (6.5, 500)]

@@ -8,6 +8,8 @@ reading of its documents. It keeps Unix seconds, since the step's origin (its ea
 known once every rollout of the step is.
 """
 
+from operator import itemgetter
+
 from skycap_viewer.record.fields import cut_marker, is_finite_number, iso_time, wire_id
 from skycap_viewer.wire import encode_json
 
@@ -33,9 +35,18 @@ def time_order(document: dict) -> list[tuple[int | None, int]]:
 def times(document: dict, node_index: int | None, at: int) -> tuple[float | None, float | None, str | None]:
     """(start, end, why not drawn) of a call (node index, call index) or a failure (None, failure index)."""
     if node_index is None:
-        t = document["failures"][at].get("t")
-        return (t, t, None) if is_finite_number(t) else (None, None, "t is not a time")
-    call = document["nodes"][node_index]["calls"][at]
+        return failure_times(document["failures"][at])
+    return call_times(document["nodes"][node_index]["calls"][at])
+
+
+def failure_times(failure: dict) -> tuple[float | None, float | None, str | None]:
+    """`times` of a failure: its `t`, twice."""
+    t = failure.get("t")
+    return (t, t, None) if is_finite_number(t) else (None, None, "t is not a time")
+
+
+def call_times(call: dict) -> tuple[float | None, float | None, str | None]:
+    """`times` of a call."""
     start, end = call.get("t_start"), call.get("t_end")
     if not is_finite_number(start):
         return None, None, "t_start is not a time"
@@ -59,17 +70,17 @@ def rollout_lane(document: dict) -> tuple:
     node id, finish_reason, completion tokens), its failures as (t, status, message cut)): the calls and
     failures with a valid time, in time order."""
     calls, failures = [], []
-    for node_index, at in time_order(document):
-        start, end, _ = times(document, node_index, at)
-        if start is None:
-            continue
-        if node_index is None:
-            failure = document["failures"][at]
+    for node in document["nodes"]:  # each call timed once, then sorted by its start: `time_order` keeps these in
+        for call in node.get("calls") or []:  # that order too, those it leaves out never being drawn
+            start, end, _ = call_times(call)
+            if start is not None:
+                calls.append((start, end, wire_id(node["id"]), call.get("finish_reason"), completion_tokens(call)))
+    for failure in document.get("failures") or []:
+        start, _, _ = failure_times(failure)
+        if start is not None:
             failures.append((start, failure.get("status"), str(failure.get("error") or "")[:MESSAGE_CHARS]))
-        else:
-            call = document["nodes"][node_index]["calls"][at]
-            calls.append((start, end, wire_id(document["nodes"][node_index]["id"]), call.get("finish_reason"),
-                          completion_tokens(call)))
+    calls.sort(key=itemgetter(0))  # stable: ties stay in node order, as in `time_order`
+    failures.sort(key=itemgetter(0))
     created, finished = document.get("created_at"), document.get("finished_at")
     firsts = [t for t in (created, *(c[0] for c in calls[:1]), *(f[0] for f in failures[:1])) if is_finite_number(t)]
     ends = [t for t in (finished, *(c[1] for c in calls), *(f[0] for f in failures)) if is_finite_number(t)]
