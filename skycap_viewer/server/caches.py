@@ -30,6 +30,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from skycap_viewer.catalog.pool import as_stored
+from skycap_viewer.catalog.rows import compute_row
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import document_path, read_document_sized
 from skycap_viewer.wire import RawJson
@@ -156,6 +158,40 @@ class DocumentCache:
             finally:
                 with self.lock:
                     self.reading.pop(key, None)
+
+    def held(self, path: Path) -> dict | None:
+        """The parse of the file's current version this cache holds, once the read of it under way (an
+        open's) is done if there is one; None when it holds none. Not a use: the kept order stays."""
+        try:
+            key = self.version(path)
+        except RecordError:
+            return None
+        with self.lock:
+            reading = self.reading.get(key)
+        if reading is not None:
+            with reading:
+                pass
+        with self.lock:
+            entry = self.entries.get(key)
+        return None if entry is None else entry[0]
+
+    def verifying_held(self, compute_rows):
+        """`compute_rows` (the index's: `catalog.pool.RowPool.compute_rows`), but a record verified while this
+        cache holds its parse (it was just opened) is verified from that parse, in this process: else its
+        background verification parses it again, a million-node record's gigabyte beside the open's."""
+
+        def compute(directory, names, verify: bool = False, **options):
+            rest = []
+            for name in names if verify else ():
+                document = self.held(Path(directory, name))
+                if document is None:
+                    rest.append(name)
+                else:
+                    yield name, as_stored(compute_row(str(directory), name, True, document), options.get("group_by"))
+            if rest or not verify:
+                yield from compute_rows(directory, rest if verify else names, verify, **options)
+
+        return compute
 
     def drop_oversized(self):
         """Let go of a kept document heavier than the budget alone (kept as the last read) before reading
