@@ -19,6 +19,7 @@ from skycap_viewer.record.document import (
     parse_json,
     read_document,
 )
+from skycap_viewer.server.in_process import InProcessApi
 from tests.support.chain_record import write_chain
 
 DECODER = json.JSONDecoder()
@@ -86,8 +87,9 @@ def test_a_long_documents_equal_short_strings_are_one_object_each(monkeypatch):
 
 def test_a_long_documents_objects_of_one_key_set_hold_their_keys_once(monkeypatch, tmp_path):
     """Past `SHARED_VALUES_CHARS` a chain's nodes, messages and calls are key-sharing dicts (their keys held
-    once for all of a key set: ~100 bytes less each), equal to `json.loads`'s and encoded byte for byte
-    as they were written, key order included; one set later changes in it alone."""
+    once for all of a key set: ~100 bytes less each), a node's id, depth and its child's parent one int,
+    equal to `json.loads`'s and encoded byte for byte as they were written, key order included; one set
+    later changes in it alone."""
     document = write_chain(tmp_path, 60_000)
     document["nodes"][7]["message"] = {"content": "reordered", "role": "user"}
     text = json.dumps(document, separators=(",", ":"))
@@ -97,6 +99,7 @@ def test_a_long_documents_objects_of_one_key_set_hold_their_keys_once(monkeypatc
     nodes = parsed["nodes"]
     for made in (nodes[-1], nodes[-1]["message"], nodes[-1]["calls"][0]):
         assert sys.getsizeof(made) < sys.getsizeof(dict(made)), made
+    assert nodes[5000]["parent"] is nodes[4999]["id"] and nodes[5000]["depth"] is nodes[5000]["id"]  # one int each
     nodes[-1]["message"]["role"] = "tool"
     assert nodes[-3]["message"]["role"] == "assistant" and list(nodes[7]["message"]) == ["content", "role"]
 
@@ -128,3 +131,24 @@ def test_the_shared_strings_table_is_bounded_whatever_the_text_holds():
     assert [shared.value(text) for text in distinct] == distinct
     assert shared.object([("k", "s1"), ("new", "unseen one")]) == {"k": "s1", "new": "unseen one"}
     assert len(shared.strings) == SHARED_STRINGS
+
+
+ANSWERS = (("graph", {}), ("graph", {"from": ["20000"]}), ("paths", {"path": ["0"]}),
+           ("paths", {"path": ["0"], "from": ["20000"]}), ("paths", {"text": ["false"]}), ("timeline", {}),
+           ("exchanges", {}), ("notable", {}), ("message", {"node": ["29999"]}))
+
+
+def test_a_chains_answers_are_the_same_byte_for_byte_from_the_parse_that_shares(tmp_path, monkeypatch):
+    """A record past `SHARED_VALUES_CHARS` answers exactly what it would parsed as `json.loads` does (its
+    objects key-sharing dicts, its short strings shared): here a 30k-node chain made to count as one."""
+    write_chain(tmp_path / "run", 30_000)
+
+    def answers() -> list[bytes]:
+        api = InProcessApi([tmp_path / "run"], ("step", "instance_id"))
+        return [api.ask(["trajectories", "chain", route], params) for route, params in ANSWERS]
+
+    plain = answers()
+    monkeypatch.setattr(documents, "SHARED_VALUES_CHARS", STEPPED_PARSE_CHARS)
+    shared = answers()
+    assert [len(answer) for answer in shared] == [len(answer) for answer in plain]
+    assert shared == plain
