@@ -182,8 +182,11 @@ class DocumentCache:
 
         def compute(directory, names, verify: bool = False, **options):
             rest = []
+            with self.lock:  # the paths it may hold: no stat for the others (a whole run's, verified in turn)
+                paths = {key[0] for key in (*self.entries, *self.reading)}
             for name in names if verify else ():
-                document = self.held(Path(directory, name))
+                path = Path(directory, name)
+                document = self.held(path) if str(path) in paths else None
                 if document is None:
                     rest.append(name)
                 else:
