@@ -230,7 +230,7 @@ def parse_json(text: str):
         if len(text) > SHARED_VALUES_CHARS:
             hook, item = shared.object, shared.value
         else:
-            hook, item = shared.keyed, _as_it_is
+            hook, item = shared.keyed, None
         document = parse_in_steps(text, json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=hook),
                                   item)
         gc.freeze()  # plain acyclic objects: later collections need not walk them either (refcounts free them)
@@ -240,18 +240,14 @@ def parse_json(text: str):
     return document
 
 
-def _as_it_is(value):
-    return value
-
-
-def parse_in_steps(text: str, decoder: json.JSONDecoder, shared=_as_it_is):
+def parse_in_steps(text: str, decoder: json.JSONDecoder, shared=None):
     """Parse a JSON object one member at a time, and a member that is a list one item at a time.
 
     `json.loads` holds the interpreter lock for the whole text: a 70 MiB document of a million nodes
     would stop every request thread of the server for seconds. Parsed item by item, the lock is
     given up between items, so listings keep answering while such a record is opened. The result
     and the refusals are json.loads's: only the error messages' wording may differ. A list member's items
-    are given as `shared(item)` (`SharedValues.value`)."""
+    are given as `shared(item)` (`SharedValues.value`), when given."""
     at = _skip_space(text, 0)
     if text[at : at + 1] != "{":
         return decoder.decode(text)  # not an object: read whole, and refused by the caller
@@ -290,7 +286,7 @@ def _list_in_steps(text: str, at: int, decoder: json.JSONDecoder, shared) -> tup
         return items, at + 1
     while True:
         item, at = decoder.raw_decode(text, at)
-        items.append(shared(item))
+        items.append(item if shared is None else shared(item))  # as it comes: millions of "ab" never all held
         at = _skip_space(text, at)
         if text[at : at + 1] == "]":
             return items, at + 1
