@@ -10,7 +10,8 @@ can no longer come up (an older index generation, an older file version) just ag
 - `/paths` answers: `AnswerCache` by the versions of the record's files, `PATHS_CACHE_BYTES`.
 - Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_BYTES` of what
   their parses hold (`record.document.parsed_bytes`, a bound from their JSON text; the last one read
-  kept whatever its size); readers of one version share one read.
+  kept whatever its size); readers of one version share one read, and so does the background
+  verification of a record just opened (`DocumentCache.verifying_held`).
 - A record's derived structures (`views.record.trajectory.RecordView`: its document, rollout, tokens, block
   bounds): `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them and at
   most `RECORD_VIEW_CACHE_BYTES` of what their documents' parses hold (the last one made kept whatever
