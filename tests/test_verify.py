@@ -11,7 +11,10 @@ import shutil
 import pytest
 
 from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.catalog.watcher import VERIFY_BATCH, VERIFY_FIRST, VERIFY_SECONDS, Watcher
+from skycap_viewer.record import document as documents
+from skycap_viewer.server.api import Api
 from tests.support.cli import run_cli
 from tests.support.corpus import FIXTURES
 from tests.support.server_process import ServerProcess, wait_for
@@ -115,3 +118,27 @@ def test_a_record_that_lists_no_sidecar_is_verified_as_it_is_indexed(tmp_path):
     assert {row["id"]: row["_verified"] for row in snapshot.rows} == {"tr_text": True, "tr_empty": True,
                                                                       "tr_notext": False}
     assert snapshot.verified == 2
+
+
+def test_a_record_opened_before_its_verification_is_verified_from_the_opens_parse(tmp_path, monkeypatch):
+    """The server's background verification of a record it has just opened (the page, right after indexing)
+    reads the open's parse, held in its document cache, instead of parsing the document again: a big
+    record's parse is a gigabyte. Its row is verified all the same, with the sidecars read."""
+    run = tmp_path / "spec"
+    run.mkdir()
+    for name in ("tr_notext.json.zst", "tr_notext.tokens.zst"):
+        shutil.copy(FIXTURES / "spec" / name, run / name)
+    parses = []
+    parse = documents.parse_document_text
+    monkeypatch.setattr(documents, "parse_document_text", lambda text, path: parses.append(path) or parse(text, path))
+    catalog = Catalog([run])
+    api = Api(catalog)
+    watcher = Watcher(catalog, compute_rows=api.documents.verifying_held(compute_rows_here))
+    watcher.poll()  # indexes the run: the document parsed once for its row
+    assert catalog.snapshots()[0].verified == 0 and len(parses) == 1
+    status, _ = api.paths("tr_notext", {})  # the page opens it: parsed by the server
+    assert status == 200 and len(parses) == 2
+    watcher.poll()  # the background verification: the open's parse
+    assert len(parses) == 2, parses
+    snapshot = catalog.snapshots()[0]
+    assert snapshot.verified == 1 and snapshot.rows[0]["_verified"] is True

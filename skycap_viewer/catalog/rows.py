@@ -109,18 +109,19 @@ def summary(rollout: Rollout) -> dict:
     }
 
 
-def compute_row(directory: str, name: str, verify: bool = False) -> dict:
+def compute_row(directory: str, name: str, verify: bool = False, parsed: dict | None = None) -> dict:
     """The index row of the record whose document is `directory/name`; never raises for bad records.
 
     With `verify` its sidecars are read too and what is wrong with them joins the record's problems
     (`_verified` says the row was computed so, or that it lists none: nothing would be read again, and a
-    million-node record is not parsed a second time); listings never wait for that."""
+    million-node record is not parsed a second time); listings never wait for that. `parsed`: the
+    document's parse, already held (the server's open of it), so it is not parsed again."""
     path = os.path.join(directory, name)
     file_id = record_id_of(name)
     # followed, and said: `symlink_to`; a file that is no symlink stays in its directory (one lstat, not two realpaths)
     link = link_leaving(path, directory) if os.path.islink(path) else None
     try:
-        document, escaped = read_document_escaped(path)
+        document, escaped = read_document_escaped(path) if parsed is None else (parsed, True)
         present = present_sidecars(directory, document)
         rollout = verified_rollout(directory, document, present, file_id) if verify \
             else Rollout(document, present, file_id)

@@ -24,9 +24,11 @@ BYTES_PER_VALUE = 12  # of the file limit, for each JSON value (a string, a numb
 BYTES_PER_PARSED_VALUE = 56  # a short str, a float or a small dict's share, and its slot in a list or dict
 JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
 STEPPED_PARSE_CHARS = 4 * 2**20  # a longer document is parsed in steps: json.loads would hold the lock ~0.2 s+
-SHARED_CHARS = 16  # a string this short, in a long document, is one object with its equals (`SharedValues`)...
+SHARED_VALUES_CHARS = 32 * 2**20  # a document this long shares its short strings too, not only its keys...
+SHARED_CHARS = 16  # ...a string this short is one object with its equals (`SharedValues`)...
 SHARED_STRINGS = 65_536  # ...the first this many distinct ones
 SURROGATE_ESCAPE = re.compile(r"\\u[dD]")  # how a lone surrogate can be written in strict UTF-8 JSON
+SHARED_SHAPES = 1024  # key sets whose objects share one table of their keys, in such a document (`SharedValues`)
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 FORMAT_VERSION = 1
 
@@ -228,8 +230,12 @@ def parse_json(text: str):
     gc.disable()  # millions of new objects would trigger collections that walk them all, again and again
     try:
         shared = SharedValues()
-        document = parse_in_steps(text, json.JSONDecoder(parse_constant=_refuse_constant,
-                                                         object_pairs_hook=shared.object), shared.value)
+        if len(text) > SHARED_VALUES_CHARS:
+            hook, item = shared.object, shared.value
+        else:
+            hook, item = shared.keyed, None
+        document = parse_in_steps(text, json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=hook),
+                                  item)
         gc.freeze()  # plain acyclic objects: later collections need not walk them either (refcounts free them)
     finally:
         if collecting:
@@ -237,14 +243,14 @@ def parse_json(text: str):
     return document
 
 
-def parse_in_steps(text: str, decoder: json.JSONDecoder, shared=lambda value: value):
+def parse_in_steps(text: str, decoder: json.JSONDecoder, shared=None):
     """Parse a JSON object one member at a time, and a member that is a list one item at a time.
 
     `json.loads` holds the interpreter lock for the whole text: a 70 MiB document of a million nodes
     would stop every request thread of the server for seconds. Parsed item by item, the lock is
     given up between items, so listings keep answering while such a record is opened. The result
     and the refusals are json.loads's: only the error messages' wording may differ. A list member's items
-    are given as `shared(item)` (`SharedValues.value`)."""
+    are given as `shared(item)` (`SharedValues.value`), when given."""
     at = _skip_space(text, 0)
     if text[at : at + 1] != "{":
         return decoder.decode(text)  # not an object: read whole, and refused by the caller
@@ -283,7 +289,7 @@ def _list_in_steps(text: str, at: int, decoder: json.JSONDecoder, shared) -> tup
         return items, at + 1
     while True:
         item, at = decoder.raw_decode(text, at)
-        items.append(shared(item))
+        items.append(item if shared is None else shared(item))  # as it comes: millions of "ab" never all held
         at = _skip_space(text, at)
         if text[at : at + 1] == "]":
             return items, at + 1
@@ -298,11 +304,18 @@ class SharedValues:
     holding their own copies of the same few keys take twice the memory; their roles, authors and finish
     reasons (~190 bytes a node of a chain), or millions of two-character strings in a list (51 bytes each),
     take more than the rest of the parse. Strings are shared up to `SHARED_CHARS` characters, the first
-    `SHARED_STRINGS` distinct ones: a text of millions of distinct short strings makes no bigger table."""
+    `SHARED_STRINGS` distinct ones: a text of millions of distinct short strings makes no bigger table.
+    Past `SHARED_VALUES_CHARS` the objects of one key set also share one table of their keys (`shaped`), and
+    an object's integer n is one object with every other n once 0 to n have been met in that order (a
+    chain's ids, parents and depths: 56 bytes a node; a list grown one by one, never past the text's values).
+    Sharing strings costs ~35% more instructions to parse a chain (`bench/parse_cost.py`), keys alone nothing:
+    strings are shared only past `SHARED_VALUES_CHARS`, where what they save is hundreds of megabytes."""
 
     def __init__(self):
         self.keys: dict[str, str] = {}
         self.strings: dict[str, str] = {}
+        self.shapes: dict[tuple, type] = {}  # the objects' key sets -> the class whose instance dicts they are
+        self.numbers: list[int] = []  # numbers[n] is n, the first met: a node's id, depth, its children's parent
 
     def value(self, value):
         """`value`, or the equal short string met before."""
@@ -311,15 +324,46 @@ class SharedValues:
         strings = self.strings
         return strings.setdefault(value, value) if len(strings) < SHARED_STRINGS else strings.get(value, value)
 
+    def keyed(self, pairs) -> dict:
+        """The object hook below `SHARED_VALUES_CHARS`: keys from the table, values as parsed."""
+        keys = self.keys
+        return {keys.setdefault(key, key): item for key, item in pairs}
+
     def object(self, pairs) -> dict:
-        """The object hook: keys and short string values from the tables, a list's short strings too."""
-        keys, strings = self.keys, self.strings
+        """The object hook past `SHARED_VALUES_CHARS`: the object `shaped`, its short strings from the table,
+        a list's short strings too."""
+        made = self.shaped(pairs)
+        strings = self.strings
         share = strings.setdefault if len(strings) < SHARED_STRINGS else strings.get  # a little past it at most
-        made = {keys.setdefault(key, key): share(item, item) if type(item) is str and len(item) <= SHARED_CHARS
-                else item for key, item in pairs}
-        for item in made.values():
-            if type(item) is list and item:
+        numbers = self.numbers
+        for key, item in made.items():
+            kind = type(item)
+            if kind is str:
+                if len(item) <= SHARED_CHARS:
+                    made[key] = share(item, item)  # a value replaced, not a key added: the walk goes on
+            elif kind is int:
+                if 0 <= item < len(numbers):
+                    made[key] = numbers[item]
+                elif item == len(numbers):
+                    numbers.append(item)
+            elif kind is list and item:
                 item[:] = map(self.value, item)
+        return made
+
+    def shaped(self, pairs) -> dict:
+        """The object of `pairs` as a plain dict whose keys are held once for every object of its key set:
+        the instance dict of a class made for that key set (CPython's key-sharing dicts), which holds only
+        its values, ~100 bytes less than a dict for each of a chain's nodes and messages (~250 MB of a
+        million-node chain's). Equal to a dict and encoded as one, in its own order; a value set later works as
+        in any dict. The first `SHARED_SHAPES` key sets only: a text of many makes no more classes."""
+        names = tuple([key for key, _ in pairs])
+        shape = self.shapes.get(names)
+        if shape is None:
+            if len(self.shapes) >= SHARED_SHAPES:
+                return self.keyed(pairs)
+            shape = self.shapes[names] = type("SharedKeys", (), {})
+        made = shape().__dict__
+        made.update(pairs)
         return made
 
 

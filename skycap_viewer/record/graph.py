@@ -106,7 +106,7 @@ class Graph:
             for target in targets:
                 self.trained_in[target] = path_index
         self.paths = []
-        seen: set[int] = set()
+        seen = bytearray(len(self.nodes))  # node id -> on an earlier path: 1 MB a million nodes, a set took 32
         for index, nodes in enumerate(leaf_paths):
             self.paths.append(self._path(index, nodes, seen, targets_of))
 
@@ -123,13 +123,14 @@ class Graph:
             current = self.nodes[current].get("parent")
         return nodes[::-1]
 
-    def _path(self, index: int, nodes: list[int], seen: set[int], targets_of: dict) -> PathInfo:
+    def _path(self, index: int, nodes: list[int], seen: bytearray, targets_of: dict) -> PathInfo:
         own = targets_of.get(index, set())
         elsewhere = {n: self.trained_in[n] for n in nodes if n not in own and n in self.trained_in}
         shared = 0
-        while shared < len(nodes) and nodes[shared] in seen:
+        while shared < len(nodes) and seen[nodes[shared]]:
             shared += 1
-        seen.update(nodes)
+        for node_id in nodes[shared:]:
+            seen[node_id] = 1
         first = index > 0 and shared < len(nodes)
         return PathInfo(
             index=index,

@@ -10,7 +10,8 @@ can no longer come up (an older index generation, an older file version) just ag
 - `/paths` answers: `AnswerCache` by the versions of the record's files, `PATHS_CACHE_BYTES`.
 - Parsed documents: `DocumentCache` by the document file's version, `DOCUMENT_CACHE_BYTES` of what
   their parses hold (`record.document.parsed_bytes`, a bound from their JSON text; the last one read
-  kept whatever its size); readers of one version share one read.
+  kept whatever its size); readers of one version share one read, and so does the background
+  verification of a record just opened (`DocumentCache.verifying_held`).
 - A record's derived structures (`views.record.trajectory.RecordView`: its document, rollout, tokens, block
   bounds): `ViewCache` by its files' versions and run fields, `RECORD_VIEW_CACHE_SIZE` of them and at
   most `RECORD_VIEW_CACHE_BYTES` of what their documents' parses hold (the last one made kept whatever
@@ -30,6 +31,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from skycap_viewer.catalog.pool import as_stored
+from skycap_viewer.catalog.rows import compute_row
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import document_path, read_document_sized
 from skycap_viewer.wire import RawJson
@@ -156,6 +159,43 @@ class DocumentCache:
             finally:
                 with self.lock:
                     self.reading.pop(key, None)
+
+    def held(self, path: Path) -> dict | None:
+        """The parse of the file's current version this cache holds, once the read of it under way (an
+        open's) is done if there is one; None when it holds none. Not a use: the kept order stays."""
+        try:
+            key = self.version(path)
+        except RecordError:
+            return None
+        with self.lock:
+            reading = self.reading.get(key)
+        if reading is not None:
+            with reading:
+                pass
+        with self.lock:
+            entry = self.entries.get(key)
+        return None if entry is None else entry[0]
+
+    def verifying_held(self, compute_rows):
+        """`compute_rows` (the index's: `catalog.pool.RowPool.compute_rows`), but a record verified while this
+        cache holds its parse (it was just opened) is verified from that parse, in this process: else its
+        background verification parses it again, a million-node record's gigabyte beside the open's."""
+
+        def compute(directory, names, verify: bool = False, **options):
+            rest = []
+            with self.lock:  # the paths it may hold: no stat for the others (a whole run's, verified in turn)
+                paths = {key[0] for key in (*self.entries, *self.reading)}
+            for name in names if verify else ():
+                path = Path(directory, name)
+                document = self.held(path) if str(path) in paths else None
+                if document is None:
+                    rest.append(name)
+                else:
+                    yield name, as_stored(compute_row(str(directory), name, True, document), options.get("group_by"))
+            if rest or not verify:
+                yield from compute_rows(directory, rest if verify else names, verify, **options)
+
+        return compute
 
     def drop_oversized(self):
         """Let go of a kept document heavier than the budget alone (kept as the last read) before reading

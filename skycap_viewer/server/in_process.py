@@ -8,6 +8,7 @@ index), once; a request is matched against the server's route table and answered
 from urllib.parse import quote
 
 from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.pool import compute_rows_here
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.record.document import document_path
 from skycap_viewer.server.api import Api
@@ -20,9 +21,11 @@ class InProcessApi:
 
     def __init__(self, directories, group_by):
         self.catalog = Catalog(directories, group_by=group_by)
-        self.watcher = Watcher(self.catalog, verify=False)  # only the sidecars of the records `verify` names
-        self.watcher.poll()
         self.api = Api(self.catalog)
+        # only the sidecars of the records `verify` names, from the parse an answer read if it is still held
+        self.watcher = Watcher(self.catalog, compute_rows=self.api.documents.verifying_held(compute_rows_here),
+                               verify=False)
+        self.watcher.poll()
 
     def verify(self, run_id: str, record_ids):
         """Read and check these records' sidecars as the server's background verification does, so their
