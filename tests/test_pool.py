@@ -414,6 +414,38 @@ def test_a_cold_index_lists_names_only_and_keeps_the_versions_the_workers_state(
         pool.close()
 
 
+def test_a_huge_directory_listed_by_name_first_is_listed_as_seldom_as_one_stated(big_run, tmp_path, monkeypatch):
+    """A huge directory (a stated listing would take long) whose mtime did not move is not listed again at the
+    next poll: its first listing, by name only, counts what stating its documents would have cost
+    (`stated_listing_seconds`), not what the names alone took."""
+    monkeypatch.setattr(watcher_module, "stated_listing_seconds", lambda directory, names, seconds: 10.0,
+                        raising=False)
+    stated = []
+    monkeypatch.setattr(watcher_module, "scan_directory", lambda directory: stated.append(directory)
+                        or index_module.scan_directory(directory))
+    os.utime(big_run, ns=(1, 1))  # an mtime long settled
+    pool = RowPool(workers=2, small_batch=0)
+    catalog = Catalog([big_run], IndexFiles(tmp_path / "cache"))
+    watcher = Watcher(catalog, compute_rows=pool.compute_rows, verify=False, offload=pool.submit, stored_forms=True)
+    try:
+        watcher.poll()
+        (run,) = catalog.runs.values()
+        assert run.listing_cost == 10.0 and run.versions == index_module.scan_directory(big_run)
+        watcher.poll()
+        assert stated == [], "not listed again: its mtime did not move, and a stated listing takes long"
+    finally:
+        pool.close()
+
+
+def test_a_stated_listing_is_estimated_from_a_sample_of_stats(big_run, monkeypatch):
+    names = index_module.list_names(big_run)
+    assert len(names) > index_module.STAT_SAMPLE
+    sampled = []
+    monkeypatch.setattr(index_module, "file_version_now", lambda path: sampled.append(path))
+    assert index_module.stated_listing_seconds(big_run, names, 0.5) >= 0.5
+    assert len(sampled) == index_module.STAT_SAMPLE, "a sample is stated, not every document"
+
+
 def test_a_machine_with_many_cores_starts_a_bounded_number_of_workers(monkeypatch):
     """64 cores start 8 indexing and 8 search processes, not 64 of each: each holds its own memory."""
     from skycap_viewer.catalog.searcher import SearchPool

@@ -17,6 +17,7 @@ from skycap_viewer.catalog.index import (
     directory_updated_at,
     list_names,
     scan_directory,
+    stated_listing_seconds,
     version_size,
 )
 from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
@@ -162,13 +163,11 @@ class Watcher(threading.Thread):
         if (moved is not None and moved == run.listed_mtime and run.listing_cost > HUGE_LISTING_SECONDS
                 and time.monotonic() < run.next_full_listing):
             return Changes([], []), index_changed
-        started = time.monotonic()
         try:
-            listing = self.listing(run)
+            listing, run.listing_cost = self.listing(run)
             updated_at = directory_updated_at(run.directory)
             error = None
             run.listed_mtime = moved if settled(moved, listed_at) else None
-            run.listing_cost = time.monotonic() - started
             run.next_full_listing = time.monotonic() + max(FULL_LISTING_SECONDS, 10 * run.listing_cost)
         except OSError as failure:
             listing, updated_at = None, run.updated_at
@@ -181,15 +180,19 @@ class Watcher(threading.Thread):
         run.updated_at, run.scan_error = updated_at, error
         return run.changes(listing), facts_changed
 
-    def listing(self, run: IndexedRun) -> dict:
+    def listing(self, run: IndexedRun) -> tuple[dict, float]:
         """The run's documents and their versions (`scan_directory`), or, when nothing of it is indexed yet and
         the workers will read and write its rows, only their names (`list_names`): they state each file where
-        they read it, and a stat a document was a third of the server's own work a record on a cold index."""
+        they read it, and a stat a document was a third of the server's own work a record on a cold index. With
+        it, the seconds a listing with a stat a document takes (for names only, estimated from a sample of
+        stats): what decides whether a huge directory is listed at every poll."""
+        started = time.monotonic()
         if not run.versions:
             names = list_names(run.directory)
             if self.workers_write(run, len(names)):
-                return names
-        return scan_directory(run.directory)
+                return names, stated_listing_seconds(run.directory, names, time.monotonic() - started)
+        listing = scan_directory(run.directory)
+        return listing, time.monotonic() - started
 
     def index_run(self, run: IndexedRun, changes, pending: set[str]):
         """Read what changed and publish as it comes. Each publish costs what the run's size costs
