@@ -151,7 +151,7 @@ def directory_updated_at(directory) -> str:
 
 @dataclass
 class Changes:
-    compute: list[str]  # new or changed documents, smallest first
+    compute: list[str]  # new or changed documents, smallest first (their sizes known)
     removed: list[str]
 
     def __bool__(self):
