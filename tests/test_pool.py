@@ -441,8 +441,15 @@ def test_a_stated_listing_is_estimated_from_a_sample_of_stats(big_run, monkeypat
     names = index_module.list_names(big_run)
     assert len(names) > index_module.STAT_SAMPLE
     sampled = []
-    monkeypatch.setattr(index_module, "file_version_now", lambda path: sampled.append(path))
-    assert index_module.stated_listing_seconds(big_run, names, 0.5) >= 0.5
+    clock = [0.0]
+    monkeypatch.setattr(index_module.time, "monotonic", lambda: clock[0])
+
+    def stat(path):  # a stat takes 1 ms of the clock, and one of them waits 10 s (the CPU was busy elsewhere)
+        sampled.append(path)
+        clock[0] += 10.0 if len(sampled) == 3 else 0.001
+
+    monkeypatch.setattr(index_module, "file_version_now", stat)
+    assert index_module.stated_listing_seconds(big_run, names, 0.5) == pytest.approx(0.5 + 0.001 * len(names))
     assert len(sampled) == index_module.STAT_SAMPLE, "a sample is stated, not every document"
 
 

@@ -9,6 +9,7 @@ and query its database in a read transaction, so they never wait for the watcher
 
 import itertools
 import os
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -104,12 +105,14 @@ STAT_SAMPLE = 64  # documents stated to estimate what stating all of them costs
 
 def stated_listing_seconds(directory, names: dict, listed_seconds: float) -> float:
     """What listing `directory` with a stat a document (`scan_directory`) would have taken, from the seconds
-    its `names` took to list (`list_names`) and the stats of a sample of them."""
-    sample = list(itertools.islice(names, STAT_SAMPLE))
-    started = time.monotonic()
-    for name in sample:
+    its `names` took to list (`list_names`) and the median stat of a sample of them (not their sum: on a busy
+    machine one stat waiting for the CPU, times the documents, would make a small directory look huge)."""
+    seconds = []
+    for name in itertools.islice(names, STAT_SAMPLE):
+        started = time.monotonic()
         file_version_now(os.path.join(directory, name))
-    return listed_seconds + (time.monotonic() - started) * len(names) / max(len(sample), 1)
+        seconds.append(time.monotonic() - started)
+    return listed_seconds + (statistics.median(seconds) if seconds else 0.0) * len(names)
 
 
 def document_entries(directory):
