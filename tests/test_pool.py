@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from skycap_viewer.catalog import index as index_module
 from skycap_viewer.catalog import pool as pool_module
+from skycap_viewer.catalog import watcher as watcher_module
 from skycap_viewer.catalog.blobs import unpack
-from skycap_viewer.catalog.index import Catalog
+from skycap_viewer.catalog.index import Catalog, file_version, file_version_now
 from skycap_viewer.catalog.persisted import IndexFiles
 from skycap_viewer.catalog.pool import (
     INDEX_CHUNK,
@@ -375,6 +377,82 @@ def test_rows_groups_and_indexes_made_by_the_workers_are_those_made_here(big_run
     assert stored_tables(elsewhere) == stored_tables(here)
 
 
+def test_a_cold_index_lists_names_only_and_keeps_the_versions_the_workers_state(big_run, tmp_path, monkeypatch):
+    """A run nothing of which is indexed, which the workers read and write, is first listed by name: the server's
+    process states no document (a stat each was a third of its own work a record); each file's version is stated
+    where it is read, and is the one kept (in memory and in the database), so the next poll, which states every
+    file, reads nothing again, and a file rewritten after its read is read again."""
+    stated = []
+    monkeypatch.setattr(watcher_module, "scan_directory", lambda directory: stated.append(directory)
+                        or index_module.scan_directory(directory))
+    read = []
+    pool = RowPool(workers=2, small_batch=0)
+
+    def compute_rows(directory, names, **form):
+        names = list(names)
+        read.append(names)
+        return pool.compute_rows(directory, names, **form)
+
+    catalog = Catalog([big_run], IndexFiles(tmp_path / "cache"))
+    watcher = Watcher(catalog, compute_rows=compute_rows, verify=False, offload=pool.submit, stored_forms=True)
+    try:
+        watcher.poll()
+        assert stated == [], "the first listing states no document in the server's process"
+        assert sorted(read[0]) == document_names(big_run)
+        (run,) = catalog.runs.values()
+        on_disk = index_module.scan_directory(big_run)
+        assert run.versions == on_disk
+        assert {name: file_version(*version) for name, *version in run.store.versions()} == on_disk
+        watcher.poll()
+        assert stated == [big_run] and read[1:] == [], "nothing is read again: the versions kept are the files'"
+        rewritten = document_names(big_run)[0]
+        (big_run / rewritten).write_bytes((big_run / rewritten).read_bytes())
+        os.utime(big_run / rewritten, ns=(1, 1))
+        watcher.poll()
+        assert read[1:] == [[rewritten]]
+    finally:
+        pool.close()
+
+
+def test_a_huge_directory_listed_by_name_first_is_listed_as_seldom_as_one_stated(big_run, tmp_path, monkeypatch):
+    """A huge directory (a stated listing would take long) whose mtime did not move is not listed again at the
+    next poll: its first listing, by name only, counts what stating its documents would have cost
+    (`stated_listing_seconds`), not what the names alone took."""
+    monkeypatch.setattr(watcher_module, "stated_listing_seconds", lambda directory, names, seconds: 10.0,
+                        raising=False)
+    stated = []
+    monkeypatch.setattr(watcher_module, "scan_directory", lambda directory: stated.append(directory)
+                        or index_module.scan_directory(directory))
+    os.utime(big_run, ns=(1, 1))  # an mtime long settled
+    pool = RowPool(workers=2, small_batch=0)
+    catalog = Catalog([big_run], IndexFiles(tmp_path / "cache"))
+    watcher = Watcher(catalog, compute_rows=pool.compute_rows, verify=False, offload=pool.submit, stored_forms=True)
+    try:
+        watcher.poll()
+        (run,) = catalog.runs.values()
+        assert run.listing_cost == 10.0 and run.versions == index_module.scan_directory(big_run)
+        watcher.poll()
+        assert stated == [], "not listed again: its mtime did not move, and a stated listing takes long"
+    finally:
+        pool.close()
+
+
+def test_a_stated_listing_is_estimated_from_a_sample_of_stats(big_run, monkeypatch):
+    names = index_module.list_names(big_run)
+    assert len(names) > index_module.STAT_SAMPLE
+    sampled = []
+    clock = [0.0]
+    monkeypatch.setattr(index_module.time, "monotonic", lambda: clock[0])
+
+    def stat(path):  # a stat takes 1 ms of the clock, and one of them waits 10 s (the CPU was busy elsewhere)
+        sampled.append(path)
+        clock[0] += 10.0 if len(sampled) == 3 else 0.001
+
+    monkeypatch.setattr(index_module, "file_version_now", stat)
+    assert index_module.stated_listing_seconds(big_run, names, 0.5) == pytest.approx(0.5 + 0.001 * len(names))
+    assert len(sampled) == index_module.STAT_SAMPLE, "a sample is stated, not every document"
+
+
 def test_a_machine_with_many_cores_starts_a_bounded_number_of_workers(monkeypatch):
     """64 cores start 8 indexing and 8 search processes, not 64 of each: each holds its own memory."""
     from skycap_viewer.catalog.searcher import SearchPool
@@ -397,11 +475,14 @@ def test_a_worker_writes_its_rows_only_into_the_database_it_was_given(tmp_path):
     forms = dict(compute_rows_here(directory, names, group_by=DEFAULT_GROUP_BY))
     assert forms == {name: stored_form(row, DEFAULT_GROUP_BY) for name, row in compute_rows_here(directory, names)}
     store = RunStore(tmp_path / "run.sqlite", {"run": "groups"}, DEFAULT_GROUP_BY)
+    versions = {name: file_version_now(directory / name) for name in names}
     for database in ((str(tmp_path / "gone.sqlite"), store.identity), (str(store.path), "made again")):
-        assert dict(compute_chunk(str(directory), names, group_by=DEFAULT_GROUP_BY, database=database)) == forms
+        given = dict(compute_chunk(str(directory), names, group_by=DEFAULT_GROUP_BY, database=database))
+        assert given == {name: (versions[name], form) for name, form in forms.items()}
     assert store.row_count() == 0
     written = dict(compute_chunk(str(directory), names, group_by=DEFAULT_GROUP_BY,
                                  database=(str(store.path), store.identity)))
-    assert written == dict.fromkeys(names)
+    assert written == {name: (versions[name], None) for name in names}, "each row written, given with its version"
     assert store.row_count() == len(names)
+    assert {name: file_version(*version) for name, *version in store.versions()} == versions
     assert sorted(name for (name,) in store.db.execute("SELECT name FROM rows")) == names

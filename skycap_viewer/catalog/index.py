@@ -7,7 +7,9 @@ batch and freezes the run's facts into an immutable `Snapshot`: requests read a 
 and query its database in a read transaction, so they never wait for the watcher nor list the disk.
 """
 
+import itertools
 import os
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -66,6 +68,55 @@ def version_parts(version: int) -> tuple[int, int, int]:
 def scan_directory(directory) -> dict[str, int]:
     """Document file name -> `file_version` for every record document in `directory` (one stat each)."""
     listing = {}
+    for entry in document_entries(directory):
+        try:
+            stat = entry.stat()
+        except OSError:
+            try:  # a dangling link is listed (reading it says why); a deleted file is not
+                stat = entry.stat(follow_symlinks=False)
+            except OSError:  # deleted between the listing and the stat
+                continue
+        listing[entry.name] = file_version(stat.st_size, stat.st_mtime_ns, change_stamp(stat))
+    return listing
+
+
+def file_version_now(path) -> int | None:
+    """The `file_version` of the file at `path` as `scan_directory` states it (a dangling link's own); None: gone."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        try:
+            status = os.lstat(path)
+        except OSError:
+            return None
+    return file_version(status.st_size, status.st_mtime_ns, change_stamp(status))
+
+
+def list_names(directory) -> dict[str, None]:
+    """Document file name -> None (its version not known) for every record document in `directory`, without
+    a stat each: a run's first listing when the workers read it, state each file as they read it and give its
+    version back with its row (`pool.compute_chunk`); the stat was 4.4 µs a document in the server's process,
+    a third of its own work a record on a cold index."""
+    return {entry.name: None for entry in document_entries(directory)}
+
+
+STAT_SAMPLE = 64  # documents stated to estimate what stating all of them costs
+
+
+def stated_listing_seconds(directory, names: dict, listed_seconds: float) -> float:
+    """What listing `directory` with a stat a document (`scan_directory`) would have taken, from the seconds
+    its `names` took to list (`list_names`) and the median stat of a sample of them (not their sum: on a busy
+    machine one stat waiting for the CPU, times the documents, would make a small directory look huge)."""
+    seconds = []
+    for name in itertools.islice(names, STAT_SAMPLE):
+        started = time.monotonic()
+        file_version_now(os.path.join(directory, name))
+        seconds.append(time.monotonic() - started)
+    return listed_seconds + (statistics.median(seconds) if seconds else 0.0) * len(names)
+
+
+def document_entries(directory):
+    """The directory entries of the record documents in `directory` whose names the index can keep."""
     with os.scandir(directory) as entries:
         for entry in entries:
             if not is_document_name(entry.name):
@@ -74,15 +125,7 @@ def scan_directory(directory) -> dict[str, int]:
                 say_once(f"skycap-viewer: {os.path.join(directory, entry.name)}: skipped: its file name is "
                          "not UTF-8, and the index keeps names as text")
                 continue
-            try:
-                stat = entry.stat()
-            except OSError:
-                try:  # a dangling link is listed (reading it says why); a deleted file is not
-                    stat = entry.stat(follow_symlinks=False)
-                except OSError:  # deleted between the listing and the stat
-                    continue
-            listing[entry.name] = file_version(stat.st_size, stat.st_mtime_ns, change_stamp(stat))
-    return listing
+            yield entry
 
 
 def storable_name(name: str) -> bool:
@@ -111,7 +154,7 @@ def directory_updated_at(directory) -> str:
 
 @dataclass
 class Changes:
-    compute: list[str]  # new or changed documents, smallest first
+    compute: list[str]  # new or changed documents, smallest first (their sizes known)
     removed: list[str]
 
     def __bool__(self):
@@ -224,7 +267,7 @@ class IndexedRun:
         self.store = RunStore(database, facts, group_by, fresh)
         self.reopened = self.store.reused and self.store.db.execute("SELECT EXISTS (SELECT 1 FROM rows)").fetchone()[0]
         self.known: dict[str, int] | None = None  # document name -> `file_version` as indexed: read when needed
-        self.changed: dict[str, int] = {}  # the last listing's new or changed documents, and their versions
+        self.changed: dict[str, int | None] = {}  # the last listing's new or changed documents, their versions
         self.file_count = self.store.row_count() if self.reopened else 0
         self.updated_at: str | None = None
         if self.reopened:  # listed at once as it was: its directory's time is one stat
@@ -256,12 +299,14 @@ class IndexedRun:
             self.known = {name: file_version(*version) for name, *version in self.store.versions()}
         return self.known
 
-    def changes(self, listing: dict[str, int]) -> Changes:
-        """What must be read to match `listing`: new or changed files, and vanished ones."""
+    def changes(self, listing: dict[str, int | None]) -> Changes:
+        """What must be read to match `listing`: new or changed files, and vanished ones (a version None: not
+        stated, `list_names`; such documents are read in the listing's order, not smallest first)."""
         versions = self.versions
-        self.changed = {name: version for name, version in listing.items() if versions.get(name) != version}
+        self.changed = {name: version for name, version in listing.items()
+                        if version is None or versions.get(name) != version}
         self.file_count = len(listing)
-        compute = sorted(self.changed, key=lambda name: version_size(self.changed[name]))
+        compute = sorted(self.changed, key=lambda name: version_size(self.changed[name] or 0))
         removed = [name for name in versions if name not in listing] if len(listing) != len(versions) or compute \
             else []
         return Changes(compute, removed)
@@ -301,16 +346,21 @@ class IndexedRun:
     def store_row(self, name: str, version: int, row: dict):
         self.store_rows([(name, version, row)])
 
-    def store_rows(self, computed: list[tuple[str, int, dict]]):
+    def store_rows(self, computed: list[tuple[str, int | None, dict]]):
         """Keep the rows of some documents (name, version, row), in one batch of writes; a document
         given twice keeps its last row. A row given as None is in the database already (a worker wrote it:
-        `store.rows_written`): only its version is kept."""
+        `store.rows_written`): only its version is kept. A version None (not stated) is stated now."""
         latest = {}
         for name, version, row in computed:
             latest.pop(name, None)
             latest[name] = version, row
         stored = []
         for name, (version, row) in latest.items():
+            if version is None:  # stated neither by the listing nor where it was read (a worker killed reading it)
+                version = file_version_now(self.directory / name)
+                if version is None:  # gone meanwhile
+                    self.remove(name)
+                    continue
             if row is None:
                 self.versions[name] = version
                 self.changed.pop(name, None)

@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 
-from skycap_viewer.catalog.index import change_stamp
+from skycap_viewer.catalog.index import file_version_now, version_parts
 from skycap_viewer.catalog.rows import compute_row, unreadable_row
 from skycap_viewer.catalog.store import STORE_REFUSALS, rows_written, stored_form
 from skycap_viewer.printable import say
@@ -32,7 +32,7 @@ from skycap_viewer.record.frames import declared_size, file_limit, set_file_limi
 
 SMALL_BATCH = 64  # fewer documents than this are computed in this process
 MAX_CHUNK = 64  # documents per task: enough to amortise the round trip; few enough that rows stream in
-# and that the last (largest: the watcher sends smallest first) chunk does not leave a core idle for long
+# and that the last (the largest, when the watcher sends them smallest first) chunk leaves no core idle for long
 INDEX_CHUNK = 256  # documents per indexing task after each worker's first: a task is a write transaction,
 # whose commit and round trip cost about as much at 64 rows as at 256 (a third of the rows' writing, measured)
 WORKER_NICENESS = 10  # workers yield the cores to the server's own process, which answers requests
@@ -63,42 +63,34 @@ def compute_chunk(directory: str, names: list[str], verify: bool = False, task: 
                   group_by: tuple | None = None, database: tuple | None = None):
     """Worker task: the rows of some documents of one directory, with `group_by` as the store keeps them
     (`store.stored_form`: the server's process then only inserts them), and given the run's `database`
-    ((path, identity)) written into it here (`store.rows_written`: a row written is given as None). It
+    ((path, identity)) written into it here (`store.rows_written`), each given back with the version its file
+    was stated at just before it was read: (version, None) when written, else (version, stored form). It
     says first that it started (`task`), so when a worker dies the server knows which chunks were being read."""
     announce(task)
-    rows = [(name, as_stored(compute_row(directory, name, verify), group_by)) for name in names]
-    return rows if database is None else written_here(directory, rows, *database)
+    if database is None:
+        return [(name, as_stored(compute_row(directory, name, verify), group_by)) for name in names]
+    return written_here(list(stated_rows(directory, names, verify, group_by)), *database)
 
 
-def written_here(directory: str, rows: list[tuple], path: str, identity: str) -> list[tuple]:
-    """`rows` (name, stored form) written into the run's database by this process: each at the version its
-    file has now (stated before it was read again, it is at most as new as what was read), given back as
-    None; a row the database refuses, or of a document gone meanwhile (the server says it is gone), stays."""
-    forms, kept = [], []
-    for name, form in rows:
+def stated_rows(directory, names, verify: bool, group_by: tuple | None):
+    """(name, version, stored form) for each document, its `file_version` (None: gone) stated before it is read,
+    so that a version is never newer than what was read: the server's first listing of a run need not state
+    every file itself (`index.list_names`), and a file rewritten meanwhile is read again at the next listing."""
+    for name in names:
         version = file_version_now(os.path.join(directory, name))
-        if version is None:
-            kept.append((name, form))
-        else:
-            forms.append((name, *version, form))
+        yield name, version, as_stored(compute_row(str(directory), name, verify), group_by)
+
+
+def written_here(rows: list[tuple], path: str, identity: str) -> list[tuple]:
+    """`rows` (name, version, stored form) written into the run's database by this process, given back as
+    (name, (version, None)); a row the database refuses, or of a document gone (the server says it is gone),
+    is given back as (name, (version, form)) for the server to store."""
+    forms = [(name, *version_parts(version), form) for name, version, form in rows if version is not None]
     try:
-        if not forms or not rows_written(path, identity, forms):
-            return rows
+        written = bool(forms) and rows_written(path, identity, forms)
     except STORE_REFUSALS:  # the database deleted (being made again), locked too long, or a row holds a value it
-        return rows  # refuses: the server stores them (and a refused row as that record's problem)
-    return [(name, None) for name, *_ in forms] + kept
-
-
-def file_version_now(path: str) -> tuple[int, int, int] | None:
-    """(size, mtime_ns, stamp) as the watcher's listing states the file (`index.scan_directory`); None: gone."""
-    try:
-        status = os.stat(path)
-    except OSError:
-        try:
-            status = os.lstat(path)
-        except OSError:
-            return None
-    return status.st_size, status.st_mtime_ns, change_stamp(status)
+        written = False  # refuses: the server stores them (and a refused row as that record's problem)
+    return [(name, (version, None if written and version is not None else form)) for name, version, form in rows]
 
 
 def as_stored(row: dict, group_by: tuple | None):
@@ -112,8 +104,12 @@ def announce(task: int | None) -> None:
         _started.put(task)
 
 
-def compute_rows_here(directory, names, verify: bool = False, group_by: tuple | None = None):
-    """(name, row) for each document, computed in this process (as stored, with `group_by`)."""
+def compute_rows_here(directory, names, verify: bool = False, group_by: tuple | None = None, stated: bool = False):
+    """(name, row) for each document, computed in this process (as stored, with `group_by`); with `stated`, each
+    row as (the version its file was stated at before it was read, row), as `compute_chunk` gives them."""
+    if stated:
+        yield from ((name, (version, form)) for name, version, form in stated_rows(directory, names, verify, group_by))
+        return
     for name in names:
         yield name, as_stored(compute_row(str(directory), name, verify), group_by)
 
@@ -260,11 +256,13 @@ class RowPool(IdleWorkers):
                      database: tuple | None = None):
         """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants);
         with `group_by`, each row as the store keeps it (`store.stored_form`), and with `database` ((path,
-        identity), and `group_by`) those the workers wrote into it as None (`compute_chunk`)."""
+        identity), and `group_by`) each as (the version its file was stated at before it was read, the row, or
+        None where the workers wrote it into the database: `compute_chunk`)."""
         names = list(names)
+        stated = database is not None
         if len(names) < self.small_batch or self.workers < 2:
             here, names = small_here(directory, names)
-            yield from compute_rows_here(directory, here, verify, group_by)
+            yield from compute_rows_here(directory, here, verify, group_by, stated)
         pending = index_chunks(names, self.workers) if names else []
         extra = {key: value for key, value in (("group_by", group_by), ("database", database)) if value is not None}
         while pending:
@@ -274,7 +272,7 @@ class RowPool(IdleWorkers):
                 say(f"skycap-viewer: indexing in one process: {type(error).__name__}: {error}")
                 self.workers = 1
                 yield from compute_rows_here(directory, [name for chunk in pending for name in chunk], verify,
-                                             group_by)
+                                             group_by, stated)
                 return
             if futures is None:  # closed: the server is stopping
                 return
@@ -334,7 +332,8 @@ class RowPool(IdleWorkers):
         if rows is not None:
             yield from rows
         elif len(names) == 1:
-            yield names[0], as_stored(killed_row(directory, names[0]), extra.get("group_by"))
+            killed = as_stored(killed_row(directory, names[0]), extra.get("group_by"))
+            yield names[0], (None, killed) if "database" in extra else killed  # its version stated when stored
         else:
             yield from self._isolated(directory, names[: len(names) // 2], verify, extra)
             yield from self._isolated(directory, names[len(names) // 2 :], verify, extra)

@@ -15,7 +15,9 @@ from skycap_viewer.catalog.index import (
     Changes,
     IndexedRun,
     directory_updated_at,
+    list_names,
     scan_directory,
+    stated_listing_seconds,
     version_size,
 )
 from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
@@ -100,7 +102,7 @@ class Watcher(threading.Thread):
         pending = {run.location.id for run, _ in work if not run.indexed_once}
         if touched or set(catalog.runs) != previous:
             catalog.publish(touched, pending)
-        work.sort(key=lambda item: sum(version_size(item[0].changed[n]) for n in item[1].compute))
+        work.sort(key=lambda item: sum(version_size(item[0].changed[n] or 0) for n in item[1].compute))
         for run, changes in work:
             self.index_run(run, changes, pending)
         for run in runs:
@@ -161,13 +163,11 @@ class Watcher(threading.Thread):
         if (moved is not None and moved == run.listed_mtime and run.listing_cost > HUGE_LISTING_SECONDS
                 and time.monotonic() < run.next_full_listing):
             return Changes([], []), index_changed
-        started = time.monotonic()
         try:
-            listing = scan_directory(run.directory)
+            listing, run.listing_cost = self.listing(run)
             updated_at = directory_updated_at(run.directory)
             error = None
             run.listed_mtime = moved if settled(moved, listed_at) else None
-            run.listing_cost = time.monotonic() - started
             run.next_full_listing = time.monotonic() + max(FULL_LISTING_SECONDS, 10 * run.listing_cost)
         except OSError as failure:
             listing, updated_at = None, run.updated_at
@@ -180,6 +180,20 @@ class Watcher(threading.Thread):
         run.updated_at, run.scan_error = updated_at, error
         return run.changes(listing), facts_changed
 
+    def listing(self, run: IndexedRun) -> tuple[dict, float]:
+        """The run's documents and their versions (`scan_directory`), or, when nothing of it is indexed yet and
+        the workers will read and write its rows, only their names (`list_names`): they state each file where
+        they read it, and a stat a document was a third of the server's own work a record on a cold index. With
+        it, the seconds a listing with a stat a document takes (for names only, estimated from a sample of
+        stats): what decides whether a huge directory is listed at every poll."""
+        started = time.monotonic()
+        if not run.versions:
+            names = list_names(run.directory)
+            if self.workers_write(run, len(names)):
+                return names, stated_listing_seconds(run.directory, names, time.monotonic() - started)
+        listing = scan_directory(run.directory)
+        return listing, time.monotonic() - started
+
     def index_run(self, run: IndexedRun, changes, pending: set[str]):
         """Read what changed and publish as it comes. Each publish costs what the run's size costs
         (its order, facts and groups, and the save), so publishing is spaced out to stay a tenth of
@@ -188,7 +202,7 @@ class Watcher(threading.Thread):
         for name in changes.removed:
             run.remove(name)
         row_form = self.row_form
-        if groups is not None and self.offload is not None and row_form and not run.store.has_index:
+        if self.workers_write(run, len(changes.compute)):
             # the workers write the new rows themselves: nothing here holds the database meanwhile
             row_form = {**row_form, "database": (str(run.store.path), run.store.identity)}
             run.store.commit()
@@ -197,7 +211,11 @@ class Watcher(threading.Thread):
         batch = []  # rows come a worker's chunk at a time: stored in batches, a third of a write each
         for read, (name, row) in enumerate(self.compute_rows(run.directory, changes.compute, **row_form), 1):
             if name in run.changed:  # else its listing is gone (the run was listed again meanwhile)
-                batch.append((name, run.changed[name], row))
+                version = run.changed[name]
+                if "database" in row_form:  # (the version stated where it was read, the row): the listing's first
+                    stated, row = row
+                    version = stated if version is None else version
+                batch.append((name, version, row))
             publishing = time.monotonic() - last_publish > interval
             if len(batch) >= STORE_BATCH or publishing:
                 run.store_rows(batch)
@@ -222,6 +240,13 @@ class Watcher(threading.Thread):
             self.build_listing_indexes(run, elsewhere=groups is not None)
         pending.discard(run.location.id)
         self.publish_prepared(run, pending)
+
+    def workers_write(self, run: IndexedRun, documents: int) -> bool:
+        """Whether the workers write the rows of a batch of `documents` into the run's database themselves
+        (`pool.compute_chunk`), stating each file as they read it: a big batch, with workers to give it to and
+        rows computed as the store keeps them, and no run index (whose rows the server writes)."""
+        return (documents >= SMALL_BATCH and self.offload is not None and bool(self.row_form)
+                and not run.store.has_index)
 
     def build_listing_indexes(self, run: IndexedRun, elsewhere: bool):
         """Build the run's sort, filter and text indexes once it is all stored: for a big batch in a worker,
