@@ -378,6 +378,47 @@ def test_the_database_is_safe_to_delete_while_serving(runs, tmp_path):
 
 
 
+def test_a_listing_never_pairs_an_entry_with_the_rows_of_another_generation(runs, tmp_path):
+    """The race the test above lost on a loaded machine, made certain: just after `/v1/runs` is answered, the
+    database is deleted and built again, and published, before the rows are asked (all records but one are
+    moved away meanwhile, so the new database's rows differ from the settled ones until they are back). The
+    listing compared is still one the server published: never the settled entry beside the new rows."""
+    cache_home, run, away = tmp_path / "cache", runs / "groups", tmp_path / "away"
+    rows_asked = "/v1/trajectories?run_id=groups&limit=1000"
+    with ServerProcess([run], cache_home=cache_home) as server:
+        before = listings(server)
+        asked, steps, listed_at = server.request, [], []
+
+        def racing(path, *args, **kwargs):
+            reply = asked(path, *args, **kwargs)
+            if path == "/v1/runs" and not steps:
+                steps.append("rebuilt")
+                listed_at.append(run.stat())
+                away.mkdir()
+                for document in sorted(run.glob("*.json.zst"))[1:]:
+                    document.rename(away / document.name)
+                for file in (cache_home / "skycap-viewer").iterdir():
+                    file.unlink()
+                wait_for(lambda: one_row(asked(rows_asked)), "the new database's one row published", timeout=30)
+            elif path.startswith("/v1/trajectories") and steps == ["rebuilt"]:
+                steps.append("back")
+                for document in away.iterdir():
+                    document.rename(run / document.name)
+                os.utime(run, ns=(listed_at[0].st_atime_ns, listed_at[0].st_mtime_ns))  # `updated_at` as it was
+            return reply
+
+        server.request = racing
+        assert listings(server) == before
+        assert steps == ["rebuilt", "back"]
+    assert "Traceback" not in server.output()
+
+
+def one_row(reply) -> bool:
+    """Whether a `request`'s reply is a listing of one row."""
+    status, _, body = reply
+    return status == 200 and len(json.loads(body)["data"]) == 1
+
+
 def listed_again(server, before: dict, seconds=30) -> dict:
     """The listings once they equal `before` again, or the last ones after `seconds` (a request answered
     503 while the index is rebuilt counts as not yet)."""
