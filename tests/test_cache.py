@@ -1,6 +1,7 @@
 """The persisted index: a restart reads only what changed, a damaged or foreign database is never
 trusted, `--no-cache` leaves it alone, and it never lands in a record directory."""
 
+import json
 import os
 import sqlite3
 import time
@@ -223,8 +224,34 @@ def listings(server) -> dict:
     """Every run's entry and its full rollout listing, as the API gives them once the server has settled:
     indexed, and its background verification done (until then an entry's `sidecars_verified` moves on, and
     a listing taken before it compared with one taken after never matches)."""
-    runs = wait_for(lambda: verified(server.wait_indexed()), "every run's sidecars verified", timeout=60)
-    return {run["id"]: (run, server.get(f"/v1/trajectories?run_id={run['id']}&limit=1000")["data"]) for run in runs}
+    return wait_for(lambda: settled_listings(server), "every run's sidecars verified, in one generation", timeout=60)
+
+
+def settled_listings(server) -> dict | None:
+    """`listings` if the server has settled and every answer was computed at one index generation, else None.
+    An entry of one generation beside the rows of another compares as neither: the `/v1/runs` answer taken
+    before a deleted database is noticed (the old rows, verified) beside the rows of the database built again,
+    not yet indexed, was a listing no generation ever published, and failed a test on a loaded machine."""
+    generation, runs = answer(server, "/v1/runs")
+    if not runs or not all(run["listed"] and not run["indexing"] for run in runs) or not verified(runs):
+        return None
+    found = {}
+    for run in runs:
+        at, rows = answer(server, f"/v1/trajectories?run_id={run['id']}&limit=1000")
+        if at != generation:
+            return None
+        found[run["id"]] = (run, rows)
+    return found
+
+
+def answer(server, path: str) -> tuple[str | None, list | None]:
+    """(the index generation a listing was computed at, its `data`); (None, None) while its run's database is
+    being rebuilt (503). The generation is what the answer's ETag starts with (`W/"<generation>-<target>"`)."""
+    status, headers, body = server.request(path)
+    if status == 503:
+        return None, None
+    assert status == 200, f"GET {path}: {status} {body[:300]!r}"
+    return headers["ETag"].removeprefix('W/"').split("-")[0], json.loads(body)["data"]
 
 
 def differences(these: dict, those: dict) -> list:
@@ -236,6 +263,8 @@ def differences(these: dict, those: dict) -> list:
         pairs = [(None, entry_a, entry_b)]
         by_id = {row["id"]: row for row in rows_b}
         pairs += [(row["id"], row, by_id.get(row["id"], {})) for row in rows_a]
+        listed = {row["id"] for row in rows_a}
+        pairs += [(row["id"], {}, row) for row in rows_b if row["id"] not in listed]  # only in `those`
         for row_id, a, b in pairs:
             fields = {key: (a.get(key), b.get(key)) for key in set(a) | set(b) if a.get(key) != b.get(key)}
             if fields:
@@ -335,19 +364,59 @@ def test_the_database_is_safe_to_delete_while_serving(runs, tmp_path):
     cache_home = tmp_path / "cache"
     with ServerProcess([runs / "groups"], cache_home=cache_home) as server:
         before = listings(server)
+        settled_at, _ = answer(server, "/v1/runs")
         for path in (cache_home / "skycap-viewer").iterdir():
             path.unlink()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not any((cache_home / "skycap-viewer").glob("*.sqlite")):
-            time.sleep(0.1)
+        wait_for(lambda: any((cache_home / "skycap-viewer").glob("*.sqlite")), "the database made again", timeout=30)
         status, _, _ = server.request("/v1/trajectories?run_id=groups")
         assert status in (200, 503), "a request meanwhile is answered, never a crash"
-        while time.monotonic() < deadline and listings(server) != before:
-            time.sleep(0.2)
-        after = listings(server)
-        assert after == before, (differences(after, before), server.output()[-3000:])
+        # the deletion noticed (the settled server publishes nothing else): else `before` is still served as it was
+        wait_for(lambda: answer(server, "/v1/runs")[0] != settled_at, "the database built again published", timeout=30)
+        after = listed_again(server, before)
+        assert after == before, (differences(after or {}, before), server.output()[-3000:])
     assert "Traceback" not in server.output()
 
+
+
+def test_a_listing_never_pairs_an_entry_with_the_rows_of_another_generation(runs, tmp_path):
+    """The race the test above lost on a loaded machine, made certain: just after `/v1/runs` is answered, the
+    database is deleted and built again, and published, before the rows are asked (all records but one are
+    moved away meanwhile, so the new database's rows differ from the settled ones until they are back). The
+    listing compared is still one the server published: never the settled entry beside the new rows."""
+    cache_home, run, away = tmp_path / "cache", runs / "groups", tmp_path / "away"
+    rows_asked = "/v1/trajectories?run_id=groups&limit=1000"
+    with ServerProcess([run], cache_home=cache_home) as server:
+        before = listings(server)
+        asked, steps, listed_at = server.request, [], []
+
+        def racing(path, *args, **kwargs):
+            reply = asked(path, *args, **kwargs)
+            if path == "/v1/runs" and not steps:
+                steps.append("rebuilt")
+                listed_at.append(run.stat())
+                away.mkdir()
+                for document in sorted(run.glob("*.json.zst"))[1:]:
+                    document.rename(away / document.name)
+                for file in (cache_home / "skycap-viewer").iterdir():
+                    file.unlink()
+                wait_for(lambda: one_row(asked(rows_asked)), "the new database's one row published", timeout=30)
+            elif path.startswith("/v1/trajectories") and steps == ["rebuilt"]:
+                steps.append("back")
+                for document in away.iterdir():
+                    document.rename(run / document.name)
+                os.utime(run, ns=(listed_at[0].st_atime_ns, listed_at[0].st_mtime_ns))  # `updated_at` as it was
+            return reply
+
+        server.request = racing
+        assert listings(server) == before
+        assert steps == ["rebuilt", "back"]
+    assert "Traceback" not in server.output()
+
+
+def one_row(reply) -> bool:
+    """Whether a `request`'s reply is a listing of one row."""
+    status, _, body = reply
+    return status == 200 and len(json.loads(body)["data"]) == 1
 
 
 def listed_again(server, before: dict, seconds=30) -> dict:
