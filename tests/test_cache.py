@@ -374,6 +374,8 @@ def test_the_database_is_safe_to_delete_while_serving(runs, tmp_path):
         wait_for(lambda: answer(server, "/v1/runs")[0] != settled_at, "the database built again published", timeout=30)
         after = listed_again(server, before)
         assert after == before, (differences(after or {}, before), server.output()[-3000:])
+        (lock,) = (cache_home / "skycap-viewer").glob("*.sqlite.lock")
+        assert lock.read_text() == str(server.process.pid), "the rebuilt database is locked again, by this viewer"
     assert "Traceback" not in server.output()
 
 

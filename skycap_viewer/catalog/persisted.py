@@ -67,6 +67,16 @@ def copied_database(source: Path, target: Path) -> Path:
     return target
 
 
+def names_descriptor(path: Path, descriptor: int) -> bool:
+    """Whether `path` still names the file open as `descriptor` (a lock file unlinked with the cache's other files
+    names nothing, and a lock held on it keeps no other viewer out: the one made at its path would)."""
+    try:
+        named, held = os.stat(path, follow_symlinks=False), os.fstat(descriptor)
+    except OSError:
+        return False
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
 class IndexFiles:
     """The directory of the runs' databases: the user's cache (`directory`), else a temporary one."""
 
@@ -129,8 +139,8 @@ class IndexFiles:
         rows stored twice (UNIQUE errors at every poll), each taking the other's file for one deleted
         under it and rebuilding it (503 for a minute)."""
         lock = Path(f"{database}{LOCK_SUFFIX}")
-        if fcntl is None or lock in self.locks:
-            return None
+        if fcntl is None or (lock in self.locks and names_descriptor(lock, self.locks[lock])):
+            return None  # held already; a lock file deleted with its database is made and taken again
         try:
             descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         except OSError:
