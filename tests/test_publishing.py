@@ -196,3 +196,34 @@ def huge_listing(tmp_path, mtime_ns: int):
     index = catalog.runs["groups"]
     index.listing_cost, index.next_full_listing = 10.0, float("inf")  # as if listing it took 10 s
     return run, catalog, watcher
+
+
+class Recording:
+    """A run's connection, standing in for it: each statement executed is kept with whether a transaction was open
+    (`sqlite3.Connection` itself cannot be patched)."""
+
+    def __init__(self, db):
+        self.db, self.statements = db, []
+
+    def execute(self, sql, *args):
+        self.statements.append((sql.split()[0].upper(), self.db.in_transaction))
+        return self.db.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+
+def test_a_publish_reads_one_committed_state_whatever_the_workers_commit_meanwhile():
+    """Every count a publish freezes (rows, verified, facts, groups) is read in one transaction: read a moment
+    apart, while the workers committed their chunks, `sidecars_verified` was once -512 (more unverified rows
+    than the rows counted a moment before)."""
+    catalog = Catalog([FIXTURES / "groups"])
+    Watcher(catalog).poll()
+    run = next(iter(catalog.runs.values()))
+    recording = run.store.db = Recording(run.store.db)
+    run.publish(catalog.generation + 1, indexing=False)
+    reads = [(verb, open_) for verb, open_ in recording.statements if verb == "SELECT"]
+    assert reads and all(open_ for _, open_ in reads), recording.statements
+    verbs = [verb for verb, _ in recording.statements]
+    assert verbs.count("BEGIN") == 1 and verbs.index("BEGIN") < verbs.index("SELECT") and verbs[-1] == "COMMIT"
+    assert 0 <= run.snapshot.verified <= run.snapshot.row_count == 28

@@ -407,11 +407,17 @@ class IndexedRun:
         return self.facts[1]
 
     def publish(self, generation: int, indexing: bool) -> Snapshot:
-        """Commit the batch and freeze the run's facts (counted from what the database keeps)."""
-        self.store.commit()
-        db = self.store.db
+        """Commit the batch and freeze the run's facts (counted from what the database keeps, in one committed
+        state: the workers commit rows meanwhile, and counts read a moment apart disagreed, as many as two of
+        their chunks more unverified rows than rows, a verified count below zero)."""
+        with self.store.one_state() as db:
+            self.snapshot = self.frozen(db, generation, indexing)
+        return self.snapshot
+
+    def frozen(self, db, generation: int, indexing: bool) -> Snapshot:
+        """`publish`'s snapshot, read from `db` in one transaction."""
         row_count = self.store.row_count()
-        self.snapshot = Snapshot(
+        return Snapshot(
             location=self.location,
             database=(self.store.path, self.store.identity),
             generation=generation,
@@ -427,7 +433,6 @@ class IndexedRun:
             run_index=self.store.index_facts(),
             listed=self.listed_once,
         )
-        return self.snapshot
 
 
 class Catalog:

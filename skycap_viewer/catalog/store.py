@@ -528,6 +528,17 @@ class RunStore:
         listed = self.db.execute("SELECT coalesce(sum(n), 0) FROM tally WHERE kind = 'indexed'").fetchone()[0]
         return {**self.index_summary, "rows_without_record": self.index_missing, "records_listed": listed}
 
+    @contextmanager
+    def one_state(self):
+        """The store's connection in a read transaction, out of any batch: what is read in it is one committed
+        state, whatever the workers commit meanwhile."""
+        self.commit()
+        self.db.execute("BEGIN")
+        try:
+            yield self.db
+        finally:
+            self.db.execute("COMMIT")
+
     def mark_verified(self, names):
         """Rows whose sidecars were read and found as their rows say: verified, in the open batch."""
         self.begin()

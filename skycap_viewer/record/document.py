@@ -355,7 +355,8 @@ class SharedValues:
         the instance dict of a class made for that key set (CPython's key-sharing dicts), which holds only
         its values, ~100 bytes less than a dict for each of a chain's nodes and messages (~250 MB of a
         million-node chain's; on CPython 3.11+: 3.10's holds its own keys). Equal to a dict and encoded as one,
-        in its own order; a value set later works as in any dict. The first `SHARED_SHAPES` key sets only: a text of many makes no more classes."""
+        in its own order; a value set later works as in any dict. The first `SHARED_SHAPES` key sets only: a text
+        of many makes no more classes."""
         names = tuple([key for key, _ in pairs])
         shape = self.shapes.get(names)
         if shape is None:
