@@ -69,19 +69,15 @@ def scan_directory(directory) -> dict[str, int]:
     """Document file name -> `file_version` for every record document in `directory` (one stat each)."""
     listing = {}
     for entry in document_entries(directory):
-        try:
-            stat = entry.stat()
-        except OSError:
-            try:  # a dangling link is listed (reading it says why); a deleted file is not
-                stat = entry.stat(follow_symlinks=False)
-            except OSError:  # deleted between the listing and the stat
-                continue
-        listing[entry.name] = file_version(stat.st_size, stat.st_mtime_ns, change_stamp(stat))
+        version = file_version_now(entry.path)
+        if version is not None:  # else deleted between the listing and the stat
+            listing[entry.name] = version
     return listing
 
 
 def file_version_now(path) -> int | None:
-    """The `file_version` of the file at `path` as `scan_directory` states it (a dangling link's own); None: gone."""
+    """The `file_version` of the file at `path` (a dangling link's own: listed, and reading it says why); None:
+    gone. The one way a file is stated, by the watcher's listing and by a worker just before it reads the file."""
     try:
         status = os.stat(path)
     except OSError:
