@@ -11,8 +11,10 @@ from contextlib import contextmanager
 
 import pytest
 
+from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
 from skycap_viewer.catalog.index import Catalog
 from skycap_viewer.catalog.persisted import IndexFiles
+from skycap_viewer.catalog.store import RunStore
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.record.lane import rollout_lane, time_order, times
 from skycap_viewer.views.record.trajectory import WHOLE, PartLimit
@@ -243,6 +245,27 @@ def test_an_index_made_before_lanes_were_kept_is_built_again(run_dir, tmp_path):
     Watcher(catalog, verify=False).poll()
     answer = step_timeline_answer(catalog.snapshot("steps"), {"step": [str(STEP)]}, WHOLE)
     assert json.loads(encode_json(answer))["lanes"][0] == LANE_A and answer["critical"] == CRITICAL
+
+
+def test_while_a_run_is_first_indexed_the_lanes_have_no_index_and_the_answer_is_the_same(run_dir, tmp_path):
+    """The lanes' indexes are listing indexes, built once a run's first indexing is done (kept row by row, they
+    were a third of a worker's write): the step timeline meanwhile scans the step's lanes, and says the same."""
+    catalog = Catalog([run_dir], IndexFiles(tmp_path / "cache"))
+    Watcher(catalog, verify=False).poll()
+    (run,) = catalog.runs.values()
+    snapshot = catalog.snapshot("steps")
+    params = {"step": [str(STEP)], "sort": ["end"], "order": ["desc"]}
+    indexed = [encode_json(step_timeline_answer(snapshot, query, WHOLE)) for query in ({"step": [str(STEP)]}, params)]
+    with snapshot.reading() as db:
+        assert {"lanes_by_start", "lanes_by_end"} <= {name for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    run.store.db.execute("DROP INDEX lanes_by_start")
+    run.store.db.execute("DROP INDEX lanes_by_end")
+    scanned = [encode_json(step_timeline_answer(snapshot, query, WHOLE)) for query in ({"step": [str(STEP)]}, params)]
+    assert scanned == indexed
+    fresh = RunStore(tmp_path / "fresh.sqlite", {"run": "fresh"}, DEFAULT_GROUP_BY)
+    assert not any("lanes" in name for (name,) in fresh.db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index'")), "not kept while a run is first indexed"
 
 
 def test_the_command_prints_a_line_per_lane_the_critical_rollout_first(run_dir):

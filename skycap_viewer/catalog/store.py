@@ -87,11 +87,9 @@ SCHEMA = [
     "CREATE INDEX IF NOT EXISTS index_rows_by_id ON index_rows (id)",
     "CREATE INDEX IF NOT EXISTS index_rows_missing ON index_rows (phase, step, file, position) WHERE NOT present",
     # each rollout's lane on its step's axis (`catalog.rows.kept_lane`), a row's with a step: its times in Unix
-    # seconds, what it says squeezed; a step's lanes in start order, its origin and its last end: index walks
+    # seconds, what it says squeezed (its indexes are listing indexes: built after the first indexing)
     """CREATE TABLE IF NOT EXISTS lanes (rid INTEGER PRIMARY KEY, lane_step NOT NULL, lane_id TEXT NOT NULL, lane_start,
         lane_end, lane BLOB NOT NULL)""",
-    "CREATE INDEX IF NOT EXISTS lanes_by_start ON lanes (lane_step, (lane_start IS NULL), lane_start, lane_id)",
-    "CREATE INDEX IF NOT EXISTS lanes_by_end ON lanes (lane_step, lane_end, lane_id)",
     # per step, its lanes and how many times they were written or removed (its version, `views.run.step_timeline`)
     "CREATE TABLE IF NOT EXISTS lane_steps (step PRIMARY KEY, lanes INTEGER NOT NULL, changes INTEGER NOT NULL)"
     " WITHOUT ROWID",
@@ -107,6 +105,10 @@ LISTING_INDEXES = [  # built once a run's first indexing is done: one bulk build
       for column in ("step", "task", "status", "reward", "trained")),
     "CREATE INDEX IF NOT EXISTS rows_by_flags ON rows (flags)",
     "CREATE INDEX IF NOT EXISTS annotations_by_value ON annotations (key, value, rid)",
+    # a step's lanes in start order, its origin and its last end (the step timeline): index walks. Kept as rows
+    # came, they were a third of a worker's write a row on a cold index (lanes in random step and time order)
+    "CREATE INDEX IF NOT EXISTS lanes_by_start ON lanes (lane_step, (lane_start IS NULL), lane_start, lane_id)",
+    "CREATE INDEX IF NOT EXISTS lanes_by_end ON lanes (lane_step, lane_end, lane_id)",
     # the `q` filter's trigram index over `rowtexts`, built whole from it (three times faster than row by row)
     "CREATE VIRTUAL TABLE texts USING fts5 (text, content = 'rowtexts', content_rowid = 'rid', tokenize = 'trigram')",
     "INSERT INTO texts (texts) VALUES ('rebuild')",
