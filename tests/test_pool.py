@@ -414,6 +414,26 @@ def test_a_cold_index_lists_names_only_and_keeps_the_versions_the_workers_state(
         pool.close()
 
 
+def test_a_cold_index_reads_the_documents_in_name_order(big_run, tmp_path):
+    """A run listed by name only is read in name order, not the directory's (a hash's) order: each chunk's rows
+    then hold neighbouring names and ids, whose index entries its commit writes on a few pages, not one each."""
+    read = []
+    pool = RowPool(workers=2, small_batch=0)
+
+    def compute_rows(directory, names, **form):
+        read.append(list(names))
+        return pool.compute_rows(directory, read[-1], **form)
+
+    catalog = Catalog([big_run], IndexFiles(tmp_path / "cache"))
+    watcher = Watcher(catalog, compute_rows=compute_rows, verify=False, offload=pool.submit, stored_forms=True)
+    try:
+        watcher.poll()
+    finally:
+        pool.close()
+    assert read[0] == sorted(read[0]) == document_names(big_run)
+    assert list(index_module.list_names(big_run)) != read[0], "the directory's own order is another"
+
+
 def test_a_huge_directory_listed_by_name_first_is_listed_as_seldom_as_one_stated(big_run, tmp_path, monkeypatch):
     """A huge directory (a stated listing would take long) whose mtime did not move is not listed again at the
     next poll: its first listing, by name only, counts what stating its documents would have cost

@@ -296,13 +296,16 @@ class IndexedRun:
         return self.known
 
     def changes(self, listing: dict[str, int | None]) -> Changes:
-        """What must be read to match `listing`: new or changed files, and vanished ones (a version None: not
-        stated, `list_names`; such documents are read in the listing's order, not smallest first)."""
+        """What must be read to match `listing`: new or changed files, and vanished ones. They are read smallest
+        first (a version None, not stated by `list_names`, counts as empty), and in name order among equals: a
+        chunk of a cold index then holds neighbouring names and ids, whose index entries its commit writes on a
+        few pages, not one page each (a directory's own order is a hash's: 25 µs more a row at 100k rows)."""
         versions = self.versions
         self.changed = {name: version for name, version in listing.items()
                         if version is None or versions.get(name) != version}
         self.file_count = len(listing)
-        compute = sorted(self.changed, key=lambda name: version_size(self.changed[name] or 0))
+        compute = sorted(self.changed)
+        compute.sort(key=lambda name: version_size(self.changed[name] or 0))
         removed = [name for name in versions if name not in listing] if len(listing) != len(versions) or compute \
             else []
         return Changes(compute, removed)
