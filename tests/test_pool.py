@@ -488,7 +488,7 @@ def test_a_worker_writes_its_rows_only_into_the_database_it_was_given(tmp_path):
     """A chunk's rows go into the run's database when it is still the one the server made; into one made
     again (another identity), or deleted, they are not written but given back for the server to store."""
     from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY
-    from skycap_viewer.catalog.store import RunStore, stored_form
+    from skycap_viewer.catalog.store import GKEY, RunStore, Written, stored_form
 
     directory = FIXTURES / "groups"
     names = document_names(directory)
@@ -502,7 +502,10 @@ def test_a_worker_writes_its_rows_only_into_the_database_it_was_given(tmp_path):
     assert store.row_count() == 0
     written = dict(compute_chunk(str(directory), names, group_by=DEFAULT_GROUP_BY,
                                  database=(str(store.path), store.identity)))
-    assert written == {name: (versions[name], None) for name in names}, "each row written, given with its version"
+    assert written == {name: (versions[name], Written(forms[name][0][GKEY])) for name in names}, \
+        "each row written, given with its version and the group it touched"
+    assert {row.gkey for _, row in written.values()} == {
+        key for (key,) in store.db.execute("SELECT gkey FROM rows WHERE gkey IS NOT NULL")} != set()
     assert store.row_count() == len(names)
     assert {name: file_version(*version) for name, *version in store.versions()} == versions
     assert sorted(name for (name,) in store.db.execute("SELECT name FROM rows")) == names

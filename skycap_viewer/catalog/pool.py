@@ -25,7 +25,7 @@ from contextlib import suppress
 
 from skycap_viewer.catalog.index import file_version_now, version_parts
 from skycap_viewer.catalog.rows import compute_row, unreadable_row
-from skycap_viewer.catalog.store import STORE_REFUSALS, rows_written, stored_form
+from skycap_viewer.catalog.store import GKEY, STORE_REFUSALS, Written, rows_written, stored_form
 from skycap_viewer.printable import say
 from skycap_viewer.record.document import record_id_of
 from skycap_viewer.record.frames import declared_size, file_limit, set_file_limit
@@ -64,7 +64,7 @@ def compute_chunk(directory: str, names: list[str], verify: bool = False, task: 
     """Worker task: the rows of some documents of one directory, with `group_by` as the store keeps them
     (`store.stored_form`: the server's process then only inserts them), and given the run's `database`
     ((path, identity)) written into it here (`store.rows_written`), each given back with the version its file
-    was stated at just before it was read: (version, None) when written, else (version, stored form). It
+    was stated at just before it was read: (version, `Written`) when written, else (version, stored form). It
     says first that it started (`task`), so when a worker dies the server knows which chunks were being read."""
     announce(task)
     if database is None:
@@ -83,14 +83,15 @@ def stated_rows(directory, names, verify: bool, group_by: tuple | None):
 
 def written_here(rows: list[tuple], path: str, identity: str) -> list[tuple]:
     """`rows` (name, version, stored form) written into the run's database by this process, given back as
-    (name, (version, None)); a row the database refuses, or of a document gone (the server says it is gone),
+    (name, (version, `Written`)); a row the database refuses, or of a document gone (the server says it is gone),
     is given back as (name, (version, form)) for the server to store."""
     forms = [(name, *version_parts(version), form) for name, version, form in rows if version is not None]
     try:
         written = bool(forms) and rows_written(path, identity, forms)
     except STORE_REFUSALS:  # the database deleted (being made again), locked too long, or a row holds a value it
         written = False  # refuses: the server stores them (and a refused row as that record's problem)
-    return [(name, (version, None if written and version is not None else form)) for name, version, form in rows]
+    return [(name, (version, Written(form[0][GKEY]) if written and version is not None else form))
+            for name, version, form in rows]
 
 
 def as_stored(row: dict, group_by: tuple | None):
@@ -257,7 +258,7 @@ class RowPool(IdleWorkers):
         """(name, row) for each document, in the order chunks finish (a generator, like the watcher wants);
         with `group_by`, each row as the store keeps it (`store.stored_form`), and with `database` ((path,
         identity), and `group_by`) each as (the version its file was stated at before it was read, the row, or
-        None where the workers wrote it into the database: `compute_chunk`)."""
+        `Written` where the workers wrote it into the database: `compute_chunk`)."""
         names = list(names)
         stated = database is not None
         if len(names) < self.small_batch or self.workers < 2:

@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from skycap_viewer.catalog.blobs import pack, unpack
 from skycap_viewer.catalog.groups import Group, group_flags, group_key_of, key_values, split_attempts
@@ -570,16 +571,14 @@ class RunStore:
             self.touched_groups.update(self.deferred)  # computed here at the next commit
             self.deferred = None
 
-    def last_rid(self) -> int:
-        return self.db.execute("SELECT coalesce(max(rid), 0) FROM rows").fetchone()[0]
-
-    def note_groups_after(self, rid: int) -> int:
-        """Note as touched (deferred) the groups of the rows after `rid` (rows other processes wrote); the
-        last rid now."""
-        last = self.last_rid()
-        self.deferred.update(gkey for (gkey,) in self.db.execute(
-            "SELECT DISTINCT gkey FROM rows WHERE rid > ? AND rid <= ? AND gkey IS NOT NULL", (rid, last)))
-        return last
+    def note_written_group(self, gkey: str):
+        """A row another process wrote (`Written`) is in group `gkey`: computed elsewhere like the other touched
+        groups (`take_deferred_groups`), or here at the next commit once groups are no longer deferred."""
+        if self.deferred is not None:
+            self.deferred.add(gkey)
+        else:
+            self.begin()
+            self.touched_groups.add(gkey)
 
     def take_deferred_groups(self) -> list[str]:
         """The groups committed rows touched since the last call, to be computed elsewhere (`groups_written`,
@@ -724,6 +723,14 @@ def inserted_forms(db: sqlite3.Connection, forms: list[tuple], text_index: bool,
                 insert_forms(db, [form], text_index)
             inserted.append(form)
     return inserted
+
+
+class Written(NamedTuple):
+    """What comes back of a row a worker wrote into the run's database itself (`rows_written`): the key of the
+    group it is in, for the server to have that group computed again (finding them in the database by rid read
+    a page a row there, a tenth of the server's own work on a cold index)."""
+
+    gkey: str | None
 
 
 def rows_written(path: str, identity: str, forms: list[tuple]) -> bool:

@@ -21,7 +21,7 @@ from skycap_viewer.catalog.index import (
     version_size,
 )
 from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
-from skycap_viewer.catalog.store import groups_computed, groups_written, indexes_built_at
+from skycap_viewer.catalog.store import Written, groups_computed, groups_written, indexes_built_at
 from skycap_viewer.printable import say
 
 POLL_SECONDS = 2.0
@@ -210,12 +210,15 @@ class Watcher(threading.Thread):
         last_publish, interval = time.monotonic(), PUBLISH_SECONDS
         batch = []  # rows come a worker's chunk at a time: stored in batches, a third of a write each
         for read, (name, row) in enumerate(self.compute_rows(run.directory, changes.compute, **row_form), 1):
+            stated = None
+            if "database" in row_form:  # (the version stated where it was read, the row): the listing's first
+                stated, row = row
+                if isinstance(row, Written):  # in the database already: its group is to be computed again
+                    groups.written(row)
+                    row = None
             if name in run.changed:  # else its listing is gone (the run was listed again meanwhile)
                 version = run.changed[name]
-                if "database" in row_form:  # (the version stated where it was read, the row): the listing's first
-                    stated, row = row
-                    version = stated if version is None else version
-                batch.append((name, version, row))
+                batch.append((name, stated if version is None else version, row))
             publishing = time.monotonic() - last_publish > interval
             if len(batch) >= STORE_BATCH or publishing:
                 run.store_rows(batch)
@@ -298,7 +301,7 @@ class GroupsElsewhere:
         self.store = store
         self.offload = offload
         self.asked: list = []  # (keys, future), in the order asked
-        self.written_after: int | None = None  # rows workers write: the last rid whose group was noted
+        self.workers_write = False  # whether the workers write the rows (and then keep the groups too)
         self.sent_at = time.monotonic()  # when groups were last sent (the batch's first are sent after a while)
         self.sent_rows = 0  # the batch's rows read when they were last sent
         if offload is not None:
@@ -314,8 +317,13 @@ class GroupsElsewhere:
         return time.monotonic() - self.sent_at >= GROUPS_SECONDS and read >= 2 * self.sent_rows
 
     def watch_written(self):
-        """Workers write rows into the store themselves from now on: their groups are found in the database."""
-        self.written_after = self.store.last_rid()
+        """Workers write rows into the store themselves from now on: they say the group of each (`written`)."""
+        self.workers_write = True
+
+    def written(self, row: Written):
+        """A row a worker wrote: its group is touched."""
+        if row.gkey is not None:
+            self.store.note_written_group(row.gkey)
 
     def send(self, read: int = 0):
         """Ask for the groups the last commit touched, a slice of keys per task (`read`: rows into the batch)."""
@@ -323,12 +331,10 @@ class GroupsElsewhere:
             return
         self.sent_at = time.monotonic()
         self.sent_rows = read
-        if self.written_after is not None:
-            self.written_after = self.store.note_groups_after(self.written_after)
         keys = self.store.take_deferred_groups()
         for start in range(0, len(keys), GROUPS_PER_TASK):
             some = keys[start : start + GROUPS_PER_TASK]
-            if self.written_after is not None:  # the workers write: they keep the groups too
+            if self.workers_write:  # they keep the groups too
                 future = self.offload(groups_written, str(self.store.path), self.store.identity, some,
                                       self.store.group_by)
             else:  # the server writes, holding the write lock between publishes: it keeps them
@@ -355,7 +361,7 @@ class GroupsElsewhere:
             elif not answer:
                 self.store.begin()
                 self.store.touched_groups.update(keys)
-        if self.written_after is not None:
+        if self.workers_write:
             self.store.commit()  # workers write rows meanwhile: the database is held no longer than this
 
     def finish(self, stopped: threading.Event):
