@@ -2,6 +2,7 @@
 size costs: the watcher spaces publishes out so they stay a tenth of the work (a clock it reads is
 stood in for here, so nothing is timed). The next poll waits on listing, never on indexing."""
 
+import json
 import math
 import os
 import shutil
@@ -14,6 +15,7 @@ from skycap_viewer.catalog.index import FACTS_SECONDS, Catalog
 from skycap_viewer.catalog.rows import compute_row
 from skycap_viewer.catalog.store import groups_computed, groups_written
 from skycap_viewer.catalog.watcher import PUBLISH_COST_FACTOR, PUBLISH_SECONDS, Watcher
+from skycap_viewer.wire import encode_json
 from tests.support.corpus import FIXTURES
 
 
@@ -122,6 +124,36 @@ def test_while_a_run_is_first_indexed_its_facts_are_counted_every_two_seconds_it
     last = seen[-1]
     assert not last[1] and last[2] == 28
     assert last[3] == len([row for row in catalog.snapshots()[0].rows if row["step"] is not None])
+
+
+def test_a_runs_entry_is_encoded_as_it_is_published_and_its_facts_once_a_count(monkeypatch):
+    """A big run's facts (its tasks: megabytes at a million rollouts) are encoded once each time they are counted,
+    not at every publish, and `/v1/runs` joins the entries the watcher encoded: each is its `run_entry`."""
+    from skycap_viewer.server import api as api_module
+
+    clock = Clock()
+    monkeypatch.setattr(watcher_module, "time", clock)
+    monkeypatch.setattr(index_module, "time", clock)
+    catalog = Catalog([FIXTURES / "groups", FIXTURES / "spec"])
+    api = api_module.Api(catalog)
+    encoded, facts_seen = [], []
+    plain = api_module.encode_json
+    monkeypatch.setattr(api_module, "encode_json", lambda payload: encoded.append(payload) or plain(payload))
+
+    def prepare(snapshot):
+        facts_seen.append(snapshot.facts)
+        api.encoded_entry(snapshot)
+        assert json.loads(api.encoded_entry(snapshot)) == json.loads(plain(api.run_entry(snapshot)))
+
+    Watcher(catalog, compute_rows=rows_arriving(clock, 0.25, 1), prepare=prepare, verify=False).poll()
+    counts = {id(facts): facts for facts in facts_seen}
+    assert len(facts_seen) > len(counts) > 2, "published more often than counted"
+    assert sum(payload is facts for payload in encoded for facts in counts.values()) == len(counts)
+    before = len(encoded)
+    answer = json.loads(encode_json(api.runs({})[1]))["data"]
+    assert answer == [json.loads(plain(api.run_entry(catalog.snapshot(entry["id"])))) for entry in answer]
+    assert [entry["id"] for entry in answer] == ["groups", "spec"], "newest first"
+    assert len(encoded) == before, "the published snapshots' entries were encoded as they were published"
 
 
 class OneWait:

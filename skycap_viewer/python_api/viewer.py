@@ -55,7 +55,7 @@ class Viewer:
         self.api = Api(self.catalog, part_limit)
         self.pool = RowPool()
         self.watcher = Watcher(self.catalog, compute_rows=self.pool.compute_rows, verify=verify,
-                               prepare=self.api.run_entry)
+                               prepare=self.api.encoded_entry)
         try:
             self.watcher.poll()  # indexed before the first question: its answers hold every record there is
         except BaseException:
