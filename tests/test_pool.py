@@ -434,6 +434,24 @@ def test_a_cold_index_reads_the_documents_in_name_order(big_run, tmp_path):
     assert list(index_module.list_names(big_run)) != read[0], "the directory's own order is another"
 
 
+def test_stated_documents_are_read_smallest_first_and_runs_with_fewer_bytes_first(tmp_path):
+    """A stated listing's new documents are read smallest first, in name order among equals (a names-only
+    listing's in name order), and a poll reads the run with fewer new bytes first: first rows come soonest."""
+    from skycap_viewer.catalog.discovery import RunLocation
+    from skycap_viewer.catalog.index import IndexedRun
+
+    run = IndexedRun(RunLocation("r", "p", tmp_path), tmp_path / "r.sqlite", {"run": "r"})
+    sizes = {"d.json.zst": 30, "b.json.zst": 10, "c.json.zst": 10, "a.json.zst": 20}
+    stated = run.changes({name: file_version(size, 1) for name, size in sizes.items()})
+    assert stated.compute == ["b.json.zst", "c.json.zst", "a.json.zst", "d.json.zst"] and stated.size == 70
+    unstated = run.changes(dict.fromkeys(sizes))
+    assert unstated.compute == sorted(sizes) and unstated.size == 0
+    smaller = run.changes({"e.json.zst": file_version(5, 1)})
+    work = [(run, stated), (run, unstated), (run, smaller)]
+    work.sort(key=watcher_module.Watcher.work_order)
+    assert [changes for _, changes in work] == [unstated, smaller, stated]
+
+
 def test_a_huge_directory_listed_by_name_first_is_listed_as_seldom_as_one_stated(big_run, tmp_path, monkeypatch):
     """A huge directory (a stated listing would take long) whose mtime did not move is not listed again at the
     next poll: its first listing, by name only, counts what stating its documents would have cost

@@ -18,7 +18,6 @@ from skycap_viewer.catalog.index import (
     list_names,
     scan_directory,
     stated_listing_seconds,
-    version_size,
 )
 from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
 from skycap_viewer.catalog.store import Written, groups_computed, groups_written, indexes_built_at
@@ -102,13 +101,19 @@ class Watcher(threading.Thread):
         pending = {run.location.id for run, _ in work if not run.indexed_once}
         if touched or set(catalog.runs) != previous:
             catalog.publish(touched, pending)
-        work.sort(key=lambda item: sum(version_size(item[0].changed[n] or 0) for n in item[1].compute))
+        work.sort(key=self.work_order)
         for run, changes in work:
             self.index_run(run, changes, pending)
         for run in runs:
             run.indexed_once = True
         if not work:  # the lowest priority: only once nothing is left to index
             self.verify_some(runs)
+
+    @staticmethod
+    def work_order(work: tuple[IndexedRun, Changes]) -> int:
+        """Runs with fewer bytes to read are read first (their rows listed soonest); a run listed by name only
+        (`list_names`: a first index, its sizes not stated) counts as none."""
+        return work[1].size
 
     def verify_some(self, runs: list[IndexedRun]):
         """Read and check a batch of rows' sidecars, as `check` does; a damaged record gets its problem.
