@@ -89,6 +89,18 @@ def test_bench_rows_mode_reaches_every_listing_kind(tmp_path):
     assert_run_index_measured(index, tmp_path / "rows-64")
 
 
+@pytest.mark.slow
+def test_bench_rows_mode_cached_only_skips_the_uncached_cold_start_and_keeps_the_cpu_figures(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(BENCH), "--rows", "64", "--repeat", "1", "--requests", "1", "--cached-only", "--json",
+         "--keep", str(tmp_path)], capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    figures = json.loads(result.stdout)["64"]
+    assert "cold_index_no_cache_s" not in figures and isinstance(figures["cold_index_s"], float)
+    assert figures["server_cpu_per_record_us"] > 0 and figures["all_cpu_vs_floor"] > 0
+
+
 def test_the_row_profile_accounts_for_compute_row(tmp_path):
     """`bench/row_profile.py` times the floor and `compute_row` on written records and lists the
     steps, each a function `compute_row` calls (a renamed step shows as a missing line)."""

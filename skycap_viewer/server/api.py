@@ -139,7 +139,7 @@ class Api:
     def encoded_entry(self, snapshot: Snapshot) -> bytes:
         """`run_entry` as JSON, once per snapshot (the watcher encodes it as it publishes: `Watcher.prepare`), its
         facts once per count (`IndexedRun.facts_now`): a big run's tasks are megabytes, and while it is indexed it
-        is published more often than counted (encoding them at each publish was a fifth of the server's work)."""
+        is published more often than counted (encoding them at each publish was a seventh of the server's work)."""
         def encoded() -> bytes:
             facts = snapshot.facts
             kept_from, kept = self.encoded_facts.get(snapshot.id, (None, b""))
