@@ -163,6 +163,22 @@ def test_kept_counts_and_groups_follow_every_change(tmp_path):
     assert len(final) == len(present) > 0
 
 
+def test_a_publish_counts_the_groups_without_reading_their_summaries(indexed):
+    """`count_groups` runs at every publish (a reopen's first among them): each of its queries is answered from an
+    index, never from the groups' rows, whose summaries are most of a big run's groups table."""
+    from skycap_viewer.catalog.index import count_groups
+
+    _, snapshot = indexed["groups"]
+    with snapshot.reading() as db:
+        asked = []
+        db.set_trace_callback(asked.append)
+        counted = count_groups(db)
+        db.set_trace_callback(None)
+        plans = [" ".join(step[-1] for step in db.execute(f"EXPLAIN QUERY PLAN {query}")) for query in asked]
+    assert counted["group_count"] == 6 and counted["grouped_rows"] == 28
+    assert len(plans) == 2 and all("USING COVERING INDEX" in plan for plan in plans), plans
+
+
 def test_groups_computed_a_few_at_a_time_are_the_groups_computed_at_once(tmp_path, monkeypatch):
     """A big first indexing touches every group at its end: they are computed in slices (memory bounded),
     and the slices give the very groups one pass gives."""
