@@ -130,10 +130,14 @@ class Server(ServerProcess):
                 return done
             if self.process.poll() is not None:
                 return None
-            # a big run's entry is big: polled less; and once rows are listed, every hundredth of the time so far
-            # (the index's end is known to within 1%, and the server's CPU a record is its own, not the polls')
-            since = time.perf_counter() - self.started if self.first_rows is not None else 0.0
-            time.sleep(max(0.05, since / 100, 4 * (time.perf_counter() - asked)))
+            # every 50 ms until rows are listed (however long an answer took while the server lists a million
+            # names: the first rows are seen when they come); then a big run's entry is big, so it is polled less,
+            # and every hundredth of the time so far (the index's end is known to within 1%, and the server's CPU
+            # a record is its own, not the polls')
+            if self.first_rows is None:
+                time.sleep(0.05)
+            else:
+                time.sleep(max(0.05, (time.perf_counter() - self.started) / 100, 4 * (time.perf_counter() - asked)))
         return None
 
 
