@@ -126,6 +126,27 @@ def test_while_a_run_is_first_indexed_its_facts_are_counted_every_two_seconds_it
     assert last[3] == len([row for row in catalog.snapshots()[0].rows if row["step"] is not None])
 
 
+def test_while_a_big_run_is_first_indexed_its_facts_are_counted_as_seldom_as_they_cost(monkeypatch):
+    """Counting a run's facts costs what its tasks cost (a tenth of a second or more at a million rows): while it
+    is first indexed they are counted again no sooner than `FACTS_COST_FACTOR` times what the last count took."""
+    clock = Clock()
+    monkeypatch.setattr(watcher_module, "time", clock)
+    monkeypatch.setattr(index_module, "time", clock)
+    counted_at = []
+    count = index_module.count_facts
+
+    def costly_count(db):
+        counted_at.append(clock.now)
+        clock.now += 0.1
+        return count(db)
+
+    monkeypatch.setattr(index_module, "count_facts", costly_count)
+    catalog = Catalog([FIXTURES / "groups"])
+    Watcher(catalog, compute_rows=rows_arriving(clock, 0.25, 20), verify=False).poll()
+    gaps = [later - earlier for earlier, later in zip(counted_at, counted_at[1:-1], strict=False)]
+    assert len(gaps) > 5 and min(gaps) >= index_module.FACTS_COST_FACTOR * 0.1 > FACTS_SECONDS
+
+
 def test_a_runs_entry_is_encoded_as_it_is_published_and_its_facts_once_a_count(monkeypatch):
     """A big run's facts (its tasks: megabytes at a million rollouts) are encoded once each time they are counted,
     not at every publish, and `/v1/runs` joins the entries the watcher encoded: each is its `run_entry`."""
