@@ -1,13 +1,18 @@
 """The row pool: worker processes give exactly the rows this process computes, and never linger."""
 
+import gc
 import multiprocessing
+import multiprocessing.queues
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -27,6 +32,8 @@ from skycap_viewer.catalog.pool import (
     compute_chunk,
     compute_rows_here,
     index_chunks,
+    start_method,
+    watched,
 )
 from skycap_viewer.catalog.rows import public
 from skycap_viewer.catalog.store import ROW_COLUMNS
@@ -127,12 +134,44 @@ def dying_chunk(directory, names, verify=False, task=None):
     return compute_chunk(directory, names, verify, task)
 
 
+def half_answer_then_die():
+    """In a worker: write the first bytes of an answer to the executor's result pipe, holding its write lock, and
+    die there (SIGKILL), as a worker the OOM killer stops while it sends a big answer."""
+    result_queue, = [found for found in gc.get_objects()
+                     if isinstance(found, multiprocessing.queues.SimpleQueue) and found is not pool_module._started]
+    result_queue._wlock.acquire()
+    os.write(result_queue._writer.fileno(), struct.pack("!i", 100_000) + b"half an answer")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def half_answering_chunk(directory, names, verify=False, task=None):
+    """A worker task that dies in the middle of its answer when it reads `POISON`."""
+    if POISON in names:
+        announce(task)
+        half_answer_then_die()
+    return compute_chunk(directory, names, verify, task)
+
+
+def test_a_worker_that_dies_in_the_middle_of_its_answer_breaks_its_executor():
+    """Left alone, the executor waits for the rest of the answer forever; watched, its futures fail."""
+    context = multiprocessing.get_context(start_method())
+    executor = watched(ProcessPoolExecutor(2, mp_context=context))
+    try:
+        assert executor.submit(os.getpid).result() > 0
+        dying = executor.submit(half_answer_then_die)
+        with pytest.raises(BrokenProcessPool):
+            dying.result()
+    finally:
+        executor.shutdown(wait=True)
+
+
 @pytest.mark.slow
-def test_a_document_that_kills_its_worker_is_narrowed_down_and_listed_alone():
+@pytest.mark.parametrize("task", [dying_chunk, half_answering_chunk])
+def test_a_document_that_kills_its_worker_is_narrowed_down_and_listed_alone(task):
     directory, names = many_names(6)
     names = list(dict.fromkeys(names)) + [f"copy-{i}" for i in range(200)]  # plenty of chunks around it
     assert POISON in names
-    pool = RowPool(workers=2, small_batch=0, task=dying_chunk)
+    pool = RowPool(workers=2, small_batch=0, task=task)
     calls_here = []
     try:
         from skycap_viewer.catalog import pool as pool_module

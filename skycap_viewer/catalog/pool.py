@@ -19,6 +19,8 @@ import queue
 import signal
 import stat
 import threading
+import time
+import weakref
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
@@ -38,6 +40,7 @@ INDEX_CHUNK = 512  # documents per indexing task after each worker's first: a ta
 WORKER_NICENESS = 10  # workers yield the cores to the server's own process, which answers requests
 MAX_WORKERS = 8  # processes a pool (indexing, search) starts at most, whatever the cores
 IDLE_SECONDS = 10.0  # workers left idle this long exit (a live run's next big batch starts them again)
+WATCH_SECONDS = 0.5  # how often `watched` looks for a dead worker its executor did not notice
 IN_PROCESS_BYTES = 256 * 1024  # a document file larger than this on disk is never read in the server's process
 IN_PROCESS_JSON = 4 * 2**20  # nor one whose frame does not declare that it decompresses to at most this
 FRAME_HEADER_BYTES = 18  # a zstd frame header's most: where it declares its content size
@@ -187,6 +190,59 @@ def start_worker(lifeline, limit: int, started, niceness: int = WORKER_NICENESS)
         os._exit(0)
 
     threading.Thread(target=exit_with_the_server, name="lifeline", daemon=True).start()
+
+
+def watched(executor: ProcessPoolExecutor) -> ProcessPoolExecutor:
+    """`executor`, watched by a thread that breaks it when one of its workers died and it did not notice.
+
+    A worker killed (out of memory, a signal) in the middle of writing its answer leaves half a message in the
+    result pipe. The executor's own thread then waits in `recv` for the rest, which never comes (this process
+    holds the pipe's write end too): no future ever fails, every wait on one hangs, and so does the exit, which
+    joins that thread. Python 3.10 to 3.14 all do this. The watch sees a worker dead at two looks in a row,
+    `WATCH_SECONDS` apart, with the executor not broken, and breaks it (`break_stuck`); the futures then fail with
+    `BrokenProcessPool`, as they would had the executor noticed, and the callers' usual recovery follows. It holds
+    the executor's own process table and result pipe (a shut down executor lets go of them, its thread does not)."""
+    watch = (weakref.ref(executor), executor._processes, executor._result_queue)
+    threading.Thread(target=watch_workers, args=watch, name="pool-watch", daemon=True).start()
+    return executor
+
+
+def watch_workers(reference, processes: dict, result_queue):
+    """The watch's loop: until the executor is broken, or shut down (its workers all exited, or none started)."""
+    suspects = set()
+    while True:
+        time.sleep(WATCH_SECONDS)
+        executor = reference()
+        if executor is not None and executor._broken:
+            return
+        codes = {pid: exit_code(process) for pid, process in list(processes.items())}
+        dead = {pid for pid, code in codes.items() if code not in (None, 0)}
+        if dead & suspects:
+            break_stuck(processes, result_queue)
+            return
+        if not dead and all(code == 0 for code in codes.values()) and (codes or executor is None):
+            return  # shut down: its workers all exited, or it was let go before it started any
+        suspects = dead
+        del executor
+
+
+def exit_code(process) -> int | None:
+    """`process.exitcode`; 0 for one closed (it ended and was reaped)."""
+    try:
+        return process.exitcode
+    except ValueError:
+        return 0
+
+
+def break_stuck(processes: dict, result_queue):
+    """End what is left of a stuck executor: its living workers (they wait forever for the write lock the dead
+    one held), then this process's write end of its result pipe, so that its thread reads the pipe's end, marks
+    the pool broken and fails its futures."""
+    for process in list(processes.values()):
+        if exit_code(process) is None:
+            process.kill()
+            process.join()
+    result_queue._writer.close()
 
 
 class IdleWorkers:
@@ -401,5 +457,5 @@ class RowPool(IdleWorkers):
             context.set_forkserver_preload([compute_row.__module__])  # workers start with it imported
         self.lifeline = self.lifeline or context.Pipe(duplex=False)
         self.started = self.started or context.SimpleQueue()
-        return ProcessPoolExecutor(workers, mp_context=context, initializer=start_worker,
-                                   initargs=(self.lifeline[0], file_limit(), self.started))
+        return watched(ProcessPoolExecutor(workers, mp_context=context, initializer=start_worker,
+                                           initargs=(self.lifeline[0], file_limit(), self.started)))

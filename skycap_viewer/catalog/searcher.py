@@ -21,7 +21,15 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from skycap_viewer.catalog.pool import IDLE_SECONDS, IdleWorkers, chunked, start_method, start_worker, worker_count
+from skycap_viewer.catalog.pool import (
+    IDLE_SECONDS,
+    IdleWorkers,
+    chunked,
+    start_method,
+    start_worker,
+    watched,
+    worker_count,
+)
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import document_path, document_text, parse_document_text, read_regular_file
 from skycap_viewer.record.frames import file_limit
@@ -167,8 +175,9 @@ class SearchPool(IdleWorkers):
             if self.executor is None:
                 context = multiprocessing.get_context(start_method())
                 self.lifeline = self.lifeline or context.Pipe(duplex=False)
-                self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=start_worker,
-                                                    initargs=(self.lifeline[0], file_limit(), None, SEARCH_NICENESS))
+                self.executor = watched(ProcessPoolExecutor(
+                    self.workers, mp_context=context, initializer=start_worker,
+                    initargs=(self.lifeline[0], file_limit(), None, SEARCH_NICENESS)))
             self._busy()
             return self.executor
 
