@@ -174,6 +174,28 @@ def test_a_small_limit_streams_and_the_cursor_completes_it(web, root):
     assert again["done"] is False and again["hits_so_far"] == expected and again["data"] == first["data"]
 
 
+def test_a_search_reads_a_page_ahead_of_what_was_asked_then_waits_to_be_asked(web):
+    """A client that wanted the first page only leaves the workers to the next search; asking for more resumes it."""
+    query = "/v1/search?run_id=many&text=again&limit=1"
+    first = web.json(query)
+    assert len(first["data"]) == 1 and first["next_cursor"]
+    search = next(s for s in web.server.api.searches.by_key.values() if first["next_cursor"].startswith(s.token))
+    deadline = time.monotonic() + 30
+    while not search.paused and not search.done and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert search.paused and not search.done, "it holds the page asked and the next, and reads no further"
+    assert search.wanted == 2 and search.scanned < 10 < search.total_documents == 300
+    second = web.json(f"{query}&cursor={first['next_cursor']}")
+    assert second["data"] and second["scanned"] < 300
+    hits = first["data"] + second["data"]
+    answer = second
+    while answer["next_cursor"]:
+        answer = web.json(f"/v1/search?run_id=many&text=again&limit=100&cursor={answer['next_cursor']}")
+        hits += answer["data"]
+    assert answer["done"] and answer["scanned"] == 300 and not answer["paused"]
+    assert len({(h["trajectory_id"], h["node_id"], h["start"]) for h in hits}) == len(hits) >= 300
+
+
 def test_a_search_can_be_cancelled_and_its_cursor_then_is_gone(web):
     first = web.json("/v1/search?run_id=many&text=the&limit=1")
     cancelled = web.json(f"/v1/search?run_id=many&text=the&limit=1&cursor={first['next_cursor']}&cancel=true")

@@ -4,7 +4,10 @@ A search reads its documents in the search pool's workers (`catalog/searcher.py`
 its own, appending hits as chunks come back; requests only read what it has found so far, so
 listings never wait for it. The first request of a search waits (up to `WAIT_SECONDS`) until
 there are `limit` hits or the run is read, and says `done`; later requests pass `next_cursor`
-(`<search token>-<offset>`) for more. A search is keyed by its parameters and the index generation:
+(`<search token>-<offset>`) for more. A search reads ahead of the pages asked for by one page (the
+largest asked), then waits to be asked: a client that wanted only the first page leaves the workers
+to the next search, instead of sharing them with every search it started before (each would read on
+until the run's end or `IDLE_SECONDS` unpolled). A search is keyed by its parameters and the index generation:
 the same search asked again, while it runs or once done, is answered from it (a repeat costs no
 reading). Bounds: `MAX_SEARCHES` kept (the least recently asked one is cancelled and dropped),
 `MAX_HITS` hits each (then the search stops and says `capped`); a running search nobody polls for
@@ -46,6 +49,8 @@ class Search:
         self.error: str | None = None  # why the search stopped early (no worker could start)
         self.asked = time.monotonic()
         self.waiting = 0  # requests waiting on a page now: the search is not idle while one does
+        self.wanted = 0  # hits the search reads up to before it waits to be asked (`page` raises it)
+        self.paused = False  # it holds what it was asked for and waits to be asked for more
         self.changed = threading.Condition()
 
     def run(self, pool: SearchPool):
@@ -53,7 +58,7 @@ class Search:
         found = pool.search(self.directory, self.record_ids, self.query)
         try:
             for result in found:
-                if self.cancelled or (not self.waiting and time.monotonic() - self.asked > IDLE_SECONDS):
+                if not self.asked_for_more():
                     self.cancelled = True
                     break
                 with self.changed:
@@ -75,9 +80,26 @@ class Search:
                 self.done = True
                 self.changed.notify_all()
 
-    def page(self, offset: int, limit: int, wait: float = WAIT_SECONDS) -> dict:
-        """Hits from `offset`, waiting until `limit` of them are there, the search ends, or `wait` s pass."""
+    def asked_for_more(self) -> bool:
+        """Wait while the search holds as many hits as it was asked to read (`wanted`); False once it is cancelled
+        or left unpolled (`unpolled`)."""
         with self.changed:
+            while not self.cancelled and not self.unpolled() and len(self.hits) >= self.wanted:
+                self.paused = True
+                self.changed.wait(max(0.05, IDLE_SECONDS - (time.monotonic() - self.asked)))
+            self.paused = False
+            return not self.cancelled and not self.unpolled()
+
+    def unpolled(self) -> bool:
+        """Nobody waits on a page of it, and none was asked for `IDLE_SECONDS`."""
+        return not self.waiting and time.monotonic() - self.asked > IDLE_SECONDS
+
+    def page(self, offset: int, limit: int, wait: float = WAIT_SECONDS) -> dict:
+        """Hits from `offset`, waiting until `limit` of them are there, the search ends, or `wait` s pass; the
+        search then reads on until it holds a page more than asked (`wanted`)."""
+        with self.changed:
+            self.wanted = max(self.wanted, offset + 2 * limit)
+            self.changed.notify_all()
             self.waiting += 1
             try:
                 self.changed.wait_for(lambda: self.done or len(self.hits) >= offset + limit, timeout=wait)
@@ -94,6 +116,7 @@ class Search:
                 "done": self.done and not more,
                 "next_cursor": f"{self.token}-{end}" if more else None,
                 "hits_so_far": len(self.hits),
+                "paused": self.paused and not self.done,
                 "capped": self.capped,
                 "cancelled": self.cancelled,
                 "error": self.error,
@@ -102,7 +125,9 @@ class Search:
             }
 
     def cancel(self):
-        self.cancelled = True
+        with self.changed:
+            self.cancelled = True
+            self.changed.notify_all()  # a search waiting to be asked for more stops now
 
 
 class Searches:
