@@ -32,7 +32,7 @@ from tests.support.search_records import CATASTROPHIC, MADE, made_record, raw_no
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("search") / "root"
-    for name in ("groups", "real-like"):
+    for name in ("groups", "real-like", "broken"):
         shutil.copytree(FIXTURES / name, root / name)
     made = root / "made"
     made.mkdir()
@@ -194,6 +194,17 @@ def test_a_search_reads_a_page_ahead_of_what_was_asked_then_waits_to_be_asked(we
         hits += answer["data"]
     assert answer["done"] and answer["scanned"] == 300 and not answer["paused"]
     assert len({(h["trajectory_id"], h["node_id"], h["start"]) for h in hits}) == len(hits) >= 300
+
+
+def test_the_unreadable_rows_are_skipped_in_the_listing_order_and_the_rest_read(web):
+    listing = web.json("/v1/trajectories?run_id=broken&limit=1000")["data"]
+    unreadable = [{"trajectory_id": row["id"], "reason": f"unreadable: {row['error']}"}
+                  for row in listing if row.get("unreadable")]
+    assert unreadable and len(unreadable) < len(listing)
+    hits, answer = search_all(web, "broken", "e", **{"in": "message"})
+    assert answer["skipped"] == unreadable and answer["skipped_count"] == len(unreadable)
+    assert answer["total_documents"] == answer["scanned"] == len(listing)
+    assert {hit["trajectory_id"] for hit in hits} <= {row["id"] for row in listing if not row.get("unreadable")}
 
 
 def test_a_search_can_be_cancelled_and_its_cursor_then_is_gone(web):

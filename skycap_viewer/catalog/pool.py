@@ -153,8 +153,19 @@ def killed_row(directory: str, name: str) -> dict:
 
 def chunked(names: list[str], workers: int) -> list[list[str]]:
     """Split into about 8 chunks per worker (capped), so every core stays busy to the end."""
-    size = max(1, min(MAX_CHUNK, -(-len(names) // (workers * 8))))
-    return [names[i : i + size] for i in range(0, len(names), size)]
+    return list(in_chunks(names, chunk_size(len(names), workers)))
+
+
+def chunk_size(count: int, workers: int) -> int:
+    """Documents a chunk of `count` holds: about 8 chunks per worker, at most `MAX_CHUNK` documents."""
+    return max(1, min(MAX_CHUNK, -(-count // (workers * 8))))
+
+
+def in_chunks(names, size: int):
+    """`names` (any iterable, read as the chunks are) in lists of `size`."""
+    names = iter(names)
+    while chunk := list(itertools.islice(names, size)):
+        yield chunk
 
 
 def index_chunks(names: list[str], workers: int) -> list[list[str]]:

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from skycap_viewer.catalog.pool import (
     IDLE_SECONDS,
     IdleWorkers,
-    chunked,
+    chunk_size,
+    in_chunks,
     start_method,
     start_worker,
     watched,
@@ -121,8 +122,9 @@ class SearchPool(IdleWorkers):
         self.seconds = seconds
         self.lifeline = None
 
-    def search(self, directory, record_ids: list[str], query: Query):
+    def search(self, directory, record_ids, query: Query, count: int | None = None):
         """`Found` for each document, in the order chunks finish (a generator: closing it drops the rest).
+        `record_ids` may be an iterator, of `count` ids: it is read as chunks are handed out.
 
         Only `AHEAD` chunks a worker are handed out at a time, the next as one comes back: handing out a
         million documents at once would cost seconds before the first was read, and would queue every
@@ -130,17 +132,18 @@ class SearchPool(IdleWorkers):
         executor = self._acquire()
         if executor is None:
             return
-        chunks = chunked(list(record_ids), self.workers)
-        handed = 0
+        if count is None:
+            record_ids = list(record_ids)
+            count = len(record_ids)
+        chunks = in_chunks(record_ids, chunk_size(count, self.workers))
         finished = queue.SimpleQueue()
         pending = {}
 
         def hand_out():
-            nonlocal handed
-            if handed < len(chunks):
-                future = executor.submit(search_chunk, str(directory), chunks[handed], query, self.seconds)
-                pending[future] = chunks[handed]
-                handed += 1
+            chunk = next(chunks, None)
+            if chunk is not None:
+                future = executor.submit(search_chunk, str(directory), chunk, query, self.seconds)
+                pending[future] = chunk
                 future.add_done_callback(finished.put)  # fires for a cancelled future too
 
         try:
@@ -157,7 +160,7 @@ class SearchPool(IdleWorkers):
                     hand_out()
                 except BrokenProcessPool:  # every document not read yet is reported, none silently lost
                     self._discard(executor)
-                    unread = ([] if found else [chunk]) + list(pending.values()) + chunks[handed:]
+                    unread = ([] if found else [chunk]) + list(pending.values()) + list(chunks)
                     found += [Found(record_id, [], skipped=DIED) for lost in unread for record_id in lost]
                     pending.clear()
                 except RuntimeError:  # the pool was closed while handing out more: the server is stopping

@@ -528,10 +528,10 @@ class Api:
         return 200, search.page(offset, limit)
 
     def new_search(self, snapshot: Snapshot, query: Query, filters: Filters, asked):
-        """The search over the rows the filters keep, in the listing's order: their ids (from the order's
-        index alone when nothing is filtered), and why the unreadable ones are skipped."""
-        readable, unreadable = searched_ids(snapshot, filters)
-        return Search((*asked, snapshot.generation), query, snapshot.location.path, readable, unreadable)
+        """The search over the rows the filters keep, in the listing's order (`searched_ids`, listed by the
+        search's own thread as it reads on), the unreadable ones said skipped."""
+        return Search((*asked, snapshot.generation), query, snapshot.location.path,
+                      lambda: searched_ids(snapshot, filters))
 
     def cursor_search(self, cursor: str, asked) -> tuple:
         """(the search a `next_cursor` names, its offset); 410 once the search is gone."""

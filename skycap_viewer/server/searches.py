@@ -20,6 +20,7 @@ import time
 from collections import OrderedDict
 
 from skycap_viewer.catalog.searcher import SearchPool
+from skycap_viewer.errors import ApiError
 from skycap_viewer.record.search import Query
 
 MAX_SEARCHES = 4
@@ -33,20 +34,23 @@ KEPT_SECONDS = 300.0
 class Search:
     """One search's progress: hits in the order documents finish, the documents skipped and why."""
 
-    def __init__(self, key, query: Query, directory, record_ids: list[str], skipped: list[dict]):
+    def __init__(self, key, query: Query, directory, listing):
+        """`listing()` is a context manager giving (readable documents, the unreadable ones as skipped, an
+        iterator over the readable ids), entered by the search's thread (`views.run.listing.searched_ids`)."""
         self.key = key
         self.token = secrets.token_hex(8)
         self.query = query
         self.directory = directory
-        self.record_ids = record_ids
-        self.total_documents = len(record_ids) + len(skipped)
+        self.listing = listing
+        self.listed = False  # the documents are counted: a page waits for it
+        self.total_documents = 0
         self.hits: list[dict] = []
-        self.skipped = list(skipped)  # known unreadable from the index: never read again
-        self.scanned = len(skipped)
+        self.skipped: list[dict] = []  # the unreadable rows (never read again), then documents the workers skipped
+        self.scanned = 0
         self.capped = False
         self.done = False
         self.cancelled = False
-        self.error: str | None = None  # why the search stopped early (no worker could start)
+        self.error: str | None = None  # why the search stopped early (no worker could start, the index is rebuilt)
         self.asked = time.monotonic()
         self.waiting = 0  # requests waiting on a page now: the search is not idle while one does
         self.wanted = 0  # hits the search reads up to before it waits to be asked (`page` raises it)
@@ -54,8 +58,29 @@ class Search:
         self.changed = threading.Condition()
 
     def run(self, pool: SearchPool):
-        """The feeding thread: read every document, stop at the hit cap, or when cancelled or unpolled."""
-        found = pool.search(self.directory, self.record_ids, self.query)
+        """The feeding thread: list the documents, read every one, stop at the hit cap, or when cancelled or
+        unpolled."""
+        try:
+            with self.listing() as (readable, unreadable, record_ids):
+                with self.changed:
+                    self.total_documents = readable + len(unreadable)
+                    self.skipped = unreadable
+                    self.scanned = len(unreadable)
+                    self.listed = True
+                    self.changed.notify_all()
+                self.read(pool, record_ids, readable)
+        except (OSError, RuntimeError) as error:  # worker processes cannot start here (a sandbox, a limit)
+            self.error = f"the search could not start its worker processes: {type(error).__name__}: {error}"
+        except ApiError as error:  # the run's index is being made again
+            self.error = error.detail
+        finally:
+            with self.changed:
+                self.done = True
+                self.changed.notify_all()
+
+    def read(self, pool: SearchPool, record_ids, count: int):
+        """Read the `count` documents of `record_ids` in the pool's workers, keeping their hits."""
+        found = pool.search(self.directory, record_ids, self.query, count)
         try:
             for result in found:
                 if not self.asked_for_more():
@@ -72,13 +97,8 @@ class Search:
                 if len(self.hits) >= MAX_HITS:
                     self.capped = True
                     break
-        except (OSError, RuntimeError) as error:  # worker processes cannot start here (a sandbox, a limit)
-            self.error = f"the search could not start its worker processes: {type(error).__name__}: {error}"
         finally:
             found.close()
-            with self.changed:
-                self.done = True
-                self.changed.notify_all()
 
     def asked_for_more(self) -> bool:
         """Wait while the search holds as many hits as it was asked to read (`wanted`); False once it is cancelled
@@ -102,7 +122,8 @@ class Search:
             self.changed.notify_all()
             self.waiting += 1
             try:
-                self.changed.wait_for(lambda: self.done or len(self.hits) >= offset + limit, timeout=wait)
+                self.changed.wait_for(lambda: self.done or self.listed and len(self.hits) >= offset + limit,
+                                      timeout=wait)
             finally:
                 self.waiting -= 1
                 self.asked = time.monotonic()  # idle from the end of the last page asked for
