@@ -405,8 +405,9 @@ def searched_ids(snapshot, filters: Filters):
     kept = f"{where} AND {flag_where}", [*values, *flag_values]
     with snapshot.reading() as db:
         count = db.execute(f"SELECT count(*) FROM rows WHERE {kept[0]}", kept[1]).fetchone()[0]
-        broken = {record_id: unpack(fields).get("error") for record_id, fields in db.execute(
-            f"SELECT id, kept FROM rows WHERE unreadable AND {kept[0]} ORDER BY {NEWEST_FIRST}", kept[1])}
+        broken = {record_id: unpack(fields).get("error") for record_id, fields in db.execute(  # the few, then sorted
+            f"SELECT id, kept FROM rows INDEXED BY rows_unreadable WHERE unreadable AND {kept[0]} "
+            f"ORDER BY {NEWEST_FIRST}", kept[1])}  # (by the order's index: a walk of every row, 3 s at a million)
         unreadable = [{"trajectory_id": record_id, "reason": f"unreadable: {why}"} for record_id, why in broken.items()]
         ids = db.execute(f"SELECT id FROM rows WHERE {kept[0]} ORDER BY {NEWEST_FIRST}", kept[1])
         yield count - len(broken), unreadable, (record_id for (record_id,) in ids if record_id not in broken)
