@@ -85,6 +85,22 @@ def test_a_reopened_run_is_served_as_it_was_until_its_directory_is_listed(runs, 
     assert settled and set(settled) == {rows_before - 1}, published
 
 
+def test_a_reopened_run_is_prepared_before_the_first_request_is_let_in(runs, tmp_path):
+    """What every request asks of a reopened run (`/v1/runs` encodes its entry) is computed before the first request
+    is let in, and before the run's versions are read: at a million rows that read shared the GIL with the
+    encoding, and the first answer took twice as long."""
+    index_once(runs, tmp_path / "cache")
+    catalog = Catalog([runs], IndexFiles(tmp_path / "cache"))
+    events = []
+    watcher = Watcher(catalog, compute_rows=compute_rows_here, verify=False,
+                      prepare=lambda snapshot: events.append(snapshot.id))
+    let_in = watcher.discovered.set
+    watcher.discovered.set = lambda: events.append("let in") or let_in()
+    watcher.poll()
+    reopened = {snapshot.id for snapshot in catalog.snapshots()}
+    assert len(reopened) > 2 and set(events[: events.index("let in")]) == reopened
+
+
 def test_a_restart_computes_only_what_changed(runs, tmp_path):
     cold, computed = index_once(runs, tmp_path / "cache")
     every = {(run, name) for run, name in computed}

@@ -85,6 +85,8 @@ class Watcher(threading.Thread):
         fresh = catalog.set_runs(locations)
         if fresh:  # listed at once, before their directories are even listed: as indexing, unless reopened
             catalog.publish(fresh, {run.location.id for run in fresh if not run.reopened})
+            for run in fresh if self.prepare is not None else ():  # before the first request, and before a
+                self.prepare(run.snapshot)  # reopened million rows' versions are read, which would share the GIL
         self.discovered.set()
         runs = list(catalog.runs.values())
         work = []
