@@ -12,8 +12,10 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import time
 import urllib.parse
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -205,6 +207,31 @@ def test_the_unreadable_rows_are_skipped_in_the_listing_order_and_the_rest_read(
     assert answer["skipped"] == unreadable and answer["skipped_count"] == len(unreadable)
     assert answer["total_documents"] == answer["scanned"] == len(listing)
     assert {hit["trajectory_id"] for hit in hits} <= {row["id"] for row in listing if not row.get("unreadable")}
+
+
+def test_a_search_whose_index_fails_while_it_reads_says_so_and_ends(root):
+    """The ids are read from the run's index as the search goes: an error there ends the search with what it
+    found so far and says why, instead of leaving its pages waiting."""
+    directory = root / "many"
+    ids = sorted(record_id_of(name) for name in os.listdir(directory) if is_document_name(name))
+
+    def failing_ids():
+        yield from ids[:3]
+        raise sqlite3.OperationalError("disk I/O error")
+
+    @contextmanager
+    def listing():
+        yield len(ids), [], failing_ids()
+
+    search = searches.Search("key", Query("answer", False, False, "all", None, "message"), directory, listing)
+    pool = SearchPool(workers=2)
+    try:
+        search.run(pool)
+    finally:
+        pool.close(wait=True)
+    answer = search.page(0, 1000)
+    assert answer["done"] and answer["error"] == "the run's index could not be read: disk I/O error"
+    assert search.scanned <= 3 and len(answer["data"]) == 6 * search.scanned
 
 
 def test_a_search_can_be_cancelled_and_its_cursor_then_is_gone(web):

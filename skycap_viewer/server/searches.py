@@ -15,6 +15,7 @@ reading). Bounds: `MAX_SEARCHES` kept (the least recently asked one is cancelled
 """
 
 import secrets
+import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -73,6 +74,8 @@ class Search:
             self.error = f"the search could not start its worker processes: {type(error).__name__}: {error}"
         except ApiError as error:  # the run's index is being made again
             self.error = error.detail
+        except sqlite3.Error as error:  # the ids are read as the search goes: its index failed it on the way
+            self.error = f"the run's index could not be read: {error}"
         finally:
             with self.changed:
                 self.done = True
