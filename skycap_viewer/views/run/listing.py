@@ -400,14 +400,17 @@ def searched_ids(snapshot, filters: Filters):
     the readable ones' ids, newest first): what a text search reads, in one read transaction held while it is
     iterated. The ids come from the order's index as the search reads on, a few thousand at a time: a million
     of them listed at once cost a second before the first document was read."""
-    where, values = filters.on(snapshot).where()
+    filters = filters.on(snapshot)
+    where, values = filters.where()
     flag_where, flag_values = filters.flag_where()
     kept = f"{where} AND {flag_where}", [*values, *flag_values]
     with snapshot.reading() as db:
-        count = db.execute(f"SELECT count(*) FROM rows WHERE {kept[0]}", kept[1]).fetchone()[0]
-        broken = {record_id: unpack(fields).get("error") for record_id, fields in db.execute(  # the few, then sorted
+        count, _ = kept_counts(counted(db, filters), filters)
+        # the unreadable are a few, found by their own index and then sorted: SQLite would rather walk the
+        # order's index over every row (3 s at a million)
+        broken = {record_id: unpack(fields).get("error") for record_id, fields in db.execute(
             f"SELECT id, kept FROM rows INDEXED BY rows_unreadable WHERE unreadable AND {kept[0]} "
-            f"ORDER BY {NEWEST_FIRST}", kept[1])}  # (by the order's index: a walk of every row, 3 s at a million)
+            f"ORDER BY {NEWEST_FIRST}", kept[1])}
         unreadable = [{"trajectory_id": record_id, "reason": f"unreadable: {why}"} for record_id, why in broken.items()]
         ids = db.execute(f"SELECT id FROM rows WHERE {kept[0]} ORDER BY {NEWEST_FIRST}", kept[1])
         yield count - len(broken), unreadable, (record_id for (record_id,) in ids if record_id not in broken)
