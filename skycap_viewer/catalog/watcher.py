@@ -83,10 +83,9 @@ class Watcher(threading.Thread):
             catalog.publish([], set())
         previous = set(catalog.runs)
         fresh = catalog.set_runs(locations)
-        if fresh:  # listed at once, before their directories are even listed: as indexing, unless reopened
-            catalog.publish(fresh, {run.location.id for run in fresh if not run.reopened})
-            for run in fresh if self.prepare is not None else ():  # before the first request, and before a
-                self.prepare(run.snapshot)  # reopened million rows' versions are read, which would share the GIL
+        if fresh:  # listed at once, before their directories are even listed: as indexing, unless reopened; prepared
+            # before the first request, and before a reopened million rows' versions are read (sharing the GIL)
+            self.publish_prepared(fresh, {run.location.id for run in fresh if not run.reopened})
         self.discovered.set()
         runs = list(catalog.runs.values())
         work = []
@@ -236,7 +235,7 @@ class Watcher(threading.Thread):
                 started = time.monotonic()
                 if groups is not None:
                     groups.keep_finished()
-                self.publish_prepared(run, pending)
+                self.publish_prepared([run], pending)
                 if groups is not None and groups.due(read):
                     groups.send(read)
                 last_publish = time.monotonic()
@@ -249,7 +248,7 @@ class Watcher(threading.Thread):
         if not self.stopped.is_set():
             self.build_listing_indexes(run, elsewhere=groups is not None)
         pending.discard(run.location.id)
-        self.publish_prepared(run, pending)
+        self.publish_prepared([run], pending)
 
     def workers_write(self, run: IndexedRun, documents: int) -> bool:
         """Whether the workers write the rows of a batch of `documents` into the run's database themselves
@@ -289,11 +288,12 @@ class Watcher(threading.Thread):
             built.append(run)
         return built
 
-    def publish_prepared(self, run: IndexedRun, pending: set[str]):
-        """Publish the run's rows, then compute what requests ask of them first, here and timed."""
-        self.catalog.publish([run], pending)
+    def publish_prepared(self, runs: list[IndexedRun], pending: set[str]):
+        """Publish the runs' rows, then compute what requests ask of them first, here and timed."""
+        self.catalog.publish(runs, pending)
         if self.prepare is not None:
-            self.prepare(run.snapshot)
+            for run in runs:
+                self.prepare(run.snapshot)
 
 
 class GroupsElsewhere:
