@@ -8,6 +8,7 @@ and query its database in a read transaction, so they never wait for the watcher
 """
 
 import itertools
+import json
 import os
 import statistics
 import threading
@@ -87,6 +88,15 @@ def file_version_now(path) -> int | None:
         except OSError:
             return None
     return file_version(status.st_size, status.st_mtime_ns, change_stamp(status))
+
+
+def listing_digest(listing: dict[str, int | None]) -> int | None:
+    """What a stated listing (`scan_directory`) holds, as one number: any document added, removed or changed makes
+    another (each (name, version) hashed to 64 bits and summed: two listings that differ sum alike with a chance of
+    about 2**-61). None for a listing by name only (`list_names`), or an empty one."""
+    if next(iter(listing.values()), None) is None:
+        return None
+    return sum(map(hash, listing.items()))
 
 
 def list_names(directory) -> dict[str, None]:
@@ -263,9 +273,12 @@ class IndexedRun:
                  fresh: bool = False):
         self.location = location
         self.store = RunStore(database, facts, group_by, fresh)
-        self.reopened = self.store.reused and self.store.db.execute("SELECT EXISTS (SELECT 1 FROM rows)").fetchone()[0]
-        self.known: dict[str, int] | None = None  # document name -> `file_version` as indexed: read when needed
+        self.reopened = self.store.reused and self.has_rows()
         self.changed: dict[str, int | None] = {}  # the last listing's new or changed documents, their versions
+        self.replacing: set[str] = set()  # ...those of them that have a row stored (replaced when read again)
+        self.doubts_read = not self.reopened  # whether the rows a reopen doubts were read again (`changes`)
+        self.listed_digest: int | None = None  # the last stated listing's `listing_digest`...
+        self.stored_digest: int | None = None  # ...once every change it listed is stored: the database's versions
         self.file_count = self.store.row_count() if self.reopened else 0
         self.updated_at: str | None = None
         if self.reopened:  # listed at once as it was: its directory's time is one stat
@@ -290,31 +303,40 @@ class IndexedRun:
     def directory(self) -> Path:
         return self.location.path
 
-    @property
-    def versions(self) -> dict[str, int]:
-        """What each document was indexed at: read from the database at the first listing, not at
-        opening, so a reopened run is listed before a million versions are read."""
-        if self.known is None:
-            self.known = {name: file_version(*version) for name, *version in self.store.versions()}
-        return self.known
+    def has_rows(self) -> bool:
+        return self.store.db.execute("SELECT EXISTS (SELECT 1 FROM rows)").fetchone()[0] == 1
 
     def changes(self, listing: dict[str, int | None]) -> Changes:
-        """What must be read to match `listing`: new or changed files, and vanished ones. They are read smallest
-        first when their sizes are stated (`list_names` states none), and in name order among equals: a
+        """What must be read to match `listing`: new or changed files, and vanished ones. Compared with the
+        versions the database keeps, read as they are compared (the watcher keeps nothing of a run's size between
+        listings: a million documents' versions held in a dict were 152 MiB), unless the listing's digest is the
+        database's (`listing_digest`): then nothing changed, and a poll of an unchanged run reads no row. At a
+        reopened run's first listing the rows it doubts (`RunStore.versions`) are read again too. They are read
+        smallest first when their sizes are stated (`list_names` states none), and in name order among equals: a
         chunk of a cold index then holds neighbouring names and ids, whose index entries its commit writes on a
         few pages, not one page each (a directory's own order is a hash's: 25 µs more a row at 100k rows)."""
-        versions = self.versions
-        self.changed = {name: version for name, version in listing.items()
-                        if version is None or versions.get(name) != version} if versions else dict(listing)
         self.file_count = len(listing)
-        compute = sorted(self.changed)
+        self.listed_digest = listing_digest(listing)
+        if self.listed_digest is not None and self.listed_digest == self.stored_digest:
+            return Changes([], [])
+        changed, removed, replacing = dict(listing), [], set()
+        read_doubts, self.doubts_read = not self.doubts_read, True
+        for name, size, mtime_ns, stamp, doubted in self.store.versions():
+            listed = changed.get(name, False)
+            if listed is False:
+                removed.append(name)
+            elif listed is not None and listed == file_version(size, mtime_ns, stamp) and not (read_doubts and doubted):
+                del changed[name]
+            else:
+                replacing.add(name)
+        self.changed, self.replacing = changed, replacing
+        self.stored_digest = self.listed_digest if not changed and not removed else None
+        compute = sorted(changed)
         size = 0
-        if next(iter(listing.values()), None) is not None:  # stated (a listing is stated whole or not at all)
-            sizes = {name: version_size(self.changed[name]) for name in compute}
+        if self.listed_digest is not None:
+            sizes = {name: version_size(changed[name]) for name in compute}
             compute.sort(key=sizes.__getitem__)
             size = sum(sizes.values())
-        removed = [name for name in versions if name not in listing] if len(listing) != len(versions) or compute \
-            else []
         return Changes(compute, removed, size)
 
     def update_run_index(self) -> bool:
@@ -354,8 +376,8 @@ class IndexedRun:
 
     def store_rows(self, computed: list[tuple[str, int | None, dict]]):
         """Keep the rows of some documents (name, version, row), in one batch of writes; a document
-        given twice keeps its last row. A row given as None is in the database already (a worker wrote it:
-        `store.rows_written`): only its version is kept. A version None (not stated) is stated now."""
+        given twice keeps its last row. A row given as None is in the database already, with its version (a worker
+        wrote it: `store.rows_written`). A version None (not stated) is stated now."""
         latest = {}
         for name, version, row in computed:
             latest.pop(name, None)
@@ -365,24 +387,27 @@ class IndexedRun:
             if version is None:  # stated neither by the listing nor where it was read (a worker killed reading it)
                 version = file_version_now(self.directory / name)
                 if version is None:  # gone meanwhile
-                    self.remove(name)
+                    self.store.remove(name)
                     continue
+            replacing = name in self.replacing or name not in self.changed  # not listed as new: it may have a row
+            self.replacing.discard(name)
+            self.changed.pop(name, None)
             if row is None:
-                self.versions[name] = version
-                self.changed.pop(name, None)
                 continue
             if form_unreadable(row) and not os.path.lexists(self.directory / name):
-                self.remove(name)  # deleted between the listing and the read: gone, not unreadable
+                self.store.remove(name)  # deleted between the listing and the read: gone, not unreadable
                 continue
-            stored.append((name, *version_parts(version), row, self.reopened or name in self.versions))
-            self.versions[name] = version
-            self.changed.pop(name, None)
+            stored.append((name, *version_parts(version), row, replacing))
         self.store.put_many(stored)
+        if not self.changed:  # every change listed is stored (the removed ones were taken out first)
+            self.stored_digest = self.listed_digest
 
     def unverified(self, limit: int) -> list[str]:
         """Up to `limit` documents whose sidecars are still to be checked, those a request reported first;
         of a store's copy only those (opened, so fetched): the others' sidecars are not fetched to verify."""
-        first = [name for name in self.verify_first if name in self.versions]
+        first = [name for (name,) in self.store.db.execute("SELECT name FROM rows WHERE name IN"
+                                                           " (SELECT value FROM json_each(?))",
+                                                           (json.dumps(sorted(self.verify_first)),))]
         self.verify_first.difference_update(first)
         if copy_listing(self.location.path) is not None:
             return first
@@ -391,16 +416,15 @@ class IndexedRun:
         return first + rest[:max(limit - len(first), 0)]
 
     def mark_verified(self, name: str, row: dict):
-        """Keep a verified row: only marked when it found nothing new, else stored again."""
-        kept = self.store.db.execute("SELECT json FROM rows WHERE name = ?", (name,)).fetchone()
-        if kept is not None and kept[0] == self.store.with_index(row)["_json_z"]:
+        """Keep a verified row: only marked when it found nothing new, else stored again (at the version it was
+        stored at); nothing when its row is gone meanwhile."""
+        kept = self.store.db.execute("SELECT json, size, mtime_ns, stamp FROM rows WHERE name = ?", (name,)).fetchone()
+        if kept is None:
+            return
+        if kept[0] == self.store.with_index(row)["_json_z"]:
             self.store.mark_verified([name])
         else:
-            self.store_row(name, self.versions[name], row)
-
-    def remove(self, name: str):
-        self.versions.pop(name, None)
-        self.store.remove(name)
+            self.store_row(name, file_version(*kept[1:]), row)
 
     def facts_now(self, indexing: bool) -> dict:
         """The run's facts (`count_facts`), counted again at every publish, but while the run is first indexed at

@@ -299,12 +299,12 @@ class RunStore:
             self.in_transaction = True
 
     def versions(self):
-        """(name, size, mtime_ns, stamp) of every stored readable row (read once, when a run is reopened):
-        unreadable ones are read again, so a record whose permissions or bytes were repaired without
-        a new size or mtime shows at once, and so is one whose stored id is not its file's (a database
-        edited behind the viewer's back would list a record no one can open)."""
-        return self.db.execute("SELECT name, size, mtime_ns, stamp FROM rows WHERE NOT unreadable"
-                               " AND id || '.json.zst' = name")
+        """(name, size, mtime_ns, stamp, doubted) of every stored row, as a cursor (read as a listing is compared
+        with it, never held). A reopened run reads the rows it doubts again: the unreadable ones, so a record whose
+        permissions or bytes were repaired without a new size or mtime shows at once, and one whose stored id is
+        not its file's (a database edited behind the viewer's back would list a record no one can open)."""
+        return self.db.execute("SELECT name, size, mtime_ns, stamp, unreadable OR id || '.json.zst' != name"
+                               " FROM rows")
 
     def build_listing_indexes(self):
         """Build the sort and filter indexes here (once: a run's first indexing is done)."""

@@ -127,7 +127,7 @@ class Watcher(threading.Thread):
                 continue
             started = time.monotonic()
             for name, row in self.compute_rows(run.directory, names, verify=True):
-                if name in run.versions and name not in run.changed:  # not changed meanwhile
+                if name not in run.changed:  # not changed meanwhile
                     run.mark_verified(name, row)
                 if self.stopped.is_set():
                     break
@@ -193,7 +193,7 @@ class Watcher(threading.Thread):
         it, the seconds a listing with a stat a document takes (for names only, estimated from a sample of
         stats): what decides whether a huge directory is listed at every poll."""
         started = time.monotonic()
-        if not run.versions:
+        if not run.has_rows():
             names = list_names(run.directory)
             if self.workers_write(run, len(names)):
                 return names, stated_listing_seconds(run.directory, names, time.monotonic() - started)
@@ -206,7 +206,7 @@ class Watcher(threading.Thread):
         the work: a big run's cold index grows with its documents, not with their square."""
         groups = GroupsElsewhere(run.store, self.offload) if len(changes.compute) >= SMALL_BATCH else None
         for name in changes.removed:
-            run.remove(name)
+            run.store.remove(name)
         row_form = self.row_form
         if self.workers_write(run, len(changes.compute)):
             # the workers write the new rows themselves: nothing here holds the database meanwhile
