@@ -178,6 +178,18 @@ def test_a_reopened_run_reads_its_doubted_rows_again_once_and_then_only_what_cha
     assert all_rows(catalog) == all_rows(fresh)
 
 
+def test_an_unreadable_record_deleted_while_no_viewer_ran_is_gone_when_reopened(runs, tmp_path):
+    cold, _ = index_once(runs, tmp_path / "cache")
+    unreadable = sorted((s.location.path, row["id"]) for s in cold.snapshots() for row in s.rows
+                        if row.get("unreadable"))
+    directory, record_id = unreadable[0]
+    (directory / f"{record_id}.json.zst").unlink()
+    again, _ = index_once(runs, tmp_path / "cache")
+    assert (directory.name, record_id) not in all_rows(again)
+    fresh, _ = index_once(runs, None)
+    assert all_rows(again) == all_rows(fresh)
+
+
 def test_a_poll_that_stops_before_every_change_is_stored_reads_the_rest_at_the_next(runs, tmp_path, monkeypatch):
     """A listing's changes count as stored only once every one of them is: a batch that failed midway (a bug, a
     database error) leaves the rest to the next poll, though the directory lists as it did."""
