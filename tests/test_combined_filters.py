@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from skycap_viewer.catalog.index import ENTRY_VALUES
 from tests.support.corpus import BROKEN
 from tests.support.listings import all_groups, all_rows, reward_of, walk_keys
 from tests.support.records import copy_record
@@ -259,6 +260,15 @@ def many_tasks(tmp_path_factory):
     with ServerProcess([run]) as server:
         server.wait_indexed()
         yield server
+
+
+def test_a_run_entry_lists_its_first_tasks_and_counts_them_all(many_tasks):
+    """A run's entry in `/v1/runs` (every page and script polls it) stays small however many tasks the run has:
+    its first tasks by id with their counts, and how many there are; `/v1/values` lists them all."""
+    (entry,) = many_tasks.get("/v1/runs")["data"]
+    tasks, _ = expected_values(all_rows(many_tasks, "tasks"))
+    assert entry["task_count"] == len(tasks) == 260
+    assert [(task["id"], task["count"]) for task in entry["tasks"]] == tasks[:ENTRY_VALUES]
 
 
 def test_the_picker_is_bounded_and_searchable(many_tasks):
