@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import threading
 import time
 import urllib.parse
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from skycap_viewer.server import searches
 from tests.support.corpus import FIXTURES
 from tests.support.in_process import in_process_fixture
 from tests.support.search_records import CATASTROPHIC, MADE, made_record, raw_nodes
+from tests.support.server_process import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -232,6 +234,39 @@ def test_a_search_whose_index_fails_while_it_reads_says_so_and_ends(root):
     answer = search.page(0, 1000)
     assert answer["done"] and answer["error"] == "the run's index could not be read: disk I/O error"
     assert search.scanned <= 3 and len(answer["data"]) == 6 * search.scanned
+
+
+def test_the_searches_say_while_one_reads_documents(root):
+    """What the background verification steps aside for (`Searches.reading`): a search reading its documents,
+    not one waiting to be asked for more, nor one done or cancelled."""
+    directory = root / "many"
+    ids = sorted(record_id_of(name) for name in os.listdir(directory) if is_document_name(name))
+    gate = threading.Event()
+
+    def gated_ids():
+        gate.wait()
+        yield from ids
+
+    @contextmanager
+    def listing():
+        yield len(ids), [], gated_ids()
+
+    held = searches.Searches(SearchPool(workers=2))
+    try:
+        assert not held.reading()
+        search = held.get_or_start("key", lambda: searches.Search(
+            "key", Query("the", False, False, "all", None, "message"), directory, listing))
+        wait_for(lambda: search.listed, "the search listed its documents")
+        assert held.reading(), "reading its documents (the first is on its way)"
+        gate.set()
+        wait_for(lambda: search.paused or search.done, "the search paused: nobody asked for a page")
+        assert not held.reading()
+        search.page(0, 5)
+        held.cancel(search)
+        assert not held.reading()
+    finally:
+        gate.set()
+        held.close()
 
 
 def test_a_search_can_be_cancelled_and_its_cursor_then_is_gone(web):

@@ -105,6 +105,37 @@ def test_verification_goes_a_batch_a_poll_sized_by_what_a_document_costs(tmp_pat
     assert catalog.snapshots()[0].verified == min(total, VERIFY_FIRST + 4 + watcher.verify_batch())
 
 
+def test_verification_waits_while_a_search_reads_even_in_the_middle_of_a_batch(tmp_path):
+    """A search's documents and the background verification share the cores: while a request's documents are
+    read (`requests_reading`), a poll verifies nothing, and a batch under way stops after the document at hand."""
+    run = shutil.copytree(FIXTURES / "groups2", tmp_path / "groups2")
+    catalog = Catalog([run])
+    reading = {"now": True, "from": None}
+    verified_so_far = []
+
+    def counting(directory, names, verify=False):
+        for name, row in compute_rows_here(directory, names, verify=verify):
+            if verify:
+                verified_so_far.append(name)
+                if reading["from"] is not None and len(verified_so_far) >= reading["from"]:
+                    reading["now"] = True
+            yield name, row
+
+    watcher = Watcher(catalog, compute_rows=counting, requests_reading=lambda: reading["now"])
+    watcher.poll()  # indexes the run
+    watcher.poll()
+    watcher.poll()
+    assert verified_so_far == [] and catalog.snapshots()[0].verified == 0, "nothing verified while a search reads"
+    reading.update(now=False, **{"from": 3})
+    watcher.poll()
+    assert len(verified_so_far) == 3 < VERIFY_FIRST, "the batch stopped when a search began"
+    assert catalog.snapshots()[0].verified == 3
+    reading.update(now=False, **{"from": None})
+    batch = watcher.verify_batch()
+    watcher.poll()
+    assert catalog.snapshots()[0].verified == min(catalog.snapshots()[0].row_count, 3 + batch) > 3
+
+
 def test_a_record_that_lists_no_sidecar_is_verified_as_it_is_indexed(tmp_path):
     """Verifying reads a record's sidecars: one that lists none has nothing to read, so it is not parsed a
     second time for it (a million-node chain again beside the server's open copy); one that lists some is."""

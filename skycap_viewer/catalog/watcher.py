@@ -40,7 +40,7 @@ VERIFY_FIRST = 32  # the first batch, before its cost is known
 
 class Watcher(threading.Thread):
     def __init__(self, catalog: Catalog, interval: float = POLL_SECONDS, compute_rows=compute_rows_here,
-                 verify: bool = True, prepare=None, offload=None, stored_forms: bool = False):
+                 verify: bool = True, prepare=None, offload=None, stored_forms: bool = False, requests_reading=None):
         super().__init__(name="skycap-viewer-watcher", daemon=True)
         self.catalog = catalog
         self.interval = interval
@@ -49,6 +49,8 @@ class Watcher(threading.Thread):
         self.verify_cost: float | None = None  # seconds a document's verification took in the last batch
         self.prepare = prepare  # prepare(snapshot): what every request asks of a new snapshot, computed here
         self.offload = offload  # offload(task, *args): a future of it run in a worker, or None (e.g. RowPool.submit)
+        # requests_reading(): whether a request's documents are being read now (a search): verification waits
+        self.requests_reading = requests_reading or (lambda: False)
         # whether `compute_rows` gives the rows as the store keeps them (`group_by=`: computed where they are read)
         self.row_form = {"group_by": catalog.group_by} if stored_forms else {}
         self.stopped = threading.Event()
@@ -120,18 +122,23 @@ class Watcher(threading.Thread):
         """Read and check a batch of rows' sidecars, as `check` does; a damaged record gets its problem.
 
         A batch per poll, so new records are indexed first and a request never waits on it; what is
-        verified is kept in the run's database, so a restart goes on where it stopped."""
+        verified is kept in the run's database, so a restart goes on where it stopped. While a request's
+        documents are read (`requests_reading`: a search) it waits, even in the middle of a batch: the two
+        share the cores, and the search is what someone is waiting for."""
         for run in runs:
+            if self.requests_reading():
+                return
             names = run.unverified(self.verify_batch() if self.verify else 0)
             if not names:
                 continue
-            started = time.monotonic()
+            started, verified = time.monotonic(), 0
             for name, row in self.compute_rows(run.directory, names, verify=True):
+                verified += 1
                 if name not in run.changed:  # not changed meanwhile
                     run.mark_verified(name, row)
-                if self.stopped.is_set():
+                if self.stopped.is_set() or self.requests_reading():
                     break
-            self.verify_cost = (time.monotonic() - started) / len(names)
+            self.verify_cost = (time.monotonic() - started) / max(verified, 1)
             self.catalog.publish([run], set())
 
     def verify_batch(self) -> int:

@@ -178,6 +178,11 @@ class Searches:
         threading.Thread(target=search.run, args=(self.pool,), name="search", daemon=True).start()
         return search
 
+    def reading(self) -> bool:
+        """Whether a search is reading documents now (neither done nor waiting to be asked for more)."""
+        with self.lock:
+            return any(not (search.done or search.paused or search.cancelled) for search in self.by_key.values())
+
     def by_token(self, token: str) -> Search | None:
         with self.lock:
             self.sweep()

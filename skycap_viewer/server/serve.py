@@ -120,7 +120,8 @@ def run_serve(dirs: list[Path], group_by: tuple, host: str = "127.0.0.1", port: 
               "network", file=sys.stderr, flush=True)
     pool = RowPool()
     watcher = Watcher(catalog, compute_rows=api.documents.verifying_held(pool.compute_rows), verify=verify,
-                      prepare=api.encoded_entry, offload=pool.submit, stored_forms=True)
+                      prepare=api.encoded_entry, offload=pool.submit, stored_forms=True,
+                      requests_reading=api.searches.reading)
     watcher.start()
     watcher.discovered.wait(timeout=10)  # so the first request already lists every run
     if open_browser:
