@@ -32,20 +32,33 @@ def runs(tmp_path):
     return root
 
 
-def index_once(root, cache_directory_path):
-    """One watcher pass over `root` with its databases in `cache_directory_path` (None: a temporary
-    directory): (catalog, names whose rows were computed)."""
+def watched(root, cache_directory_path):
+    """(catalog, poll) over `root`, its databases in `cache_directory_path` (None: a temporary directory): `poll()`
+    runs one watcher pass and gives the names whose rows it computed."""
     catalog = Catalog([root], IndexFiles(cache_directory_path))
-    computed = []
+    polls = []
 
     def counting(directory, names, verify=False):
         for name, row in compute_rows_here(directory, names, verify=verify):
             if not verify:
-                computed.append((directory.name, name))
+                polls[-1].append((directory.name, name))
             yield name, row
 
-    Watcher(catalog, compute_rows=counting, verify=False).poll()
-    return catalog, computed
+    watcher = Watcher(catalog, compute_rows=counting, verify=False)
+
+    def poll():
+        polls.append([])
+        watcher.poll()
+        return polls[-1]
+
+    return catalog, poll
+
+
+def index_once(root, cache_directory_path):
+    """One watcher pass over `root` with its databases in `cache_directory_path` (None: a temporary
+    directory): (catalog, names whose rows were computed)."""
+    catalog, poll = watched(root, cache_directory_path)
+    return catalog, poll()
 
 
 def all_rows(catalog) -> dict:
@@ -124,27 +137,6 @@ def test_a_restart_computes_only_what_changed(runs, tmp_path):
     assert set(computed) == unreadable, "the change was kept too"
     files = [name for name in os.listdir(tmp_path / "cache") if name.endswith(".sqlite")]
     assert len(files) == len(RECORD_DIRS), "one database a run"
-
-
-def watched(root, cache_directory_path):
-    """(catalog, watcher, names whose rows each poll computed: a list a poll) over `root`."""
-    catalog = Catalog([root], IndexFiles(cache_directory_path))
-    polls = []
-
-    def counting(directory, names, verify=False):
-        for name, row in compute_rows_here(directory, names, verify=verify):
-            if not verify:
-                polls[-1].append((directory.name, name))
-            yield name, row
-
-    watcher = Watcher(catalog, compute_rows=counting, verify=False)
-
-    def poll():
-        polls.append([])
-        watcher.poll()
-        return polls[-1]
-
-    return catalog, poll
 
 
 def test_the_watcher_keeps_nothing_a_document_between_polls(runs, tmp_path):
