@@ -36,12 +36,12 @@ from skycap_viewer.catalog.pool import (
     watched,
 )
 from skycap_viewer.catalog.rows import public
-from skycap_viewer.catalog.store import ROW_COLUMNS
+from skycap_viewer.catalog.store import LAST_LISTING_INDEX, LISTING_INDEXES, ROW_COLUMNS, index_name
 from skycap_viewer.catalog.watcher import Watcher
 from skycap_viewer.record.document import is_document_name
 from tests.support.corpus import FIXTURES, PULLED
 from tests.support.oracle import RECORD_DIRS
-from tests.support.server_process import ServerProcess
+from tests.support.server_process import ServerProcess, wait_for
 
 
 def document_names(directory: Path) -> list[str]:
@@ -346,6 +346,47 @@ def test_thousands_of_tasks_never_block_the_workers(monkeypatch):
     finally:
         pool.close(wait=False)
     assert sorted(name for name, _ in done) == sorted(names)
+
+
+def stuck_task(marker: str):
+    """A worker task that says it started (`marker` written) and never ends, as a long index build runs on."""
+    Path(marker).write_text("started")
+    threading.Event().wait()
+
+
+def test_closing_with_running_work_ended_does_not_wait_for_it(tmp_path):
+    """A server that is stopped ends its workers' running work (a million rows' listing indexes take a minute to
+    build in one): `close(end_running=True)` returns at once, and the work's future fails."""
+    pool = RowPool(workers=2, small_batch=0)
+    marker = tmp_path / "started"
+    future = pool.submit(stuck_task, str(marker))
+    assert future is not None
+    wait_for(marker.exists, "the task started in its worker")
+    closing = threading.Thread(target=lambda: pool.close(end_running=True), daemon=True)
+    closing.start()
+    closing.join(timeout=60)  # a condition, not a wait: it returns at once unless it hangs
+    assert not closing.is_alive(), "closing waited for the running task"
+    with pytest.raises(BrokenProcessPool):
+        future.result(timeout=60)
+
+
+def test_a_reopened_run_builds_the_listing_indexes_its_last_server_stopped_before_building(tmp_path):
+    run = shutil.copytree(FIXTURES / "groups2", tmp_path / "groups2")
+    catalog = Catalog([run], IndexFiles(tmp_path / "cache"))
+    Watcher(catalog, verify=False).poll()
+    (indexed,) = catalog.runs.values()
+    assert indexed.store.listing_indexes_built()
+    built = [name for (name,) in indexed.store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")]
+    for statement in LISTING_INDEXES[3:-2]:  # as a server stopped in the middle of building them leaves its run
+        indexed.store.db.execute(f"DROP INDEX {index_name(statement)}")
+    indexed.store.db.execute(f"DROP TABLE {LAST_LISTING_INDEX}")
+    indexed.store.close()
+    reopened = Catalog([run], IndexFiles(tmp_path / "cache"))
+    Watcher(reopened, verify=False).poll()
+    (again,) = reopened.runs.values()
+    assert again.reopened and again.store.listing_indexes_built()
+    assert [name for (name,) in again.store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")] \
+        == built
 
 
 def test_what_a_document_decompresses_to_decides_where_it_is_read(tmp_path):

@@ -293,14 +293,20 @@ class IdleWorkers:
             self.executor = None
         executor.shutdown(wait=False, cancel_futures=True)
 
-    def close(self, wait: bool = True):
-        """Stop the workers: queued work is dropped; with `wait`, running work finishes first."""
+    def close(self, wait: bool = True, end_running: bool = False):
+        """Stop the workers: queued work is dropped; with `wait`, running work finishes first, unless
+        `end_running` ends it (its workers terminated: the executor then fails its futures): a server that is
+        stopped does not wait the minute a million rows' listing indexes take to build in a worker (a worker's
+        writes are transactions: what one had not committed is rolled back, and done again at the next start)."""
         with self.lock:
             self.closed = True
             executor, self.executor = self.executor, None
             if self.idle_timer is not None:
                 self.idle_timer.cancel()
         if executor is not None:
+            if end_running:  # the executor's own processes: it gives no public way to end running work
+                for process in list((executor._processes or {}).values()):
+                    process.terminate()
             executor.shutdown(wait=wait, cancel_futures=True)
 
 

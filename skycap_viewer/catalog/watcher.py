@@ -109,6 +109,7 @@ class Watcher(threading.Thread):
             self.index_run(run, changes, pending)
         for run in runs:
             run.indexed_once = True
+            self.build_listing_indexes(run, elsewhere=True)  # a reopened run's, when its last server stopped first
         if not work:  # the lowest priority: only once nothing is left to index
             self.verify_some(runs)
 

@@ -133,7 +133,7 @@ def run_serve(dirs: list[Path], group_by: tuple, host: str = "127.0.0.1", port: 
         pass
     finally:
         watcher.stop()
-        pool.close()
+        pool.close(end_running=True)
         server.api.searches.close()
         server.server_close()
     return 0
