@@ -109,7 +109,8 @@ class Watcher(threading.Thread):
             self.index_run(run, changes, pending)
         for run in runs:
             run.indexed_once = True
-            self.build_listing_indexes(run, elsewhere=True)  # a reopened run's, when its last server stopped first
+            if run.reopened:  # its last server may have stopped before they were built (a new run's come with rows)
+                self.build_listing_indexes(run, elsewhere=True)
         if not work:  # the lowest priority: only once nothing is left to index
             self.verify_some(runs)
 
