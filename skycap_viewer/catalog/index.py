@@ -408,9 +408,9 @@ class IndexedRun:
     def unverified(self, limit: int) -> list[str]:
         """Up to `limit` documents whose sidecars are still to be checked, those a request reported first;
         of a store's copy only those (opened, so fetched): the others' sidecars are not fetched to verify."""
-        first = [name for (name,) in self.store.db.execute("SELECT name FROM rows WHERE name IN"
-                                                           " (SELECT value FROM json_each(?))",
-                                                           (json.dumps(sorted(self.verify_first)),))]
+        first = [name for (name,) in self.store.db.execute(
+            "SELECT name FROM rows WHERE name IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(self.verify_first)),))] if self.verify_first else []  # at every poll: most have none
         self.verify_first.difference_update(first)
         if copy_listing(self.location.path) is not None:
             return first
