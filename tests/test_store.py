@@ -215,10 +215,13 @@ def test_groups_computed_a_few_at_a_time_are_the_groups_computed_at_once(tmp_pat
     assert stores[2] == stores[10_000]
 
 
-def test_groups_a_worker_keeps_are_those_of_the_members_committed_when_it_keeps_them(tmp_path, monkeypatch):
-    """A worker computes a batch's groups outside the write lock and keeps them inside it: a member removed in
-    between (another process's commit) makes it compute them again there, so what is kept is what the members
-    say, as computed at once by the store; a database made again meanwhile (another identity) is left alone."""
+def test_groups_a_worker_keeps_are_computed_once_inside_the_write_lock(tmp_path, monkeypatch):
+    """A worker computes a batch's groups inside the write transaction that keeps them: no other writer can
+    commit a member in between, so each member is read once (computed before the lock, they had nearly always
+    changed by the time it was held, and were computed again); what is kept is what the store computes at once;
+    a database made again meanwhile (another identity) is left alone."""
+    import sqlite3
+
     from skycap_viewer.catalog import store as store_module
     directory = FIXTURES / "groups"
     names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".json.zst"))
@@ -230,18 +233,22 @@ def test_groups_a_worker_keeps_are_those_of_the_members_committed_when_it_keeps_
     assert not store_module.groups_written(str(store.path), "another", keys, store.group_by)
     assert store.db.execute("SELECT count(*) FROM groups").fetchone()[0] == 0
     computed = store_module.computed_groups
-    calls = []
+    other_writer_refused = []
 
-    def a_member_goes_meanwhile(db, some, group_by):
-        calls.append(len(some))
-        if len(calls) == 1:
-            store.remove(names[0])
-            store.commit()
+    def computing(db, some, group_by):
+        other = sqlite3.connect(store.path, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
+        except sqlite3.OperationalError as error:
+            other_writer_refused.append(str(error))
+        finally:
+            other.close()
         return computed(db, some, group_by)
 
-    monkeypatch.setattr(store_module, "computed_groups", a_member_goes_meanwhile)
+    monkeypatch.setattr(store_module, "computed_groups", computing)
     assert store_module.groups_written(str(store.path), store.identity, keys, store.group_by)
-    assert len(calls) == 2, "computed again inside the write lock"
+    assert other_writer_refused == ["database is locked"], "computed once, with the write lock held"
     monkeypatch.setattr(store_module, "computed_groups", computed)
     store.defer_groups(False)
     kept = store.db.execute("SELECT * FROM groups ORDER BY gkey").fetchall()

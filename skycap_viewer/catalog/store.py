@@ -793,32 +793,24 @@ def groups_computed(path: str, keys: list[str], group_by: tuple) -> tuple[list, 
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
     try:
         db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-        return marked_groups(db, keys, group_by)
+        db.execute("BEGIN")
+        try:
+            return member_marks(db, keys), computed_groups(db, keys, group_by)
+        finally:
+            db.execute("COMMIT")
     finally:
         db.close()
 
 
-def marked_groups(db: sqlite3.Connection, keys: list[str], group_by: tuple) -> tuple[list, list[tuple]]:
-    """(`member_marks`, `computed_groups`) of `keys`, in one read transaction: one committed state for both."""
-    db.execute("BEGIN")
-    try:
-        return member_marks(db, keys), computed_groups(db, keys, group_by)
-    finally:
-        db.execute("COMMIT")
-
-
 def groups_written(path: str, identity: str, keys: list[str], group_by: tuple) -> bool:
     """Worker task, while the workers write a batch's rows (the server then holds the write lock only for
-    moments): the groups `keys` computed from the committed state of the database at `path` and kept in it
-    here, so the server's process neither receives nor writes them. They are computed outside the write lock
-    (the workers writing rows go on meanwhile) and kept inside it, computed again there if a member of one
-    changed since (`member_marks`): what is kept is always what the members committed before say, whichever
-    task commits last. Refused (False: the server computes them) when the database is no longer the one made
-    as `identity`."""
-    marks, records = groups_computed(path, keys, group_by)
-
+    moments): the groups `keys` computed from their members and kept, in one write transaction on the database
+    at `path`, so the server's process neither receives nor writes them, and what is kept is what the members
+    committed before say, whichever task commits last. Computed inside the write lock, not before it and checked
+    there: the check (`member_marks`, twice) cost a third of computing them. Refused (False: the server computes
+    them) when the database is no longer the one made as `identity`."""
     def write(db: sqlite3.Connection) -> bool:
-        replace_groups(db, keys, records if member_marks(db, keys) == marks else computed_groups(db, keys, group_by))
+        replace_groups(db, keys, computed_groups(db, keys, group_by))
         return True
 
     return written_if_made(path, identity, write)
