@@ -102,6 +102,50 @@ def test_a_big_batch_computes_its_groups_again_as_its_rows_double_not_every_few_
         assert db.execute(query).fetchall() == expected.execute(query).fetchall()
 
 
+class Queued(Future):
+    """A worker's task that waits, as a group task waits in the workers' queue behind a batch's chunks of rows,
+    until it is waited for (the batch's end); a cancelled one never runs."""
+
+    def __init__(self, task, args):
+        super().__init__()
+        self.work = task, args
+
+    def result(self, timeout=None):
+        if not self.done():
+            task, args = self.work
+            self.set_result(task(*args))
+        return super().result(timeout)
+
+
+def test_a_group_task_that_had_not_started_is_withdrawn_when_its_groups_are_sent_again(monkeypatch):
+    """The workers take tasks in the order asked, so a big batch's group tasks wait behind its rows and ran at its
+    end, each computing its groups with every member: a group was computed as many times as it was sent. A task
+    that has not started when its groups are sent again is withdrawn, its keys sent with the new ones: each group
+    is computed once, and what is kept is the run indexed in one go."""
+    clock = Clock()
+    monkeypatch.setattr(watcher_module, "time", clock)
+    monkeypatch.setattr(watcher_module, "SMALL_BATCH", 1)  # the fixture's 28 records as a big batch
+    asked, computed = [], []
+
+    def offload(task, *args):
+        if task is not groups_computed:  # the listing indexes, at the end
+            return Queued(task, args)
+        asked.append(Queued(lambda path, keys, group_by: (computed.extend(keys), task(path, keys, group_by))[1],
+                            args))
+        return asked[-1]
+
+    catalog = Catalog([FIXTURES / "groups"])
+    Watcher(catalog, compute_rows=rows_arriving(clock, 0.05, 20), offload=offload, verify=False).poll()
+    assert len(asked) >= 3 and sum(future.cancelled() for future in asked) == len(asked) - 1
+    assert sorted(computed) == sorted(set(computed))
+    in_one_go = Catalog([FIXTURES / "groups"])
+    Watcher(in_one_go, verify=False).poll()
+    with catalog.snapshots()[0].reading() as db, in_one_go.snapshots()[0].reading() as expected:
+        query = "SELECT gkey, n, members, flags, member_flags, reward, low, high, summary FROM groups ORDER BY gkey"
+        assert db.execute(query).fetchall() == expected.execute(query).fetchall()
+        assert len(computed) == db.execute("SELECT count(*) FROM groups").fetchone()[0]
+
+
 def test_while_a_run_is_first_indexed_its_facts_are_counted_every_two_seconds_its_rows_every_publish(monkeypatch):
     """Counting a run's facts (its tasks, steps, statuses) costs what the run's size costs, and a run is published
     twice a second while it is indexed: the facts are counted again at most every `FACTS_SECONDS` then, the rows
