@@ -220,6 +220,7 @@ class Watcher(threading.Thread):
         if self.workers_write(run, len(changes.compute)):
             # the workers write the new rows themselves: nothing here holds the database meanwhile
             row_form = {**row_form, "database": (str(run.store.path), run.store.identity)}
+            run.store.drop_group_index()
             run.store.commit()
             groups.watch_written()
         last_publish, interval = time.monotonic(), PUBLISH_SECONDS
@@ -403,6 +404,7 @@ class GroupsElsewhere:
         if not stopped.is_set():
             self.send()
             self.keep_finished(wait=True)
+        self.store.ensure_group_index()  # for a live run's groups, computed here from now on
         self.store.defer_groups(False)
 
 
