@@ -465,8 +465,8 @@ def test_a_cold_index_lists_names_only_and_keeps_the_versions_the_workers_state(
     where it is read, and is the one kept (in memory and in the database), so the next poll, which states every
     file, reads nothing again, and a file rewritten after its read is read again."""
     stated = []
-    monkeypatch.setattr(watcher_module, "scan_directory", lambda directory: stated.append(directory)
-                        or index_module.scan_directory(directory))
+    monkeypatch.setattr(watcher_module, "scan_directory", lambda directory, limit=None: stated.append(
+                        (directory, limit)) or index_module.scan_directory(directory, limit))
     read = []
     pool = RowPool(workers=2, small_batch=0)
 
@@ -479,18 +479,21 @@ def test_a_cold_index_lists_names_only_and_keeps_the_versions_the_workers_state(
     watcher = Watcher(catalog, compute_rows=compute_rows, verify=False, offload=pool.submit, stored_forms=True)
     try:
         watcher.poll()
-        assert stated == [], "the first listing states no document in the server's process"
-        assert sorted(read[0]) == document_names(big_run)
+        assert stated == [(big_run, watcher_module.GLIMPSE)], \
+            "the first listing states no document in the server's process (the glimpse before it, its few)"
+        glimpse, rest = read
+        assert len(glimpse) == watcher_module.GLIMPSE and sorted(glimpse + rest) == document_names(big_run)
         (run,) = catalog.runs.values()
         on_disk = index_module.scan_directory(big_run)
         assert {name: file_version(*version) for name, *version, _ in run.store.versions()} == on_disk
         watcher.poll()
-        assert stated == [big_run] and read[1:] == [], "nothing is read again: the versions kept are the files'"
+        assert stated[1:] == [(big_run, None)] and read[2:] == [], \
+            "nothing is read again: the versions kept are the files'"
         rewritten = document_names(big_run)[0]
         (big_run / rewritten).write_bytes((big_run / rewritten).read_bytes())
         os.utime(big_run / rewritten, ns=(1, 1))
         watcher.poll()
-        assert read[1:] == [[rewritten]]
+        assert read[2:] == [[rewritten]]
     finally:
         pool.close()
 
@@ -511,8 +514,10 @@ def test_a_cold_index_reads_the_documents_in_name_order(big_run, tmp_path):
         watcher.poll()
     finally:
         pool.close()
-    assert read[0] == sorted(read[0]) == document_names(big_run)
-    assert list(index_module.list_names(big_run)) != read[0], "the directory's own order is another"
+    glimpse, rest = read  # the glimpse: the first few documents listed, read before the listing
+    assert rest == sorted(rest) and sorted(glimpse + rest) == document_names(big_run)
+    listed = list(index_module.list_names(big_run))
+    assert listed != sorted(listed), "the directory's own order is another"
 
 
 def test_an_empty_run_the_workers_write_has_no_group_index_until_its_groups_are_computed(big_run, tmp_path):
@@ -525,11 +530,13 @@ def test_an_empty_run_the_workers_write_has_no_group_index_until_its_groups_are_
 
     pool = RowPool(workers=2, small_batch=0)
     catalog = Catalog([big_run], IndexFiles(tmp_path / "cache"))
-    while_written = []
+    while_written, batches = [], []
 
     def compute_rows(directory, names, **form):
+        batches.append(names)
         for found in pool.compute_rows(directory, names, **form):
-            while_written.append(has_group_index(next(iter(catalog.runs.values())).store.path))
+            if len(batches) > 1:  # the glimpse's rows (`Watcher.glimpse`) are read before the batch
+                while_written.append(has_group_index(next(iter(catalog.runs.values())).store.path))
             yield found
 
     watcher = Watcher(catalog, compute_rows=compute_rows, verify=False, offload=pool.submit, stored_forms=True)
@@ -538,12 +545,35 @@ def test_an_empty_run_the_workers_write_has_no_group_index_until_its_groups_are_
     finally:
         pool.close()
     (run,) = catalog.runs.values()
-    assert len(while_written) == len(document_names(big_run)) and not any(while_written)
+    assert len(while_written) == len(document_names(big_run)) - watcher_module.GLIMPSE and not any(while_written)
     assert has_group_index(run.store.path)
     here = Catalog([big_run], IndexFiles(tmp_path / "here"))
     Watcher(here, verify=False).poll()
     query = "SELECT * FROM groups ORDER BY gkey"
     assert run.store.db.execute(query).fetchall() == next(iter(here.runs.values())).store.db.execute(query).fetchall()
+
+
+def test_a_new_runs_first_rows_are_listed_before_its_directory_is_listed_whole(big_run, tmp_path, monkeypatch):
+    """A million names take seconds to list: a new run's first documents (the first `GLIMPSE` its directory lists)
+    are read and published first, and the listing that follows reads every other document, none of them again."""
+    catalog = Catalog([big_run], IndexFiles(tmp_path / "cache"))
+    published_when_listed = []
+
+    def scan_directory(directory, limit=None):
+        if limit is None:
+            published_when_listed.append(catalog.snapshots()[0].row_count)
+        return index_module.scan_directory(directory, limit)
+
+    monkeypatch.setattr(watcher_module, "scan_directory", scan_directory)
+    read = []
+
+    def compute_rows(directory, names, **form):
+        read.extend(names)
+        return compute_rows_here(directory, names, **form)
+
+    Watcher(catalog, compute_rows=compute_rows, verify=False).poll()
+    assert published_when_listed == [watcher_module.GLIMPSE]
+    assert sorted(read) == document_names(big_run) and catalog.snapshots()[0].row_count == len(read)
 
 
 def test_stated_documents_are_read_smallest_first_and_runs_with_fewer_bytes_first(tmp_path):
@@ -571,8 +601,8 @@ def test_a_huge_directory_listed_by_name_first_is_listed_as_seldom_as_one_stated
     monkeypatch.setattr(watcher_module, "stated_listing_seconds", lambda directory, names, seconds: 10.0,
                         raising=False)
     stated = []
-    monkeypatch.setattr(watcher_module, "scan_directory", lambda directory: stated.append(directory)
-                        or index_module.scan_directory(directory))
+    monkeypatch.setattr(watcher_module, "scan_directory", lambda directory, limit=None: (
+                        limit is None and stated.append(directory)) or index_module.scan_directory(directory, limit))
     os.utime(big_run, ns=(1, 1))  # an mtime long settled
     pool = RowPool(workers=2, small_batch=0)
     catalog = Catalog([big_run], IndexFiles(tmp_path / "cache"))

@@ -9,6 +9,8 @@ import shutil
 import time
 from concurrent.futures import Future
 
+import pytest
+
 from skycap_viewer.catalog import index as index_module
 from skycap_viewer.catalog import watcher as watcher_module
 from skycap_viewer.catalog.index import FACTS_SECONDS, Catalog
@@ -17,6 +19,13 @@ from skycap_viewer.catalog.store import groups_computed, groups_written
 from skycap_viewer.catalog.watcher import PUBLISH_COST_FACTOR, PUBLISH_SECONDS, Watcher
 from skycap_viewer.wire import encode_json
 from tests.support.corpus import FIXTURES
+
+
+@pytest.fixture(autouse=True)
+def no_glimpse(monkeypatch):
+    """These follow one batch's publishes: a glimpse (`Watcher.glimpse`, tested in test_pool.py) would read the
+    fixture's few records before it."""
+    monkeypatch.setattr(watcher_module, "GLIMPSE", 0)
 
 
 class Clock:

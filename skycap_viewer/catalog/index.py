@@ -67,10 +67,11 @@ def version_parts(version: int) -> tuple[int, int, int]:
     return version >> 128, ((version >> 64) & (2**64 - 1)) - 2**63, version & (2**64 - 1)
 
 
-def scan_directory(directory) -> dict[str, int]:
-    """Document file name -> `file_version` for every record document in `directory` (one stat each)."""
+def scan_directory(directory, limit: int | None = None) -> dict[str, int]:
+    """Document file name -> `file_version` for every record document in `directory` (one stat each), or for the
+    first `limit` it lists (in its own order)."""
     listing = {}
-    for entry in document_entries(directory):
+    for entry in itertools.islice(document_entries(directory), limit):
         version = file_version_now(entry.path)
         if version is not None:  # else deleted between the listing and the stat
             listing[entry.name] = version
@@ -280,6 +281,7 @@ class IndexedRun:
         self.changed: dict[str, int | None] = {}  # the last listing's new or changed documents, their versions
         self.replacing: set[str] = set()  # ...those of them that have a row stored (replaced when read again)
         self.doubts_read = not self.reopened  # whether the rows a reopen doubts were read again (`changes`)
+        self.glimpsed: set[str] = set()  # documents read before its directory was first listed (`Watcher.glimpse`)
         self.listed_digest: int | None = None  # the last stated listing's `listing_digest`...
         self.stored_digest: int | None = None  # ...once every change it listed is stored: the database's versions
         self.file_count = self.store.row_count() if self.reopened else 0
@@ -330,9 +332,11 @@ class IndexedRun:
                 removed.append(name)
             elif listed is not None and listed == file_version(size, mtime_ns, stamp) and not (read_doubts and doubted):
                 del changed[name]
+            elif listed is None and name in self.glimpsed:  # stated and read moments before this listing by name
+                del changed[name]
             else:
                 replacing.add(name)
-        self.changed, self.replacing = changed, replacing
+        self.changed, self.replacing, self.glimpsed = changed, replacing, set()
         self.stored_digest = self.listed_digest if not changed and not removed else None
         compute = sorted(changed)
         size = 0

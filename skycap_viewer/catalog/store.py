@@ -53,7 +53,7 @@ MODE_SWITCH_MS = 200  # how long switching a file to WAL waits: a file someone e
 NEWEST_FIRST = "(created IS NULL), created DESC, id"  # the index's own order: newest first, undated last
 RETOKENIZED = "retokenized"  # the `tally` kind whose `n` counts re-tokenized copies (nodes), not rows
 
-# a group's members (its computing, `/v1/groups/{key}`); left out while the workers write an empty run's first rows
+# a group's members (its computing, `/v1/groups/{key}`); left out while the workers write a batch bigger than the run
 # (`RunStore.drop_group_index`): its keys come in no order, and kept up as rows came it was a fifth of their writing
 GROUP_INDEX = "CREATE INDEX IF NOT EXISTS rows_by_group ON rows (gkey) WHERE gkey IS NOT NULL"
 SCHEMA = [
@@ -602,12 +602,12 @@ class RunStore:
         else:
             self.touched_groups.update(keys)
 
-    def drop_group_index(self):
-        """Leave the group index out while the workers write this empty run's rows: its groups are computed once
-        they are all written (their tasks wait behind the rows), and the first of them builds it in one go
-        (`groups_written`), as does `ensure_group_index` at the batch's end."""
+    def drop_group_index(self, adding: int):
+        """Leave the group index out while the workers write a batch of `adding` rows into a run holding fewer:
+        its groups are computed once they are all written (their tasks wait behind the rows), and the first of
+        them builds it in one go (`groups_written`), as does `ensure_group_index` at the batch's end."""
         self.begin()
-        if not self.db.execute("SELECT EXISTS (SELECT 1 FROM rows)").fetchone()[0]:
+        if self.row_count() < adding:
             self.db.execute("DROP INDEX IF EXISTS rows_by_group")
 
     def ensure_group_index(self):

@@ -19,7 +19,7 @@ from skycap_viewer.catalog.index import (
     scan_directory,
     stated_listing_seconds,
 )
-from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here
+from skycap_viewer.catalog.pool import SMALL_BATCH, compute_rows_here, small_here
 from skycap_viewer.catalog.store import Written, groups_computed, groups_written, indexes_built_at
 from skycap_viewer.printable import say
 
@@ -30,6 +30,7 @@ HUGE_LISTING_SECONDS = 0.25  # a directory taking longer to list (~100k document
 FULL_LISTING_SECONDS = 30.0  # ...unless its mtime moved, or this long passed...
 SETTLED_MTIME_SECONDS = 2.0  # ...and an mtime this recent when listed is not trusted to move on the next change
 STORE_BATCH = 64  # rows stored together (a worker's first chunk)
+GLIMPSE = SMALL_BATCH // 2  # documents of a new run read before its directory is listed whole (in this process)
 GROUPS_PER_TASK = 512  # groups a worker computes in one task (their members in its memory at once)
 GROUPS_SECONDS = 2.0  # a big batch's touched groups are sent at most this often, and once its rows read have
 # doubled (`GroupsElsewhere.due`): a group whose members come in over many sends is computed again for each
@@ -89,12 +90,15 @@ class Watcher(threading.Thread):
             # before the first request, and before a reopened million rows' versions are read (sharing the GIL)
             self.publish_prepared(fresh, {run.location.id for run in fresh if not run.reopened})
         self.discovered.set()
+        for run in fresh:
+            self.glimpse(run)
         runs = list(catalog.runs.values())
         work = []
         touched = self.indexes_built(runs)
         for run in runs:
+            glimpsed = bool(run.glimpsed)
             changes, facts_changed = self.list_run(run)
-            if changes:
+            if changes or glimpsed:  # a glimpsed run is finished by `index_run`, though nothing more is to be read
                 work.append((run, changes))
             first_listing = not run.listed_once  # published once listed: `Snapshot.listed` says so
             run.listed_once = True
@@ -190,10 +194,32 @@ class Watcher(threading.Thread):
         before = (run.updated_at, run.scan_error, run.file_count)
         if listing is None:  # nothing known changed: what is indexed stays listed
             run.scan_error = error
+            run.glimpsed = set()  # its next listing states every document
             return Changes([], []), error != before[1] or index_changed
         facts_changed = (updated_at, error, len(listing)) != before or index_changed
         run.updated_at, run.scan_error = updated_at, error
         return run.changes(listing), facts_changed
+
+    def glimpse(self, run: IndexedRun):
+        """Read the first `GLIMPSE` documents a new run's directory lists, those light enough to read in this
+        process (`pool.small_here`), and publish their rows before the directory is listed whole: a million
+        names take seconds to list (~2 s here) and to sort, and the run's first rows are not to wait for them
+        (nor the other runs for a heavy document). The listing that follows does not read them again."""
+        if run.reopened or run.has_rows():
+            return
+        try:
+            listing = scan_directory(run.directory, GLIMPSE)
+        except OSError:  # listed and said by the full listing
+            return
+        light, _ = small_here(run.directory, sorted(listing))
+        if not light:
+            return
+        run.changed = {name: listing[name] for name in light}
+        run.store_rows([(name, listing[name], row) for name, row in
+                        self.compute_rows(run.directory, light, **self.row_form)])
+        run.store.commit()
+        run.glimpsed = set(light)
+        self.publish_prepared([run], {run.location.id})
 
     def listing(self, run: IndexedRun) -> tuple[dict, float]:
         """The run's documents and their versions (`scan_directory`), or, when nothing of it is indexed yet and
@@ -202,7 +228,7 @@ class Watcher(threading.Thread):
         it, the seconds a listing with a stat a document takes (for names only, estimated from a sample of
         stats): what decides whether a huge directory is listed at every poll."""
         started = time.monotonic()
-        if not run.has_rows():
+        if run.glimpsed or not run.has_rows():
             names = list_names(run.directory)
             if self.workers_write(run, len(names)):
                 return names, stated_listing_seconds(run.directory, names, time.monotonic() - started)
@@ -220,7 +246,7 @@ class Watcher(threading.Thread):
         if self.workers_write(run, len(changes.compute)):
             # the workers write the new rows themselves: nothing here holds the database meanwhile
             row_form = {**row_form, "database": (str(run.store.path), run.store.identity)}
-            run.store.drop_group_index()
+            run.store.drop_group_index(len(changes.compute))
             run.store.commit()
             groups.watch_written()
         last_publish, interval = time.monotonic(), PUBLISH_SECONDS
