@@ -611,6 +611,7 @@ class RunStore:
             self.db.execute("DROP INDEX IF EXISTS rows_by_group")
 
     def ensure_group_index(self):
+        """The group index, built if a batch left it out (`drop_group_index`): for groups computed here."""
         self.begin()
         self.db.execute(GROUP_INDEX)
 

@@ -385,6 +385,7 @@ class GroupsElsewhere:
             else:  # the server writes, holding the write lock between publishes: it keeps them
                 future = self.offload(groups_computed, str(self.store.path), some, self.store.group_by)
             if future is None:  # no workers (any more): these groups and the next are computed here
+                self.store.ensure_group_index()
                 self.store.touched_groups.update(keys[start:])
                 self.store.defer_groups(False)
                 self.offload = None
