@@ -171,7 +171,7 @@ def in_chunks(names, size: int):
 def index_chunks(names: list[str], workers: int) -> list[list[str]]:
     """`chunked` for indexing: each worker's first chunk as small, so the first rows are listed at once, the
     rest up to `INDEX_CHUNK` documents (still about 8 a worker), so fewer commits and round trips a row."""
-    first = chunked(names, workers)[:workers]
+    first = list(itertools.islice(in_chunks(names, chunk_size(len(names), workers)), workers))  # not all cut
     rest = names[sum(map(len, first)):]
     size = max(1, min(INDEX_CHUNK, -(-len(rest) // (workers * 8))))
     return first + [rest[i : i + size] for i in range(0, len(rest), size)]
