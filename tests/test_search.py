@@ -29,7 +29,7 @@ from skycap_viewer.record.sidecars import read_tokens
 from skycap_viewer.server import searches
 from tests.support.corpus import FIXTURES
 from tests.support.in_process import in_process_fixture
-from tests.support.search_records import CATASTROPHIC, MADE, made_record, raw_nodes
+from tests.support.search_records import CATASTROPHIC, MADE, made_record, raw_nodes, shown_only_record
 from tests.support.server_process import wait_for
 
 
@@ -327,11 +327,16 @@ def test_a_search_nobody_asks_for_is_dropped(web, monkeypatch):
 
 @pytest.mark.parametrize("case", [False, True])
 @pytest.mark.slow
-def test_ruling_a_document_out_from_its_json_text_never_loses_a_hit(root, case):
-    """`may_match` skips parsing documents that cannot hold the text: it must skip none that do."""
-    directories = [d for d in FIXTURES.iterdir() if d.is_dir()] + [root / "made", root / "slow"]
+def test_ruling_a_document_out_from_its_text_never_loses_a_hit(root, case, tmp_path):
+    """`may_match` skips parsing documents whose JSON text cannot hold the text, and `shown_may_match` decoding
+    the tokens of those whose tokens' text cannot: they must skip none that hold it."""
+    shown = tmp_path / "shown"
+    shown.mkdir()
+    shown_only_record(shown, "tr_shown_only")
+    directories = [d for d in FIXTURES.iterdir() if d.is_dir()] + [root / "made", root / "slow", shown]
     texts = ["the", "e", "a", "answer", "Answer", "strasse", "STRASSE", "ss", "re2", "solve a", "ok", "door",
-             "lookup_answer", "q", "istanbul", "42", "tool answer", "part", "True"]
+             "lookup_answer", "q", "istanbul", "42", "tool answer", "part", "True", "kelvin", "Kelvin", "zebra",
+             "Zebra", "ZEBRA", "clair", "s user", "quiet", "QUIET REPLY", "plain"]
     compared = 0
     for directory in directories:
         for path in sorted(directory.glob("*.json.zst")):
@@ -350,6 +355,10 @@ def test_ruling_a_document_out_from_its_json_text_never_loses_a_hit(root, case):
                 assert found.hits == document_hits(document, query, record_id, tokens)[0], (path, text, within)
                 compared += 1
     assert compared > 1000
+    # what only the tokens hold, found: the Kelvin sign folds to "k"; "Zebra" and "ZEBRA" fold alike
+    for text, hits in (("kelvin", 0 if case else 1), ("ZEBRA", 1 if case else 2)):
+        found = search_document(str(shown), "tr_shown_only", Query(text, case=case))
+        assert [hit["in"] for hit in found.hits] == ["tokens"] * hits
 
 
 def test_a_search_whose_workers_die_reports_every_document_once():

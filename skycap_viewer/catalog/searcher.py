@@ -34,8 +34,8 @@ from skycap_viewer.catalog.pool import (
 from skycap_viewer.errors import RecordError
 from skycap_viewer.record.document import document_path, document_text, parse_document_text, read_regular_file
 from skycap_viewer.record.frames import file_limit
-from skycap_viewer.record.search import Query, document_hits, may_match
-from skycap_viewer.record.sidecars import read_tokens
+from skycap_viewer.record.search import Query, document_hits, may_match, shown_may_match
+from skycap_viewer.record.sidecars import present_payload, tokens_of
 
 SEARCH_NICENESS = 5  # below the server's own process (requests first), above indexing and verification
 # (niceness 10): someone is waiting for a search, nobody for the background sidecar checks
@@ -81,13 +81,15 @@ def deadline(seconds: float):
 def search_document(directory: str, record_id: str, query: Query, seconds: float = MATCH_SECONDS) -> Found:
     """One document's hits, read with the record readers (bounded decompression, the schema check); a
     document that cannot hold the text and has no tokens to search is not parsed (`may_match`). Its
-    tokens sidecar is read only when the query searches the shown text and the document lists tokens;
-    one that cannot be read leaves the message text searched (the hits say `in: message`)."""
+    tokens sidecar is read only when the query searches the shown text and the document lists tokens,
+    and its arrays decoded only when their text may hold it too (`shown_may_match`); one that cannot be
+    read leaves the message text searched (the hits say `in: message`)."""
     path = document_path(directory, record_id)
     try:
         text = document_text(read_regular_file(path), path)
         with_tokens = query.within == "shown" and LISTS_TOKENS.search(text) is not None
-        if not with_tokens and not may_match(text, query):
+        in_message = may_match(text, query)
+        if not with_tokens and not in_message:
             return Found(record_id, [])  # the text is nowhere in the document: no need to parse it
         document = parse_document_text(text, path)
         del text
@@ -96,7 +98,11 @@ def search_document(directory: str, record_id: str, query: Query, seconds: float
     tokens = None
     if with_tokens:
         try:
-            tokens = read_tokens(directory, document)
+            present = present_payload(directory, document, "tokens")
+            if not in_message and (present is None
+                                   or not shown_may_match(present[1], document["sidecars"]["tokens"], query)):
+                return Found(record_id, [])  # nor in the tokens' text: no need to decode their arrays
+            tokens = tokens_of(document, present)
         except RecordError:
             pass  # the Path tab shows the message text of a record whose tokens cannot be read
     try:

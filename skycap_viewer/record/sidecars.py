@@ -87,15 +87,21 @@ def read_sidecar(path: Path, manifest: dict) -> dict:
     return decode_arrays(read_payload(path, manifest), manifest, path)
 
 
-def read_present_sidecar(directory, document: dict, kind: str) -> dict | None:
-    """The arrays of `kind`, or None when it is not listed or its file is not there (a store's copy's
-    is fetched first, when the store holds it)."""
+def present_payload(directory, document: dict, kind: str) -> tuple[Path, bytes] | None:
+    """(the file, its decompressed payload) of `kind`, or None when it is not listed or its file is not there
+    (a store's copy's is fetched first, when the store holds it)."""
     path = sidecar_file(directory, document, kind)
     if path is not None:
         ensure_local(path)
     if path is None or not os.path.lexists(path):  # anything else there is read, and refused if odd
         return None
-    return read_sidecar(path, document["sidecars"][kind])
+    return path, read_payload(path, document["sidecars"][kind])
+
+
+def read_present_sidecar(directory, document: dict, kind: str) -> dict | None:
+    """The arrays of `kind`, or None when it is not listed or its file is not there (`present_payload`)."""
+    present = present_payload(directory, document, kind)
+    return None if present is None else decode_arrays(present[1], document["sidecars"][kind], present[0])
 
 
 class TokenData:
@@ -182,10 +188,16 @@ def read_tokens(directory, document: dict) -> TokenData | None:
     Only damage that makes the tokens unsafe to show refuses them: a bad experts row still
     leaves the text readable (the record is flagged `malformed-record` all the same).
     """
-    arrays = read_present_sidecar(directory, document, "tokens")
-    if arrays is None:
+    return tokens_of(document, present_payload(directory, document, "tokens"))
+
+
+def tokens_of(document: dict, present: tuple[Path, bytes] | None) -> TokenData | None:
+    """`read_tokens` from what `present_payload` gave for the tokens (a search reads the payload first, to
+    look for its text there before the arrays are decoded)."""
+    if present is None:
         return None
-    path = sidecar_file(directory, document, "tokens")
+    path, payload = present
+    arrays = decode_arrays(payload, document["sidecars"]["tokens"], path)
     problems = token_layout_problems(document)
     if problems:
         raise RecordError(path, "; ".join(problems))

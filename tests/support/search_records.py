@@ -31,6 +31,17 @@ def made_record(directory: Path, record_id: str, client: str, model: str, replay
     builder.write(directory)
 
 
+def shown_only_record(directory: Path, record_id: str):
+    """A token record whose shown text holds what its messages do not: a client turn rendered to other text, with
+    characters that fold into ASCII (the Kelvin sign, a long s) and a word whose first character is two tokens
+    (its first piece empty); and a reply whose text the tokens spell in capitals."""
+    builder = RecordBuilder(record_id, meta={"step": 0, "task_id": "task-shown"})
+    user = builder.add_client(None, "user", "plain question", pieces=[
+        (1, "\u212aelvin "), (2, "\u017ftra\u00dfe "), (3, ""), (4, "\u00e9clair "), (5, "Zebra")])
+    builder.add_model(user, "quiet reply", pieces=[(6, "QUIET "), (7, "REPLY "), (8, "ZEBRA")])
+    builder.write(directory)
+
+
 def raw_text(message) -> str:
     """A message's searched text, rebuilt from the rule in docs/api.md."""
     if not isinstance(message, dict):
