@@ -82,9 +82,15 @@ def query_problem(query: Query) -> str | None:
     return None
 
 
+def ruled_out_unparsed(query: Query) -> bool:
+    """Whether the query's text may be ruled out before a document is parsed: a plain text of characters that
+    neither JSON nor UTF-8 write otherwise (`PREFILTERED`)."""
+    return not query.regex and PREFILTERED.fullmatch(query.text) is not None
+
+
 def may_match(json_text: str, query: Query) -> bool:
     """False only when no node of the document whose JSON text this is can hold the query's text."""
-    if query.regex or not PREFILTERED.fullmatch(query.text) or "\\u" in json_text or NOT_AS_WRITTEN.search(json_text):
+    if not ruled_out_unparsed(query) or "\\u" in json_text or NOT_AS_WRITTEN.search(json_text):
         return True
     return query.text in json_text if query.case else query.text.casefold() in json_text.casefold()
 
@@ -94,7 +100,7 @@ def shown_may_match(payload: bytes, manifest: dict, query: Query) -> bool:
     tokens sidecar (`payload`, as `manifest` lays it out) that decodes as UTF-8 on its own, so it is in that array
     decoded whole, bad bytes replaced (after a bad byte, decoding goes on at the next one that starts a character,
     and a slice starts with one). Folding is per character, so folding the whole folds each slice."""
-    if query.regex or not PREFILTERED.fullmatch(query.text):
+    if not ruled_out_unparsed(query):
         return True
     spec = manifest.get("arrays", {}).get("text")
     if not isinstance(spec, dict) or spec.get("dtype") != "uint8" or len(spec.get("shape") or ()) != 1:
