@@ -220,8 +220,6 @@ def test_groups_a_worker_keeps_are_computed_once_inside_the_write_lock(tmp_path,
     commit a member in between, so each member is read once (computed before the lock, they had nearly always
     changed by the time it was held, and were computed again); what is kept is what the store computes at once;
     a database made again meanwhile (another identity) is left alone."""
-    import sqlite3
-
     from skycap_viewer.catalog import store as store_module
     directory = FIXTURES / "groups"
     names = sorted(p.name for p in directory.iterdir() if p.name.endswith(".json.zst"))

@@ -87,21 +87,28 @@ def read_sidecar(path: Path, manifest: dict) -> dict:
     return decode_arrays(read_payload(path, manifest), manifest, path)
 
 
-def present_payload(directory, document: dict, kind: str) -> tuple[Path, bytes] | None:
-    """(the file, its decompressed payload) of `kind`, or None when it is not listed or its file is not there
-    (a store's copy's is fetched first, when the store holds it)."""
+def present_sidecar_file(directory, document: dict, kind: str) -> Path | None:
+    """Where `kind` lives, or None when it is not listed or its file is not there (a store's copy's is
+    fetched first, when the store holds it)."""
     path = sidecar_file(directory, document, kind)
     if path is not None:
         ensure_local(path)
     if path is None or not os.path.lexists(path):  # anything else there is read, and refused if odd
         return None
-    return path, read_payload(path, document["sidecars"][kind])
+    return path
 
 
 def read_present_sidecar(directory, document: dict, kind: str) -> dict | None:
-    """The arrays of `kind`, or None when it is not listed or its file is not there (`present_payload`)."""
-    present = present_payload(directory, document, kind)
-    return None if present is None else decode_arrays(present[1], document["sidecars"][kind], present[0])
+    """The arrays of `kind`, or None when it is not listed or its file is not there."""
+    path = present_sidecar_file(directory, document, kind)
+    return None if path is None else read_sidecar(path, document["sidecars"][kind])
+
+
+def present_payload(directory, document: dict, kind: str) -> tuple[Path, bytes] | None:
+    """(the file, its decompressed payload) of `kind`, or None when it is not listed or its file is not there:
+    the payload, for a look at it before its arrays are decoded (`tokens_of`)."""
+    path = present_sidecar_file(directory, document, kind)
+    return None if path is None else (path, read_payload(path, document["sidecars"][kind]))
 
 
 class TokenData:
