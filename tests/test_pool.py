@@ -30,9 +30,10 @@ from skycap_viewer.catalog.pool import (
     MAX_CHUNK,
     RowPool,
     announce,
-    chunked,
+    chunk_size,
     compute_chunk,
     compute_rows_here,
+    in_chunks,
     index_chunks,
     start_method,
     watched,
@@ -82,6 +83,10 @@ def test_small_batches_stay_in_this_process():
 
 
 def test_chunks_cover_every_name_once_in_order():
+    """A search's chunks (`in_chunks` of `chunk_size`)."""
+    def chunked(names, workers):
+        return list(in_chunks(iter(names), chunk_size(len(names), workers)))
+
     names = [f"r{i}.json.zst" for i in range(5000)]
     chunks = chunked(names, 2)
     assert [n for chunk in chunks for n in chunk] == names

@@ -151,13 +151,9 @@ def killed_row(directory: str, name: str) -> dict:
                           "indexing worker (out of memory, or a signal); the rest of the run is listed")
 
 
-def chunked(names: list[str], workers: int) -> list[list[str]]:
-    """Split into about 8 chunks per worker (capped), so every core stays busy to the end."""
-    return list(in_chunks(names, chunk_size(len(names), workers)))
-
-
 def chunk_size(count: int, workers: int) -> int:
-    """Documents a chunk of `count` holds: about 8 chunks per worker, at most `MAX_CHUNK` documents."""
+    """Documents a chunk of `count` holds: about 8 chunks per worker (capped), so every core stays busy to the end,
+    at most `MAX_CHUNK` documents."""
     return max(1, min(MAX_CHUNK, -(-count // (workers * 8))))
 
 
@@ -169,8 +165,9 @@ def in_chunks(names, size: int):
 
 
 def index_chunks(names: list[str], workers: int) -> list[list[str]]:
-    """`chunked` for indexing: each worker's first chunk as small, so the first rows are listed at once, the
-    rest up to `INDEX_CHUNK` documents (still about 8 a worker), so fewer commits and round trips a row."""
+    """A search's chunks (`in_chunks` of `chunk_size`), for indexing: each worker's first chunk as small, so the
+    first rows are listed at once, the rest up to `INDEX_CHUNK` documents (still about 8 a worker), so fewer
+    commits and round trips a row."""
     first = list(itertools.islice(in_chunks(names, chunk_size(len(names), workers)), workers))  # not all cut
     rest = names[sum(map(len, first)):]
     size = max(1, min(INDEX_CHUNK, -(-len(rest) // (workers * 8))))
