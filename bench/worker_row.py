@@ -9,6 +9,10 @@ Each step is timed alone over every document, in process CPU time (a shared mach
 it, where wall time doubles), the least of `--rounds` passes. The steps call what `catalog.rows.compute_row`
 and a worker's task call (`pool.compute_chunk`, `store.rows_written`), in their order, each on the previous
 step's results; their sum is set beside `compute_row` timed whole, and the rows written as a worker writes them.
+
+Last, the least a listing row could cost in this reader (`listing row's least`): after the checked parse, only
+the rollout's graph, its flags and its sort keys (what a table filters and sorts on before any row is shown),
+no header, JSON, strip or lane: the bound of moving everything else out of the index (issue 36's item 4).
 """
 
 import argparse
@@ -31,6 +35,7 @@ from skycap_viewer.record.document import (  # noqa: E402
     SURROGATE_ESCAPE,
     document_text,
     parse_json,
+    read_document_escaped,
     read_regular_file,
     record_id_of,
 )
@@ -42,7 +47,8 @@ from skycap_viewer.record.rollout import Rollout  # noqa: E402
 from skycap_viewer.record.schema import check_structure  # noqa: E402
 
 GROUP_BY = ("task_id", "step")
-SCALED_NOT = {"floor: read, decompress, parse", "compute_row whole", "pickled back (rows not written)",
+LEAST_ROW = "listing row's least: checked parse, then graph, flags, sort keys"
+SCALED_NOT = {"floor: read, decompress, parse", "compute_row whole", "pickled back (rows not written)", LEAST_ROW,
               "rows written (first indexing: inserted, counted, committed)",
               "rows written later (listing and trigram indexes kept)"}
 
@@ -108,7 +114,18 @@ def steps(directory: str, names: list[str], rounds: int) -> list[tuple[str, floa
     timed += written(forms, names, rounds)
     pickled, _ = cpu_us(pickle.dumps, [list(zip(names, forms, strict=True))], rounds)
     timed.append(("pickled back (rows not written)", pickled / len(names)))
+    least, _ = cpu_us(listing_row_least, [os.path.join(directory, name) for name in names], rounds)
+    timed.append((LEAST_ROW, least))
     return timed
+
+
+def listing_row_least(path: str) -> tuple:
+    """What a listing must know of a record before it can filter and sort: its flags (which need the graph and
+    the facts they are made of) and its sort keys; everything else a row holds left out."""
+    document, _ = read_document_escaped(path)
+    rollout = Rollout(document, present_sidecars(os.path.dirname(path), document),
+                      record_id_of(os.path.basename(path)))
+    return rollout.flags, rollout.tokens, len(rollout.calls), created_ts(document)
 
 
 def written(forms: list, names: list[str], rounds: int) -> list[tuple[str, float]]:
@@ -154,6 +171,9 @@ def main() -> int:
     for label, spent in timed:
         scaled = f"{spent * scale:8.1f}" if label not in SCALED_NOT else " " * 8
         print(f"  {spent:8.1f}  {scaled}  {label}")
+    floor = figures["floor: read, decompress, parse"]
+    print(f"the floor's multiples: compute_row whole {figures['compute_row whole'] / floor:.2f}x, "
+          f"the listing row's least {figures[LEAST_ROW] / floor:.2f}x (before a row is written)")
     return 0
 
 
