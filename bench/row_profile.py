@@ -75,11 +75,11 @@ def write_sample(directory: Path, small: bool, rollouts: int) -> None:
         synth.generate(directory, rollouts, huge=False, workers=1)
 
 
-def sample_options(parser: argparse.ArgumentParser, verb: str) -> None:
+def sample_options(parser: argparse.ArgumentParser, verb: str, documents: int = 200) -> None:
     """The options naming the documents measured (`sample_documents`), `verb` saying what is done to them."""
     parser.add_argument("--run", type=Path, help="a record directory to read (default: write a sample)")
     parser.add_argument("--small", action="store_true", help="the sample: small records instead of realistic ones")
-    parser.add_argument("--documents", type=int, default=200, help=f"documents {verb} (default 200)")
+    parser.add_argument("--documents", type=int, default=documents, help=f"documents {verb} (default {documents})")
 
 
 def sample_documents(args, scratch: str) -> tuple[Path, list[str]]:

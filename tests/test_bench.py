@@ -133,6 +133,20 @@ def test_the_worker_row_bench_times_each_step_up_to_the_row_written(tmp_path):
         assert figures[step] > 0, step  # figures, not a race between them: timing is the benchmark's business
     assert lines[-1].startswith("the floor's multiples: compute_row whole "), lines[-1]
 
+def test_the_write_lock_bench_times_what_a_cold_index_holds_the_lock_for(tmp_path):
+    """`bench/write_lock.py` times the run database's write lock held a record, the rows written as now and staged
+    then merged, and the groups, over written records (a merge or a group write the store refused ends it)."""
+    result = subprocess.run([sys.executable, str(BENCH.parent / "write_lock.py"), "--small", "--documents", "600"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("600 records, ") and "groups" in lines[0], lines[0]
+    figures = {line[12:].strip(): float(line.split()[0]) for line in lines[1:-1]}
+    assert set(figures) == {"rows now", "rows staged (outside the lock)", "rows merged", "groups"}, figures
+    assert all(value > 0 for value in figures.values()), figures
+    assert lines[-1].startswith("the write lock held a record: "), lines[-1]
+
+
 def test_an_api_path_is_named_from_the_route_table():
     """Every route's path, as `api_path` writes it from the table, is matched by the server to that route,
     its captures given back whole (a space or a `/` in a group key included)."""
