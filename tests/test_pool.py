@@ -172,6 +172,36 @@ def test_a_worker_that_dies_in_the_middle_of_its_answer_breaks_its_executor():
         executor.shutdown(wait=True)
 
 
+def test_breaking_a_stuck_executor_never_closes_its_pipe_twice():
+    """The watch ends the pipe's write end; the executor, broken by it, may be shut down (closing the same end) before
+    the watch's close has returned: `os.close` lets other threads run while it closes. Here that close is held until
+    the dying task's future has failed and the executor is shut down, as a loaded machine may have it (CI did):
+    closed through its connection, the end was closed twice (`OSError: Bad file descriptor`, or another file's
+    descriptor closed, had the number been reused meanwhile)."""
+    context = multiprocessing.get_context(start_method())
+    executor = watched(ProcessPoolExecutor(2, mp_context=context))
+    writer = executor._result_queue._writer
+    failed, shut = threading.Event(), threading.Event()
+
+    def close_held(_close=writer._close):  # the connection's own close, held after the descriptor is closed
+        _close()
+        failed.wait(30)
+        shut.wait(30)
+
+    writer._close = close_held
+    try:
+        assert executor.submit(os.getpid).result() > 0
+        dying = executor.submit(half_answer_then_die)
+        dying.add_done_callback(lambda _: failed.set())
+        with pytest.raises(BrokenProcessPool):
+            dying.result()
+    finally:
+        try:
+            executor.shutdown(wait=True)
+        finally:
+            shut.set()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("task", [dying_chunk, half_answering_chunk])
 def test_a_document_that_kills_its_worker_is_narrowed_down_and_listed_alone(task):

@@ -226,7 +226,7 @@ def watch_workers(reference, processes: dict, result_queue):
         codes = {pid: exit_code(process) for pid, process in list(processes.items())}
         dead = {pid for pid, code in codes.items() if code not in (None, 0)}
         if dead & suspects:
-            break_stuck(processes, result_queue)
+            break_stuck(reference, processes, result_queue)
             return
         if not dead and all(code == 0 for code in codes.values()) and (codes or executor is None):
             return  # shut down: its workers all exited, or it was let go before it started any
@@ -242,15 +242,23 @@ def exit_code(process) -> int | None:
         return 0
 
 
-def break_stuck(processes: dict, result_queue):
+def break_stuck(reference, processes: dict, result_queue):
     """End what is left of a stuck executor: its living workers (they wait forever for the write lock the dead
     one held), then this process's write end of its result pipe, so that its thread reads the pipe's end, marks
-    the pool broken and fails its futures."""
+    the pool broken and fails its futures. The end is taken from its connection before it is closed: the
+    executor, once broken, may be shut down (closing that connection) while `os.close` lets other threads run,
+    and a second close of the number would fail, or close another file that got it meanwhile."""
     for process in list(processes.values()):
         if exit_code(process) is None:
             process.kill()
             process.join()
-    result_queue._writer.close()
+    executor = reference()
+    if executor is not None and executor._broken:
+        return  # it noticed meanwhile: its own shutdown closes the pipe
+    writer = result_queue._writer
+    handle, writer._handle = writer._handle, None
+    if handle is not None:
+        os.close(handle)
 
 
 class IdleWorkers:
