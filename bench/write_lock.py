@@ -37,13 +37,11 @@ from skycap_viewer.catalog.groups import DEFAULT_GROUP_BY  # noqa: E402
 from skycap_viewer.catalog.pool import INDEX_CHUNK  # noqa: E402
 from skycap_viewer.catalog.rows import compute_row  # noqa: E402
 from skycap_viewer.catalog.store import (  # noqa: E402
-    BITS,
-    REWARD,
     ROW_COLUMNS,
     SCHEMA,
     RunStore,
     add_counts,
-    counted,
+    forms_counts,
     groups_written,
     insert_forms,
     rows_written,
@@ -57,14 +55,6 @@ STAGED_TABLES = {  # what `insert_forms` writes a row, each row's rid moved past
     "rowtexts": "rid, text",
     "lanes": "rid, lane_step, lane_id, lane_start, lane_end, lane",
 }
-
-
-def task_counts(forms: list[tuple]) -> dict:
-    """The `tally` counts of a task's rows, as `rows_written` adds them."""
-    counts: dict = {}
-    for _, _, _, _, (columns, _, _, kinds, copies, _) in forms:
-        counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
-    return counts
 
 
 def written(path: Path, identity: str, tasks: list[list[tuple]]) -> None:
@@ -98,7 +88,7 @@ def merged(db: sqlite3.Connection, forms: list[tuple]) -> None:
         db.execute(f"INSERT INTO main.{table} ({columns}) SELECT rid + ?, {rest} FROM staged.{table}", (offset,))
     db.execute("INSERT INTO main.lane_steps SELECT step, lanes, 1 FROM staged.lane_steps WHERE true"
                " ON CONFLICT DO UPDATE SET lanes = lanes + excluded.lanes, changes = changes + 1")
-    add_counts(db, task_counts(forms))
+    add_counts(db, forms_counts(forms))
 
 
 def stored_tables(db: sqlite3.Connection) -> dict:

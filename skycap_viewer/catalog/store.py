@@ -669,6 +669,14 @@ def counted(counts: dict, kinds: list, reward, copies: int | None, bits: int, si
     return ranged
 
 
+def forms_counts(forms: list[tuple]) -> dict:
+    """The counts (see `counted`) of new documents' rows, as `insert_forms` takes them."""
+    counts: dict = {}
+    for _, _, _, _, (columns, _, _, kinds, copies, _) in forms:
+        counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
+    return counts
+
+
 def add_counts(db: sqlite3.Connection, counts: dict):
     """Add `counts` (see `counted`) to `tally`."""
     db.executemany(
@@ -763,10 +771,7 @@ def rows_written(path: str, identity: str, forms: list[tuple]) -> bool:
             return False
         text_index = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LAST_LISTING_INDEX,)).fetchone()
         insert_forms(db, forms, text_index is not None)
-        counts: dict = {}
-        for _, _, _, _, (columns, _, _, kinds, copies, _) in forms:
-            counted(counts, kinds, columns[REWARD], copies, columns[BITS], 1)
-        add_counts(db, counts)
+        add_counts(db, forms_counts(forms))
         return True
 
     return written_if_made(path, identity, write)
